@@ -1,0 +1,49 @@
+//! The one trait every check implements. The list of checks is
+//! [`crate::CHECKS`]; `spx doctor list`, `explain`, the README table and the
+//! shell completions of check ids are all generated from it.
+
+use crate::ctx::Ctx;
+use crate::finding::Finding;
+
+pub trait Check: Send + Sync {
+    /// Stable public id, `category.name`: used in `--check`, JSON and metrics.
+    fn id(&self) -> &'static str;
+
+    /// One line for `spx doctor list` and the JSON `title`.
+    fn title(&self) -> &'static str;
+
+    /// Long text for `spx doctor explain ID`: what it checks, why it matters
+    /// (with the measured consequence), how to fix it.
+    fn explain(&self) -> &'static str;
+
+    /// True for checks that read counters at the start and end of the shared
+    /// sample window ([`Ctx::wait_for_window_end`]). All of them run
+    /// concurrently, so any number of them costs one window.
+    fn samples(&self) -> bool {
+        false
+    }
+
+    /// Gather facts and judge them. Never prints, never changes the host.
+    fn run(&self, ctx: &Ctx) -> Finding;
+}
+
+/// The category of a check id: the part before the first dot.
+pub fn category(id: &str) -> &str {
+    id.split_once('.').map_or(id, |(c, _)| c)
+}
+
+impl std::fmt::Debug for dyn Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn category_is_the_prefix() {
+        assert_eq!(super::category("mtu.path"), "mtu");
+        assert_eq!(super::category("sysctl.udp-buffers"), "sysctl");
+        assert_eq!(super::category("plain"), "plain");
+    }
+}

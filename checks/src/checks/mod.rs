@@ -1,0 +1,6 @@
+//! One module per check. Each reads like the runbook it replaces: gather the
+//! facts, compare them with what the config implies, and say what was
+//! measured and what to type to fix it.
+
+pub mod rcvbuf_errors;
+pub mod udp_buffers;

@@ -1,0 +1,387 @@
+//! The Spinifex node config, `spinifex.toml`, read the way the daemon reads
+//! it: unknown tables and keys are ignored (the file has many the doctor
+//! does not need), missing keys take the daemon's defaults, and every value
+//! the doctor *uses* is validated before anything touches the network.
+//!
+//! A malformed file or a wrong type is an error that names the file, line,
+//! column and key, because that is what an operator needs to fix it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::endpoint::Endpoint;
+use crate::validate;
+
+/// Where Spinifex keeps its config: `/etc/spinifex/spinifex.toml` when
+/// `/etc/spinifex` exists, else `~/spinifex/config/spinifex.toml`. Both are
+/// returned (system first) because the second reading is uncertain.
+pub fn default_paths() -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from("/etc/spinifex/spinifex.toml")];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        paths.push(Path::new(&home).join("spinifex/config/spinifex.toml"));
+    }
+    paths
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `node`: this node's name.
+    pub node: Option<String>,
+    pub network: Network,
+    /// `[nodes.NAME]`, sorted by name.
+    pub nodes: BTreeMap<String, NodeEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Network {
+    /// `ipsec_enabled`; a missing key means true.
+    pub ipsec_enabled: bool,
+    /// `underlay_mtu` as written; a missing key means 1500. See
+    /// [`crate::expect::effective_underlay_mtu`] for the floor.
+    pub underlay_mtu: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct NodeEntry {
+    /// `host` with any `:port` removed.
+    pub host: Option<String>,
+    /// `advertise` with any `:port` removed.
+    pub advertise: Option<String>,
+    pub vpcd: Option<Vpcd>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Vpcd {
+    pub ovn_nb_addr: Vec<Endpoint>,
+    pub ovn_sb_addr: Vec<Endpoint>,
+    pub external_interface: Option<String>,
+}
+
+impl Config {
+    /// This node's `[nodes.<node>]` entry.
+    pub fn this_node(&self) -> Option<&NodeEntry> {
+        self.nodes.get(self.node.as_deref()?)
+    }
+
+    /// NB endpoints: this node's `vpcd.ovn_nb_addr`, else any node's.
+    pub fn nb_endpoints(&self) -> Vec<Endpoint> {
+        self.vpcd_list(|v| &v.ovn_nb_addr)
+    }
+
+    /// SB endpoints: this node's `vpcd.ovn_sb_addr`, else any node's.
+    pub fn sb_endpoints(&self) -> Vec<Endpoint> {
+        self.vpcd_list(|v| &v.ovn_sb_addr)
+    }
+
+    fn vpcd_list(&self, pick: impl Fn(&Vpcd) -> &Vec<Endpoint>) -> Vec<Endpoint> {
+        let mine = self.this_node().and_then(|n| n.vpcd.as_ref()).map(&pick);
+        match mine {
+            Some(list) if !list.is_empty() => list.clone(),
+            _ => self
+                .nodes
+                .values()
+                .filter_map(|n| n.vpcd.as_ref())
+                .map(pick)
+                .find(|l| !l.is_empty())
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A config that could not be used. Its Display is one line:
+/// `FILE:LINE:COL: KEY: MESSAGE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": key `{key}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Read and parse a config file. I/O errors are returned as `io::Error` so
+/// the caller can tell "missing" and "unreadable" from "malformed".
+pub fn load(path: &Path) -> Result<Result<Config, ConfigError>, std::io::Error> {
+    let bytes = std::fs::read(path)?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(Err(ConfigError {
+                path: path.to_owned(),
+                line: None,
+                column: None,
+                key: None,
+                message: format!("not UTF-8 text ({e})"),
+            }))
+        }
+    };
+    Ok(parse(&text, path))
+}
+
+/// Parse config text. `path` is used only in error messages.
+pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    let err_at = |span: Option<std::ops::Range<usize>>, key: Option<String>, message: String| {
+        let (line, column) = match span {
+            Some(s) => {
+                let (l, c) = line_col(text, s.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        ConfigError {
+            path: path.to_owned(),
+            line,
+            column,
+            key,
+            message,
+        }
+    };
+    let de = toml::Deserializer::new(text);
+    let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let key = (!key.is_empty() && key != ".").then_some(key);
+        let inner = e.into_inner();
+        err_at(inner.span(), key, inner.message().trim().to_owned())
+    })?;
+    raw.validate()
+        .map_err(|(span, key, message)| err_at(span, Some(key), message))
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+type Invalid = (Option<std::ops::Range<usize>>, String, String);
+
+#[derive(Deserialize)]
+struct RawConfig {
+    node: Option<Spanned<String>>,
+    #[serde(default)]
+    network: RawNetwork,
+    #[serde(default)]
+    nodes: BTreeMap<Spanned<String>, RawNode>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawNetwork {
+    ipsec_enabled: Option<bool>,
+    underlay_mtu: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawNode {
+    host: Option<Spanned<String>>,
+    advertise: Option<Spanned<String>>,
+    vpcd: Option<RawVpcd>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawVpcd {
+    ovn_nb_addr: Option<Spanned<String>>,
+    ovn_sb_addr: Option<Spanned<String>>,
+    external_interface: Option<Spanned<String>>,
+}
+
+fn check<T>(
+    value: &Spanned<String>,
+    key: impl FnOnce() -> String,
+    f: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, Invalid> {
+    f(value.get_ref()).map_err(|m| (Some(value.span()), key(), m))
+}
+
+impl RawConfig {
+    fn validate(self) -> Result<Config, Invalid> {
+        let node = match &self.node {
+            Some(n) => Some(check(n, || "node".into(), |s| {
+                validate::node_name(s).map(|()| s.to_owned())
+            })?),
+            None => None,
+        };
+        let underlay_mtu = match &self.network.underlay_mtu {
+            None => 1500,
+            Some(v) => {
+                let mtu = *v.get_ref();
+                if !(1..=65535).contains(&mtu) {
+                    return Err((
+                        Some(v.span()),
+                        "network.underlay_mtu".into(),
+                        format!("{mtu} is not an MTU (1..65535)"),
+                    ));
+                }
+                mtu as u32
+            }
+        };
+        let mut nodes = BTreeMap::new();
+        for (name, raw) in self.nodes {
+            let n = check(&name, || "nodes".into(), |s| {
+                validate::node_name(s).map(|()| s.to_owned())
+            })?;
+            let key = |k: &str| format!("nodes.{n}.{k}");
+            let host = raw
+                .host
+                .as_ref()
+                .map(|h| check(h, || key("host"), validate::host_maybe_port))
+                .transpose()?;
+            let advertise = raw
+                .advertise
+                .as_ref()
+                .map(|h| check(h, || key("advertise"), validate::host_maybe_port))
+                .transpose()?;
+            let vpcd = match raw.vpcd {
+                None => None,
+                Some(v) => Some(Vpcd {
+                    ovn_nb_addr: v
+                        .ovn_nb_addr
+                        .as_ref()
+                        .map(|e| check(e, || key("vpcd.ovn_nb_addr"), Endpoint::parse_list))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    ovn_sb_addr: v
+                        .ovn_sb_addr
+                        .as_ref()
+                        .map(|e| check(e, || key("vpcd.ovn_sb_addr"), Endpoint::parse_list))
+                        .transpose()?
+                        .unwrap_or_default(),
+                    external_interface: v
+                        .external_interface
+                        .as_ref()
+                        .map(|i| {
+                            check(i, || key("vpcd.external_interface"), |s| {
+                                validate::interface(s).map(|()| s.to_owned())
+                            })
+                        })
+                        .transpose()?,
+                }),
+            };
+            nodes.insert(
+                n,
+                NodeEntry {
+                    host,
+                    advertise,
+                    vpcd,
+                },
+            );
+        }
+        Ok(Config {
+            node,
+            network: Network {
+                ipsec_enabled: self.network.ipsec_enabled.unwrap_or(true),
+                underlay_mtu,
+            },
+            nodes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Result<Config, ConfigError> {
+        parse(text, Path::new("spinifex.toml"))
+    }
+
+    // recorded: the schema in spinifex-facts.md, with the extra tables a real
+    // node carries.
+    const FACTS_EXAMPLE: &str = r#"
+version = "1.4.0"
+node = "spx1"
+[operator]
+email = "ops@example.com"
+[network]
+ipsec_enabled = true
+underlay_mtu = 1500
+[nodes.spx1]
+host = "10.1.3.181"
+advertise = "10.1.3.181"
+[nodes.spx1.vpcd]
+ovn_nb_addr = "tcp:10.1.3.181:6641,tcp:10.1.3.182:6641,tcp:10.1.3.183:6641"
+ovn_sb_addr = "tcp:10.1.3.181:6642,tcp:10.1.3.182:6642,tcp:10.1.3.183:6642"
+external_interface = "br-wan"
+[nodes.spx1.nats]
+port = 4222
+[nodes.spx2]
+host = "10.1.3.182:8443"
+"#;
+
+    #[test]
+    fn parses_the_documented_schema_and_ignores_unknown_keys() {
+        let c = p(FACTS_EXAMPLE).unwrap();
+        assert_eq!(c.node.as_deref(), Some("spx1"));
+        assert!(c.network.ipsec_enabled);
+        assert_eq!(c.network.underlay_mtu, 1500);
+        assert_eq!(c.nodes.len(), 2);
+        assert_eq!(c.nodes["spx2"].host.as_deref(), Some("10.1.3.182"));
+        assert_eq!(c.nb_endpoints().len(), 3);
+        assert_eq!(
+            c.this_node().unwrap().vpcd.as_ref().unwrap().external_interface.as_deref(),
+            Some("br-wan")
+        );
+    }
+
+    #[test]
+    fn missing_keys_take_the_daemon_defaults() {
+        let c = p("node = \"a\"\n").unwrap();
+        assert!(c.network.ipsec_enabled, "missing ipsec_enabled means true");
+        assert_eq!(c.network.underlay_mtu, 1500);
+        assert!(c.nodes.is_empty());
+        assert!(p("").is_ok());
+    }
+
+    #[test]
+    fn wrong_type_names_line_column_and_key() {
+        let e = p("node = \"a\"\n[network]\nipsec_enabled = \"yes\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("network.ipsec_enabled"));
+        assert_eq!((e.line, e.column), (Some(3), Some(17)), "{e}");
+        assert!(e.to_string().starts_with("spinifex.toml:3:17: key `network.ipsec_enabled`"), "{e}");
+    }
+
+    #[test]
+    fn malformed_toml_names_the_position() {
+        let e = p("node = \"a\"\n[network\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn hostile_values_are_refused_with_their_key() {
+        for (text, key) in [
+            ("[nodes.a]\nhost = \"$(touch /tmp/pwned)\"\n", "nodes.a.host"),
+            ("[nodes.a]\nadvertise = \"1.2.3.4; reboot\"\n", "nodes.a.advertise"),
+            ("[nodes.a.vpcd]\novn_nb_addr = \"tcp:`id`:6641\"\n", "nodes.a.vpcd.ovn_nb_addr"),
+            ("[nodes.a.vpcd]\nexternal_interface = \"br wan\"\n", "nodes.a.vpcd.external_interface"),
+            ("node = \"a\\nb\"\n", "node"),
+            ("[network]\nunderlay_mtu = 70000\n", "network.underlay_mtu"),
+        ] {
+            let e = p(text).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some(key), "{text}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+        let long = format!("[nodes.a]\nhost = \"{}\"\n", "a".repeat(10_000));
+        assert_eq!(p(&long).unwrap_err().key.as_deref(), Some("nodes.a.host"));
+    }
+}

@@ -1,0 +1,144 @@
+//! What a check is given: the config (or why there is none), what the config
+//! implies, the operator's flags, and the clock (the shared sample window and
+//! the global deadline).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::expect::Expectations;
+use crate::finding::{Finding, SkipReason};
+
+/// Settings from the command line that checks read. Parsed and validated by
+/// the binary; checks trust them.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `--peer`, in the order given.
+    pub peers: Vec<String>,
+    /// `--mtu`: the target underlay MTU, overriding the config.
+    pub mtu: Option<u32>,
+    /// `--probe-timeout`: one probe round's bound.
+    pub probe_timeout: Duration,
+    /// `--interface`: interfaces to inspect, overriding discovery.
+    pub interfaces: Vec<String>,
+    /// `--ovs-db`, `--nb-db`, `--sb-db`: OVSDB endpoints overriding the config.
+    pub ovs_db: Option<String>,
+    pub nb_db: Option<String>,
+    pub sb_db: Option<String>,
+    /// `--sample`: the length of the shared sample window.
+    pub sample: Duration,
+    /// `--timeout`: the global deadline, from the start of the run.
+    pub timeout: Duration,
+    /// `--for`: the preflight profile, if any.
+    pub profile: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            peers: Vec::new(),
+            mtu: None,
+            probe_timeout: Duration::from_secs(1),
+            interfaces: Vec::new(),
+            ovs_db: None,
+            nb_db: None,
+            sb_db: None,
+            sample: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+            profile: None,
+        }
+    }
+}
+
+/// Where the config came from, or why there is none. A missing or unreadable
+/// default config is not an error of the run: checks that need it skip.
+#[derive(Clone, Debug)]
+pub enum ConfigState {
+    Loaded { path: PathBuf, config: Box<Config> },
+    Missing { looked_at: Vec<PathBuf> },
+    Unreadable { path: PathBuf, reason: String },
+}
+
+pub struct Ctx {
+    pub config: ConfigState,
+    pub expect: Option<Expectations>,
+    pub opts: Options,
+    started: Instant,
+    window_end: Instant,
+    deadline: Instant,
+}
+
+impl Ctx {
+    pub fn new(config: ConfigState, opts: Options) -> Ctx {
+        let started = Instant::now();
+        let expect = match &config {
+            ConfigState::Loaded { config, .. } => Some(Expectations::from_config(config)),
+            _ => None,
+        };
+        Ctx {
+            config,
+            expect,
+            window_end: started + opts.sample,
+            deadline: started + opts.timeout,
+            started,
+            opts,
+        }
+    }
+
+    /// The config, or the skip finding a check that needs it should return.
+    pub fn config(&self) -> Result<&Config, Finding> {
+        match &self.config {
+            ConfigState::Loaded { config, .. } => Ok(config),
+            ConfigState::Missing { looked_at } => {
+                let paths: Vec<String> =
+                    looked_at.iter().map(|p| p.display().to_string()).collect();
+                Err(Finding::skip(SkipReason::NoConfig(format!(
+                    "none found at {} (pass --config PATH)",
+                    paths.join(" or ")
+                ))))
+            }
+            ConfigState::Unreadable { path, reason } => {
+                Err(Finding::skip(SkipReason::NeedsPrivilege(format!(
+                    "root or group spinifex to read {} ({reason})",
+                    path.display()
+                ))))
+            }
+        }
+    }
+
+    /// What the config implies, or the skip finding when there is no config.
+    pub fn expectations(&self) -> Result<&Expectations, Finding> {
+        self.config()?;
+        Ok(self.expect.as_ref().expect("expectations follow a loaded config"))
+    }
+
+    /// When the run started; the sample window starts here too.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Sleep until the end of the shared sample window (or the deadline,
+    /// whichever is first). Sampling checks take their first reading as
+    /// soon as they start, call this, and take the second.
+    pub fn wait_for_window_end(&self) {
+        let until = self.window_end.min(self.deadline);
+        let now = Instant::now();
+        if until > now {
+            std::thread::sleep(until - now);
+        }
+    }
+
+    /// Time left before the global deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// `bound`, cut to what is left before the deadline.
+    pub fn bounded(&self, bound: Duration) -> Duration {
+        bound.min(self.remaining())
+    }
+
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}

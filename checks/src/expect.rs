@@ -1,0 +1,146 @@
+//! What the config implies about the host, derived in one place so that
+//! every check agrees on it. The arithmetic is Spinifex's own
+//! (spinifex-facts.md, "MTU arithmetic" and "IPsec").
+
+use crate::config::Config;
+
+/// Outer IPv4 20 + UDP 8 + geneve 8 + TLV 8 + inner Ethernet 14.
+pub const GENEVE_OVERHEAD: u32 = 58;
+/// ESP transport mode with rfc4106(gcm(aes)) 128.
+pub const ESP_OVERHEAD: u32 = 34;
+/// An IPv6 outer header is 20 bytes larger than IPv4's.
+pub const IPV6_EXTRA: u32 = 20;
+/// Below this the daemon treats `underlay_mtu` as unset (1500).
+pub const UNDERLAY_MTU_FLOOR: u32 = 668;
+pub const DEFAULT_UNDERLAY_MTU: u32 = 1500;
+/// QEMU is given at most this many queue pairs.
+pub const MAX_NIC_QUEUES: u32 = 8;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expectations {
+    /// `[network] ipsec_enabled`. The guest MTU and multiqueue follow it.
+    pub ipsec_enabled: bool,
+    /// Enabled and more than one node: the daemon requests encryption.
+    pub ipsec_wanted: bool,
+    /// Number of `[nodes.*]` tables.
+    pub node_count: usize,
+    /// `underlay_mtu` after the 668 floor.
+    pub underlay_mtu: u32,
+    /// The MTU guests are given on an IPv4 underlay.
+    pub guest_mtu: u32,
+    /// ESP SAs this node holds at least when IPsec is wanted, else exactly 0.
+    pub esp_sa_min: usize,
+}
+
+impl Expectations {
+    pub fn from_config(config: &Config) -> Expectations {
+        let node_count = config.nodes.len();
+        let ipsec_enabled = config.network.ipsec_enabled;
+        let ipsec_wanted = ipsec_wanted(ipsec_enabled, node_count);
+        let underlay_mtu = effective_underlay_mtu(config.network.underlay_mtu);
+        Expectations {
+            ipsec_enabled,
+            ipsec_wanted,
+            node_count,
+            underlay_mtu,
+            guest_mtu: guest_mtu(underlay_mtu, ipsec_enabled, false),
+            esp_sa_min: if ipsec_wanted { expected_sa_count(node_count) } else { 0 },
+        }
+    }
+
+    /// Queue pairs a guest NIC with `vcpus` should have.
+    pub fn nic_queues(&self, vcpus: u32) -> u32 {
+        nic_queues(self.ipsec_enabled, vcpus)
+    }
+}
+
+pub fn ipsec_wanted(enabled: bool, node_count: usize) -> bool {
+    enabled && node_count > 1
+}
+
+pub fn effective_underlay_mtu(configured: u32) -> u32 {
+    if configured < UNDERLAY_MTU_FLOOR {
+        DEFAULT_UNDERLAY_MTU
+    } else {
+        configured
+    }
+}
+
+/// `underlay − 58 − (ipsec ? 34 : 0)`, 20 more on an IPv6 underlay.
+pub fn guest_mtu(underlay_mtu: u32, ipsec: bool, ipv6_underlay: bool) -> u32 {
+    let underlay = effective_underlay_mtu(underlay_mtu);
+    let mut overhead = GENEVE_OVERHEAD;
+    if ipsec {
+        overhead += ESP_OVERHEAD;
+    }
+    if ipv6_underlay {
+        overhead += IPV6_EXTRA;
+    }
+    underlay - overhead
+}
+
+/// One SA per node pair per direction: 2×(N−1).
+pub fn expected_sa_count(node_count: usize) -> usize {
+    2 * node_count.saturating_sub(1)
+}
+
+/// 1 queue pair with IPsec (multiqueue reorders ESP and costs 12%),
+/// min(vCPUs, 8) without (worth +54%).
+pub fn nic_queues(ipsec_enabled: bool, vcpus: u32) -> u32 {
+    if ipsec_enabled {
+        1
+    } else {
+        vcpus.clamp(1, MAX_NIC_QUEUES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn guest_mtu_matches_the_tuning_page() {
+        // performance-tuning §4: 1408/1442 at 1500, 8908/8942 at 9000.
+        assert_eq!(guest_mtu(1500, true, false), 1408);
+        assert_eq!(guest_mtu(1500, false, false), 1442);
+        assert_eq!(guest_mtu(9000, true, false), 8908);
+        assert_eq!(guest_mtu(9000, false, false), 8942);
+        assert_eq!(guest_mtu(1500, false, true), 1422);
+    }
+
+    #[test]
+    fn underlay_below_the_floor_is_1500() {
+        assert_eq!(effective_underlay_mtu(667), 1500);
+        assert_eq!(effective_underlay_mtu(668), 668);
+        assert_eq!(guest_mtu(500, false, false), 1442);
+    }
+
+    #[test]
+    fn sa_count_and_queues() {
+        assert_eq!(expected_sa_count(4), 6);
+        assert_eq!(expected_sa_count(1), 0);
+        assert_eq!(nic_queues(true, 4), 1);
+        assert_eq!(nic_queues(false, 4), 4);
+        assert_eq!(nic_queues(false, 32), 8);
+        assert_eq!(nic_queues(false, 0), 1);
+    }
+
+    #[test]
+    fn ipsec_is_wanted_only_on_a_cluster() {
+        let one = crate::config::parse("[nodes.a]\n", Path::new("x")).unwrap();
+        let e = Expectations::from_config(&one);
+        assert!(e.ipsec_enabled && !e.ipsec_wanted);
+        assert_eq!(e.esp_sa_min, 0);
+        let four = crate::config::parse(
+            "[network]\nunderlay_mtu = 9000\n[nodes.a]\n[nodes.b]\n[nodes.c]\n[nodes.d]\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let e = Expectations::from_config(&four);
+        assert!(e.ipsec_wanted);
+        assert_eq!(e.esp_sa_min, 6);
+        assert_eq!(e.guest_mtu, 8908);
+        assert_eq!(e.nic_queues(4), 1);
+    }
+}

@@ -1,0 +1,54 @@
+//! The checks behind `spx doctor`.
+//!
+//! Every check is a unit struct implementing [`Check`], listed once in
+//! [`CHECKS`]. A new check is one file under `checks/`, one line in that
+//! list, and its tests. Facts come from [`probe`], which reads the live host
+//! (procfs, sysfs, netlink, ioctl, sockets, OVSDB); checks compare those
+//! facts with what the config implies ([`expect`]) and return a [`Finding`].
+
+pub mod check;
+pub mod checks;
+pub mod config;
+pub mod ctx;
+pub mod endpoint;
+pub mod expect;
+pub mod finding;
+pub mod probe;
+pub mod select;
+pub mod validate;
+
+pub use check::Check;
+pub use ctx::{ConfigState, Ctx, Options};
+pub use finding::{Finding, SkipReason, Status};
+
+/// Every check, in the order reports list them.
+pub static CHECKS: &[&dyn Check] = &[
+    &checks::udp_buffers::UdpBuffers,
+    &checks::rcvbuf_errors::RcvbufErrors,
+];
+
+/// Look a check up by id.
+pub fn find(id: &str) -> Option<&'static dyn Check> {
+    CHECKS.iter().copied().find(|c| c.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for c in CHECKS {
+            let id = c.id();
+            assert!(seen.insert(id), "duplicate id {id}");
+            let (cat, name) = id.split_once('.').expect("category.name");
+            assert!(!cat.is_empty() && !name.is_empty(), "{id}");
+            assert!(
+                id.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ".-".contains(ch)),
+                "{id}"
+            );
+            assert!(!c.title().is_empty() && c.explain().len() > 80, "{id} needs docs");
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The probe layer: everything that reads the live host lives here, apart
+//! from the judgement in the check modules, so that judgement can be tested
+//! on recorded facts and reading can be tested on the real kernel.
+//!
+//! Errors say what kind of failure happened, because that decides the
+//! verdict: permission denied is a *skip* (needs privilege), a missing file
+//! or device is *not applicable*, anything else is an *error*. None is a fail.
+
+pub mod kernel_files;
+pub mod journal;
+pub mod snmp;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::finding::{Finding, SkipReason};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("permission denied reading {what}")]
+    PermissionDenied { what: String, needs: String },
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("could not parse {what}: {detail}")]
+    Parse { what: String, detail: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ProbeError {
+    /// Classify an I/O error on a path into the kind that decides the verdict.
+    pub fn from_io(path: &Path, err: io::Error) -> ProbeError {
+        let what = path.display().to_string();
+        match err.kind() {
+            io::ErrorKind::PermissionDenied => ProbeError::PermissionDenied {
+                needs: format!("root to read {what}"),
+                what,
+            },
+            io::ErrorKind::NotFound => ProbeError::NotFound(what),
+            _ => ProbeError::Io { what, source: err },
+        }
+    }
+
+    pub fn parse(what: impl Into<String>, detail: impl Into<String>) -> ProbeError {
+        ProbeError::Parse {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The verdict a probe failure implies on its own.
+impl From<ProbeError> for Finding {
+    fn from(err: ProbeError) -> Finding {
+        match err {
+            ProbeError::PermissionDenied { needs, .. } => {
+                Finding::skip(SkipReason::NeedsPrivilege(needs))
+            }
+            ProbeError::NotFound(what) => {
+                Finding::skip(SkipReason::NotApplicable(format!("{what} not found")))
+            }
+            other => Finding::error(other.to_string()),
+        }
+    }
+}
+
+/// Read a whole kernel file (procfs or sysfs) into a string, classifying the
+/// error by kind.
+pub fn read_to_string(path: impl AsRef<Path>) -> Result<String, ProbeError> {
+    let path = path.as_ref();
+    std::fs::read_to_string(path).map_err(|e| ProbeError::from_io(path, e))
+}
+
+/// `/proc/sys/net/core/rmem_max` for `net.core.rmem_max`.
+pub fn sysctl_path(name: &str) -> PathBuf {
+    let mut path = PathBuf::from("/proc/sys");
+    path.extend(name.split('.'));
+    path
+}

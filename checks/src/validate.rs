@@ -1,0 +1,144 @@
+//! Validation of every string that comes from outside (config, flags) before
+//! it is used as a name, an address or a path. Nothing the doctor runs goes
+//! through a shell, but an interface name or a host is still refused early
+//! with the key that carried it, rather than failing strangely later.
+
+use std::net::IpAddr;
+
+/// The longest value accepted for any single field.
+pub const MAX_LEN: usize = 1024;
+
+/// No control characters (newline, NUL, escape…) and a sane length.
+pub fn plain_text(text: &str) -> Result<(), String> {
+    if text.len() > MAX_LEN {
+        return Err(format!("value is {} bytes long (at most {MAX_LEN})", text.len()));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!("value contains the control character {c:?}"));
+    }
+    Ok(())
+}
+
+/// A network interface name as the kernel accepts it: 1..=15 bytes, no '/',
+/// no whitespace, no ':' and no control characters, not "." or "..".
+pub fn interface(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 15 {
+        return Err(format!("interface name {name:?} must be 1 to 15 bytes"));
+    }
+    if name == "." || name == ".." {
+        return Err(format!("{name:?} is not an interface name"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| *c == '/' || *c == ':' || c.is_whitespace() || c.is_control())
+    {
+        return Err(format!("interface name {name:?} contains {c:?}"));
+    }
+    Ok(())
+}
+
+/// An IP address or a DNS host name (RFC 1123 labels).
+pub fn host(text: &str) -> Result<(), String> {
+    plain_text(text)?;
+    if text.parse::<IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let ok = !text.is_empty()
+        && text.len() <= 253
+        && text.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{text:?} is neither an IP address nor a host name"))
+    }
+}
+
+/// A host with an optional port, as in `[nodes.X] host`: `10.1.3.181`,
+/// `10.1.3.181:8443`, `[fd00::1]:8443`, `fd00::1`, `spx1.lan`. Returns the
+/// host part.
+pub fn host_maybe_port(text: &str) -> Result<String, String> {
+    plain_text(text)?;
+    if text.parse::<IpAddr>().is_ok() {
+        return Ok(text.to_owned());
+    }
+    let name = if let Some(rest) = text.strip_prefix('[') {
+        let (h, port) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{text:?}: unclosed '['"))?;
+        if !(port.is_empty() || port.strip_prefix(':').is_some_and(is_port)) {
+            return Err(format!("{text:?}: bad port"));
+        }
+        h
+    } else if let Some((h, port)) = text.rsplit_once(':') {
+        if !is_port(port) {
+            return Err(format!("{text:?}: bad port {port:?}"));
+        }
+        h
+    } else {
+        text
+    };
+    host(name)?;
+    Ok(name.to_owned())
+}
+
+fn is_port(p: &str) -> bool {
+    p.parse::<u16>().is_ok_and(|p| p != 0)
+}
+
+/// A node name (a `[nodes.NAME]` key, `node = "…"`).
+pub fn node_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(format!("node name {name:?} must be 1 to 64 bytes"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!("node name {name:?} contains {c:?}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names() {
+        for good in ["br-vpc", "eth0", "enp0s16", "tapeni-0123456789", "a"] {
+            if good.len() <= 15 {
+                assert!(interface(good).is_ok(), "{good}");
+            }
+        }
+        for bad in ["", "this-is-too-long0", "a/b", "a b", "eth0\n", "..", "a:1", "x\0"] {
+            assert!(interface(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn hosts_and_ports() {
+        assert_eq!(host_maybe_port("10.1.3.181").unwrap(), "10.1.3.181");
+        assert_eq!(host_maybe_port("10.1.3.181:8443").unwrap(), "10.1.3.181");
+        assert_eq!(host_maybe_port("[fd00::1]:8443").unwrap(), "fd00::1");
+        assert_eq!(host_maybe_port("fd00::1").unwrap(), "fd00::1");
+        assert_eq!(host_maybe_port("spx1.lan").unwrap(), "spx1.lan");
+        for bad in ["$(reboot)", "a;b", "`id`", "x\ny", "h:0", "h:port", "-bad", ""] {
+            assert!(host_maybe_port(bad).is_err(), "{bad:?}");
+        }
+        assert!(host_maybe_port(&"a".repeat(10_000)).is_err());
+    }
+
+    #[test]
+    fn node_names() {
+        assert!(node_name("spx1").is_ok());
+        assert!(node_name("node_a.b-c").is_ok());
+        assert!(node_name("a;b").is_err());
+        assert!(node_name("").is_err());
+    }
+}

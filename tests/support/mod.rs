@@ -1,0 +1,105 @@
+//! The harness every integration test uses: run the real `spx` binary, read
+//! its JSON (validated against the committed schema every time), and build
+//! throw-away network namespaces that are always removed, even when a test
+//! fails (a Drop guard; names are unique so tests run in parallel).
+
+#![allow(dead_code)]
+
+pub mod netns;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+pub use netns::Netns;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_spx")
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The real binary with a clean environment: no config found unless a test
+/// passes `--config`, no colour.
+pub fn spx() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env_remove("NO_COLOR")
+        .env("HOME", "/nonexistent-spx-test-home")
+        .env("SPX_CONFIG_SEARCH", "/nonexistent-spx-test-etc/spinifex.toml");
+    cmd
+}
+
+/// Run and return (exit code, stdout, stderr).
+pub fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out: Output = cmd.output().expect("run spx");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run with `--format json`, parse, validate against the schema and check
+/// that the document's `exit_code` is the process's.
+pub fn run_json(cmd: &mut Command) -> (i32, Value) {
+    cmd.args(["--format", "json"]);
+    let (code, stdout, stderr) = run(cmd);
+    let doc: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}"));
+    assert_valid(&doc);
+    assert_eq!(doc["exit_code"], code, "JSON exit_code vs process; stderr: {stderr}");
+    (code, doc)
+}
+
+/// The check object with this id.
+pub fn check<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .expect("checks array")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id} in {doc}"))
+}
+
+static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+
+pub fn assert_valid(doc: &Value) {
+    let validator = SCHEMA.get_or_init(|| {
+        let path = repo_root().join("schema/report-v1.schema.json");
+        let schema: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file")).expect("schema JSON");
+        jsonschema::validator_for(&schema).expect("valid schema")
+    });
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "JSON does not match schema/report-v1.schema.json: {errors:#?}\n{doc:#}");
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Tests that need root call this first: it returns false (and says why)
+/// when not root locally, and fails the test under CI=true, where every
+/// test must run.
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test} needs root and CI=true: it must run here");
+    }
+    println!("skipping {test}: needs root (network namespaces)");
+    false
+}
+
+/// A config file in a temp dir.
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("spinifex.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}

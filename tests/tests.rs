@@ -1,0 +1,6 @@
+//! The one integration-test binary: every test runs the real `spx` binary.
+
+mod support;
+
+mod cli;
+mod udp;
