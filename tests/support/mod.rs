@@ -28,8 +28,7 @@ pub fn repo_root() -> PathBuf {
 pub fn spx() -> Command {
     let mut cmd = Command::new(bin());
     cmd.env_remove("NO_COLOR")
-        .env("HOME", "/nonexistent-spx-test-home")
-        .env("SPX_CONFIG_SEARCH", "/nonexistent-spx-test-etc/spinifex.toml");
+        .env("HOME", "/nonexistent-spx-test-home");
     cmd
 }
 

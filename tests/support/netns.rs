@@ -66,7 +66,6 @@ impl Netns {
     pub fn spx(&self) -> Command {
         let mut cmd = self.command(super::bin());
         cmd.env("HOME", "/nonexistent-spx-test-home")
-            .env("SPX_CONFIG_SEARCH", "/nonexistent-spx-test-etc/spinifex.toml");
         cmd
     }
 

@@ -9,6 +9,7 @@
 pub mod kernel_files;
 pub mod journal;
 pub mod snmp;
+pub mod sysfs_net;
 
 use std::io;
 use std::path::{Path, PathBuf};
