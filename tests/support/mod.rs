@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod ovsdb_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -65,7 +65,7 @@ impl Netns {
     /// environment as [`super::spx`].
     pub fn spx(&self) -> Command {
         let mut cmd = self.command(super::bin());
-        cmd.env("HOME", "/nonexistent-spx-test-home")
+        cmd.env("HOME", "/nonexistent-spx-test-home");
         cmd
     }
 
@@ -108,4 +108,20 @@ pub fn sh(argv: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl Netns {
+    /// Run `f` on a new thread that has joined this namespace (setns on a
+    /// thread moves only that thread), e.g. to open sockets inside it.
+    pub fn in_thread<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        let path = format!("/var/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let fd = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            nix::sched::setns(fd, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            f()
+        })
+    }
 }

@@ -15,6 +15,8 @@ use crate::probe::kernel_files::sysctl_u64;
 
 /// `net.core.rmem_max` and `wmem_max` Spinifex requires: 16 MiB.
 pub const REQUIRED: u64 = 16_777_216;
+/// The receive buffer quic-go requests.
+pub const QUIC_WANTS: u64 = 7 * 1024 * 1024;
 pub const SYSCTL_FILE: &str = "/etc/sysctl.d/99-spinifex-net.conf";
 
 pub struct UdpBuffers;
@@ -79,12 +81,14 @@ pub fn judge(facts: BufferCeilings) -> Finding {
             facts.rmem_max, facts.wmem_max
         ))
     } else {
-        let granted = facts.rmem_max.min(7 * 1024 * 1024) * 2;
-        Finding::fail(format!(
-            "{}, below {REQUIRED}: quic-go asks for a 7 MiB receive buffer, gets {} KiB, and drops datagrams under load (guests lost root filesystems this way)",
-            low.join(" and "),
-            granted / 1024
-        ))
+        // The kernel caps SO_RCVBUF at rmem_max and doubles it for overhead.
+        let granted_kib = facts.rmem_max.min(QUIC_WANTS) * 2 / 1024;
+        let consequence = if granted_kib * 1024 < QUIC_WANTS {
+            format!("quic-go asks for a 7 MiB receive buffer, gets {granted_kib} KiB, and drops datagrams under load (guests lost root filesystems this way)")
+        } else {
+            "setup.sh's sysctl stage did not run or something overrode it".to_owned()
+        };
+        Finding::fail(format!("{}, below the {REQUIRED} Spinifex requires: {consequence}", low.join(" and ")))
         .fixes(remediation())
     };
     finding

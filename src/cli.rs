@@ -1,0 +1,208 @@
+//! The command line, as close to the flags as possible. Turning these into
+//! working objects (durations checked, peers resolved, config loaded) happens
+//! in one place: `settings.rs`.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "spx",
+    version,
+    about = "Spinifex node tooling",
+    long_about = None,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check this node against what Spinifex needs: buffers, MTU, IPsec, NICs, guests.
+    ///
+    /// Exit status: 0 no check failed; 1 at least one check failed (or warned,
+    /// with --strict); 2 inconclusive (bad usage or config, or a check could
+    /// not conclude and none failed).
+    Doctor(DoctorArgs),
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff).
+    #[command(hide = true)]
+    Man,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DoctorArgs {
+    #[command(subcommand)]
+    pub action: Option<DoctorAction>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DoctorAction {
+    /// List every check: id, category, title.
+    List,
+    /// Explain one check: what it measures, why it matters, how to fix it.
+    Explain {
+        #[arg(value_name = "ID", value_parser = CheckIdParser { categories: false })]
+        id: String,
+    },
+}
+
+#[derive(Args, Debug, Default)]
+pub struct RunArgs {
+    /// Run only these checks: comma-separated ids or categories (nic, ipsec, mtu, …).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = CheckIdParser { categories: true }, hide_possible_values = true)]
+    pub check: Vec<String>,
+
+    /// Do not run these checks: comma-separated ids or categories.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = CheckIdParser { categories: true }, hide_possible_values = true)]
+    pub skip: Vec<String>,
+
+    /// The Spinifex config [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml].
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Write the report to FILE (atomically: a temporary file in the same directory, then rename).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Show each check's evidence in the table.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// Warnings fail the run (exit 1).
+    #[arg(long)]
+    pub strict: bool,
+
+    /// When to colour the table; NO_COLOR in the environment means never for auto.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Global deadline: a check still running then is reported as an error.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub timeout: String,
+
+    /// The one sample window every sampling check shares.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub sample: String,
+
+    /// A peer to probe (address or name); repeatable. Overrides discovery.
+    #[arg(long, value_name = "ADDR")]
+    pub peer: Vec<String>,
+
+    /// Target underlay MTU (576..65535) [default: the config's underlay_mtu].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(576..=65535))]
+    pub mtu: Option<u32>,
+
+    /// Bound on one probe round.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub probe_timeout: String,
+
+    /// An interface to inspect; repeatable. Overrides discovery.
+    #[arg(long, value_name = "IF")]
+    pub interface: Vec<String>,
+
+    /// The local Open_vSwitch database [default: unix:/var/run/openvswitch/db.sock].
+    #[arg(long, value_name = "ENDPOINT")]
+    pub ovs_db: Option<String>,
+
+    /// OVN northbound endpoints, comma-separated [default: the config's ovn_nb_addr].
+    #[arg(long, value_name = "ENDPOINTS")]
+    pub nb_db: Option<String>,
+
+    /// OVN southbound endpoints, comma-separated [default: the config's ovn_sb_addr].
+    #[arg(long, value_name = "ENDPOINTS")]
+    pub sb_db: Option<String>,
+
+    /// Run a preflight profile before a change: every required check must conclude.
+    #[arg(long = "for", value_enum, value_name = "CHANGE")]
+    pub for_change: Option<Change>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Table,
+    Json,
+    Prometheus,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Change {
+    /// Before raising underlay_mtu (default target 9000).
+    EnableJumbo,
+    /// Before setting ipsec_enabled = false.
+    DisableIpsec,
+}
+
+impl Change {
+    pub fn name(self) -> &'static str {
+        match self {
+            Change::EnableJumbo => "enable-jumbo",
+            Change::DisableIpsec => "disable-ipsec",
+        }
+    }
+}
+
+/// Accepts any word (validation, with the nearest suggestion, happens in
+/// `spx_checks::select`, so the error is one line) but tells completion
+/// scripts the check ids and categories, all taken from `CHECKS`.
+#[derive(Clone, Debug)]
+pub struct CheckIdParser {
+    categories: bool,
+}
+
+impl TypedValueParser for CheckIdParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        value
+            .to_str()
+            .map(|s| s.trim().to_owned())
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let words: Vec<&'static str> = if self.categories {
+            spx_checks::select::selectors(spx_checks::CHECKS)
+        } else {
+            spx_checks::CHECKS.iter().map(|c| c.id()).collect()
+        };
+        Some(Box::new(words.into_iter().map(PossibleValue::new)))
+    }
+}

@@ -1,0 +1,61 @@
+//! Renderers: the only code that prints. Each turns a [`Report`] into bytes;
+//! `emit` writes them to stdout or, atomically, to `--output FILE`.
+
+#![allow(clippy::disallowed_macros)]
+
+pub mod catalog;
+pub mod json;
+pub mod prometheus;
+pub mod table;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::cli::Format;
+use crate::report::Report;
+
+pub struct Style {
+    pub verbose: bool,
+    pub color: bool,
+    pub width: Option<u16>,
+}
+
+pub fn render(report: &Report, format: Format, style: &Style) -> String {
+    match format {
+        Format::Table => table::render(report, style),
+        Format::Json => json::render(report),
+        Format::Prometheus => prometheus::render(report),
+    }
+}
+
+/// Write to `path` by way of a temporary file in the same directory and a
+/// rename, so a reader (node_exporter's textfile collector, a monitoring
+/// script) never sees half a report, and nothing else is left behind.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".spx-doctor-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Write to stdout. A closed pipe (`spx doctor | head -1`) is not an error.
+pub fn to_stdout(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// One line on stderr, the only form errors take.
+pub fn error_line(msg: &str) {
+    let _ = writeln!(io::stderr(), "spx: error: {msg}");
+}

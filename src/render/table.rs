@@ -1,0 +1,94 @@
+//! The table an operator reads: one row per check, remediation under the
+//! rows that need it, evidence with -v, then a line of counts.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
+use spx_checks::Status;
+
+use super::Style;
+use crate::report::Report;
+
+fn mark(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "✔",
+        Status::Warn => "!",
+        Status::Fail => "✘",
+        Status::Skip => "-",
+        Status::Error => "?",
+    }
+}
+
+fn color(s: Status) -> Color {
+    match s {
+        Status::Pass => Color::Green,
+        Status::Warn => Color::Yellow,
+        Status::Fail => Color::Red,
+        Status::Skip => Color::DarkGrey,
+        Status::Error => Color::Magenta,
+    }
+}
+
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_content_arrangement(ContentArrangement::Dynamic);
+    if style.color {
+        table.enforce_styling();
+    } else {
+        table.force_no_tty();
+    }
+    if let Some(w) = style.width {
+        table.set_width(w);
+    }
+    table.set_header(vec!["", "check", "status", "summary"]);
+    for c in &report.checks {
+        let mut detail = c.summary.clone();
+        if matches!(c.status, Status::Fail | Status::Warn | Status::Error) || style.verbose {
+            for step in &c.remediation {
+                detail.push_str("\n  fix: ");
+                detail.push_str(step);
+            }
+        }
+        if style.verbose && !c.evidence.is_empty() {
+            for (k, v) in &c.evidence {
+                let v = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                detail.push_str(&format!("\n  {k}: {v}"));
+            }
+        }
+        let status = Cell::new(c.status.as_str());
+        let status = if style.color {
+            status.fg(color(c.status)).add_attribute(Attribute::Bold)
+        } else {
+            status
+        };
+        table.add_row(vec![Cell::new(mark(c.status)), Cell::new(c.id), status, Cell::new(detail)]);
+    }
+    let s = &report.summary;
+    let mut out = table.to_string();
+    out.push('\n');
+    out.push_str(&format!(
+        "{} checks: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
+        report.checks.len(),
+        s.pass,
+        s.warn,
+        s.fail,
+        s.skip,
+        s.error,
+        report.exit_code,
+        if report.profile == "default" {
+            String::new()
+        } else {
+            format!(" (preflight {})", report.profile)
+        }
+    ));
+    if let Some(runbook) = &report.runbook {
+        out.push_str("\nRunbook:\n");
+        for (i, step) in runbook.iter().enumerate() {
+            out.push_str(&format!("{:>3}. {step}\n", i + 1));
+        }
+    }
+    out
+}

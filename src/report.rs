@@ -1,0 +1,192 @@
+//! The report: what every renderer draws and what monitoring reads. Its JSON
+//! form is version 1 of a public contract (schema/report-v1.schema.json).
+//! The exit code is computed here and nowhere else.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use spx_checks::{ConfigState, Status};
+
+use crate::runner::Outcome;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub host: String,
+    pub node: Option<String>,
+    pub profile: String,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub exit_code: i32,
+    pub summary: Summary,
+    pub checks: Vec<CheckReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runbook: Option<Vec<String>>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Serialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub skip: usize,
+    pub error: usize,
+}
+
+impl Summary {
+    fn add(&mut self, s: Status) {
+        match s {
+            Status::Pass => self.pass += 1,
+            Status::Warn => self.warn += 1,
+            Status::Fail => self.fail += 1,
+            Status::Skip => self.skip += 1,
+            Status::Error => self.error += 1,
+        }
+    }
+}
+
+#[derive(Serialize, Debug)]
+pub struct CheckReport {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    pub summary: String,
+    pub evidence: Map<String, Value>,
+    pub remediation: Vec<String>,
+    pub duration_ms: u64,
+}
+
+/// The policy that turns verdicts into an exit code.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// `--strict`: a warning fails the run.
+    pub strict: bool,
+    /// In a preflight profile: the checks that must conclude. One that
+    /// skipped or errored makes the run inconclusive (a fail elsewhere still
+    /// wins: a known problem is the more useful answer).
+    pub required: Vec<&'static str>,
+}
+
+/// 0: nothing failed. 1: something failed (or warned, with --strict).
+/// 2: inconclusive: a check errored and none failed, or, in a profile, a
+/// required check could not run.
+pub fn exit_code(checks: &[CheckReport], policy: &Policy) -> i32 {
+    let failed = checks
+        .iter()
+        .any(|c| c.status == Status::Fail || (policy.strict && c.status == Status::Warn));
+    if failed {
+        return 1;
+    }
+    let errored = checks.iter().any(|c| c.status == Status::Error);
+    let required_missing = checks
+        .iter()
+        .any(|c| policy.required.contains(&c.id) && !c.status.is_conclusive());
+    if errored || required_missing {
+        return 2;
+    }
+    0
+}
+
+pub fn build(
+    outcomes: Vec<Outcome>,
+    config: &ConfigState,
+    profile: Option<&str>,
+    started: SystemTime,
+    took: Duration,
+    policy: &Policy,
+) -> Report {
+    let checks: Vec<CheckReport> = outcomes
+        .into_iter()
+        .map(|o| CheckReport {
+            id: o.check.id(),
+            title: o.check.title(),
+            status: o.finding.status,
+            summary: o.finding.summary,
+            evidence: o.finding.evidence,
+            remediation: o.finding.remediation,
+            duration_ms: o.duration.as_millis() as u64,
+        })
+        .collect();
+    let mut summary = Summary::default();
+    for c in &checks {
+        summary.add(c.status);
+    }
+    let node = match config {
+        ConfigState::Loaded { config, .. } => config.node.clone(),
+        _ => None,
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool {
+            name: "spx",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        host: hostname(),
+        node,
+        profile: profile.unwrap_or("default").to_owned(),
+        started_at: humantime::format_rfc3339_millis(started).to_string(),
+        duration_ms: took.as_millis() as u64,
+        exit_code: exit_code(&checks, policy),
+        summary,
+        checks,
+        runbook: None,
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(id: &'static str, status: Status) -> CheckReport {
+        CheckReport {
+            id,
+            title: "",
+            status,
+            summary: String::new(),
+            evidence: Map::new(),
+            remediation: vec![],
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_js_probe() {
+        let p = Policy::default();
+        assert_eq!(exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Skip)], &p), 0);
+        assert_eq!(exit_code(&[c("a.a", Status::Warn)], &p), 0);
+        assert_eq!(exit_code(&[c("a.a", Status::Fail), c("b.b", Status::Error)], &p), 1);
+        assert_eq!(exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Error)], &p), 2);
+        assert_eq!(exit_code(&[], &p), 0);
+    }
+
+    #[test]
+    fn strict_makes_warnings_fail() {
+        let p = Policy { strict: true, ..Policy::default() };
+        assert_eq!(exit_code(&[c("a.a", Status::Warn)], &p), 1);
+    }
+
+    #[test]
+    fn a_profile_never_passes_on_missing_evidence() {
+        let p = Policy { strict: false, required: vec!["mtu.path"] };
+        assert_eq!(exit_code(&[c("mtu.path", Status::Skip)], &p), 2);
+        assert_eq!(exit_code(&[c("mtu.path", Status::Pass), c("x.y", Status::Skip)], &p), 0);
+        assert_eq!(exit_code(&[c("mtu.path", Status::Skip), c("x.y", Status::Fail)], &p), 1);
+    }
+}

@@ -1,0 +1,222 @@
+//! Run the selected checks concurrently under one deadline.
+//!
+//! Every check gets its own thread, all started together, so the sampling
+//! checks share one window. The runner waits until every check has answered
+//! or the deadline has passed; a check still running then is reported as an
+//! error ("timed out after …") and the report is still complete. A check
+//! that panics becomes an error for that check alone.
+
+use std::collections::HashMap;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use spx_checks::{Check, Ctx, Finding, Status};
+
+pub struct Outcome {
+    pub check: &'static dyn Check,
+    pub finding: Finding,
+    pub duration: Duration,
+}
+
+const THREAD_PREFIX: &str = "check:";
+
+/// Panic messages of check threads, by thread name, so that a panic becomes
+/// the check's error summary instead of noise on stderr.
+fn panic_messages() -> &'static Mutex<HashMap<String, String>> {
+    static MESSAGES: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    MESSAGES.get_or_init(Default::default)
+}
+
+/// Install once, before running checks: panics on check threads are
+/// recorded silently; others keep the default hook.
+pub fn install_panic_hook() {
+    let default = panic::take_hook();
+    panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current();
+        match thread.name() {
+            Some(name) if name.starts_with(THREAD_PREFIX) => {
+                let msg = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_owned());
+                let at = info
+                    .location()
+                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .unwrap_or_default();
+                if let Ok(mut m) = panic_messages().lock() {
+                    m.insert(name.to_owned(), format!("{msg}{at}"));
+                }
+            }
+            _ => default(info),
+        }
+    }));
+}
+
+pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
+    let (tx, rx) = mpsc::channel::<(usize, Finding, Duration)>();
+    for (index, check) in checks.iter().copied().enumerate() {
+        let thread_tx = tx.clone();
+        let ctx = Arc::clone(&ctx);
+        let name = format!("{THREAD_PREFIX}{}", check.id());
+        let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || {
+            let t0 = Instant::now();
+            let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
+            let finding = match result {
+                Ok(f) => police(f),
+                Err(_) => {
+                    let msg = panic_messages()
+                        .lock()
+                        .ok()
+                        .and_then(|mut m| m.remove(&name))
+                        .unwrap_or_else(|| "panic".to_owned());
+                    Finding::error(format!("the check crashed (a bug in spx; please report it): {msg}"))
+                }
+            };
+            let _ = thread_tx.send((index, finding, t0.elapsed()));
+        });
+        if let Err(e) = spawned {
+            let _ = tx.send((index, Finding::error(format!("could not start: {e}")), Duration::ZERO));
+        }
+    }
+    drop(tx);
+
+    let mut results: Vec<Option<(Finding, Duration)>> = vec![None; checks.len()];
+    let deadline = ctx.deadline();
+    let mut pending = checks.len();
+    while pending > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((i, finding, took)) => {
+                if results[i].is_none() {
+                    pending -= 1;
+                }
+                results[i] = Some((finding, took));
+            }
+            Err(_) => break,
+        }
+    }
+    let timeout = ctx.opts.timeout;
+    checks
+        .iter()
+        .copied()
+        .zip(results)
+        .map(|(check, r)| {
+            let (finding, duration) = r.unwrap_or_else(|| {
+                (
+                    Finding::error(format!(
+                        "timed out after {} (--timeout)",
+                        humantime::format_duration(timeout)
+                    )),
+                    timeout,
+                )
+            });
+            Outcome {
+                check,
+                finding,
+                duration,
+            }
+        })
+        .collect()
+}
+
+/// A fail must say how to fix it. One that does not is a bug in the check,
+/// and is reported as one rather than shown as a fail with no way out.
+fn police(f: Finding) -> Finding {
+    if f.status == Status::Fail && f.remediation.is_empty() {
+        let mut e = Finding::error(format!("{} (bug in spx: a fail without remediation)", f.summary));
+        e.evidence = f.evidence;
+        return e;
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spx_checks::{ConfigState, Options};
+
+    struct Sleepy;
+    impl Check for Sleepy {
+        fn id(&self) -> &'static str {
+            "test.sleepy"
+        }
+        fn title(&self) -> &'static str {
+            "sleeps past any deadline"
+        }
+        fn explain(&self) -> &'static str {
+            ""
+        }
+        fn run(&self, _: &Ctx) -> Finding {
+            std::thread::sleep(Duration::from_secs(30));
+            Finding::pass("woke up")
+        }
+    }
+
+    struct Panicky;
+    impl Check for Panicky {
+        fn id(&self) -> &'static str {
+            "test.panicky"
+        }
+        fn title(&self) -> &'static str {
+            "panics"
+        }
+        fn explain(&self) -> &'static str {
+            ""
+        }
+        fn run(&self, _: &Ctx) -> Finding {
+            let v: Vec<u8> = Vec::new();
+            Finding::pass(format!("{}", v[3]))
+        }
+    }
+
+    struct Unhelpful;
+    impl Check for Unhelpful {
+        fn id(&self) -> &'static str {
+            "test.unhelpful"
+        }
+        fn title(&self) -> &'static str {
+            "fails without saying how to fix it"
+        }
+        fn explain(&self) -> &'static str {
+            ""
+        }
+        fn run(&self, _: &Ctx) -> Finding {
+            Finding::fail("broken")
+        }
+    }
+
+    fn ctx(timeout: Duration) -> Arc<Ctx> {
+        let opts = Options {
+            timeout,
+            sample: Duration::ZERO,
+            ..Options::default()
+        };
+        Arc::new(Ctx::new(ConfigState::Missing { looked_at: vec![] }, opts))
+    }
+
+    #[test]
+    fn a_check_past_the_deadline_is_an_error_and_the_report_is_complete() {
+        let t0 = Instant::now();
+        let out = run(&[&Sleepy, &Unhelpful], ctx(Duration::from_millis(200)));
+        // The 30 s sleeper did not hold the run: well under its sleep.
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].finding.status, Status::Error);
+        assert_eq!(out[0].finding.summary, "timed out after 200ms (--timeout)");
+        assert_eq!(out[1].finding.status, Status::Error, "fail without remediation");
+    }
+
+    #[test]
+    fn a_panic_is_an_error_for_that_check_only() {
+        install_panic_hook();
+        let out = run(&[&Panicky, &Unhelpful], ctx(Duration::from_secs(5)));
+        assert_eq!(out[0].finding.status, Status::Error);
+        assert!(out[0].finding.summary.contains("index out of bounds"), "{}", out[0].finding.summary);
+        assert!(out[0].finding.summary.contains("runner.rs"), "{}", out[0].finding.summary);
+        assert_eq!(out[1].check.id(), "test.unhelpful");
+    }
+}

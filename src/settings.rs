@@ -1,0 +1,205 @@
+//! Turn the parsed flags into working objects, in one place: durations
+//! parsed and bounded, peers resolved (bounded), endpoints and interface
+//! names validated, the config found and loaded, the checks selected.
+//! Every refusal here is a one-line message and exit 2.
+
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spx_checks::config::{self, ConfigError};
+use spx_checks::endpoint::Endpoint;
+use spx_checks::{select, validate, Check, ConfigState, Options, CHECKS};
+
+use crate::cli::{Change, ColorChoice, Format, RunArgs};
+
+/// A refusal of the command line or the config: exit 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+impl From<ConfigError> for UsageError {
+    fn from(e: ConfigError) -> UsageError {
+        UsageError(format!("config: {e}"))
+    }
+}
+
+pub struct Settings {
+    pub checks: Vec<&'static dyn Check>,
+    pub options: Options,
+    pub config: ConfigState,
+    pub format: Format,
+    pub output: Option<PathBuf>,
+    pub verbose: bool,
+    pub strict: bool,
+    pub color: ColorChoice,
+    pub profile: Option<Change>,
+}
+
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+const PEER_LOOKUP_BOUND: Duration = Duration::from_secs(2);
+
+impl Settings {
+    pub fn from_args(args: RunArgs) -> Result<Settings, UsageError> {
+        let timeout = duration("--timeout", &args.timeout)?;
+        let sample = duration("--sample", &args.sample)?;
+        let probe_timeout = duration("--probe-timeout", &args.probe_timeout)?;
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(UsageError(format!(
+                "--timeout {}: must be more than 0 and at most 1h",
+                args.timeout
+            )));
+        }
+        if sample >= timeout {
+            return Err(UsageError(format!(
+                "--sample {} must be shorter than --timeout {}",
+                args.sample, args.timeout
+            )));
+        }
+        if probe_timeout.is_zero() || probe_timeout > timeout {
+            return Err(UsageError(format!(
+                "--probe-timeout {}: must be more than 0 and at most --timeout",
+                args.probe_timeout
+            )));
+        }
+        for name in &args.interface {
+            validate::interface(name).map_err(|e| UsageError(format!("--interface: {e}")))?;
+        }
+        let ovs_db = args
+            .ovs_db
+            .as_deref()
+            .map(|e| endpoints("--ovs-db", e).map(|_| e.to_owned()))
+            .transpose()?;
+        let nb_db = args
+            .nb_db
+            .as_deref()
+            .map(|e| endpoints("--nb-db", e).map(|_| e.to_owned()))
+            .transpose()?;
+        let sb_db = args
+            .sb_db
+            .as_deref()
+            .map(|e| endpoints("--sb-db", e).map(|_| e.to_owned()))
+            .transpose()?;
+        let mut peers = Vec::new();
+        for p in &args.peer {
+            for ip in resolve_peer(p)? {
+                let ip = ip.to_string();
+                if !peers.contains(&ip) {
+                    peers.push(ip);
+                }
+            }
+        }
+        let mut include = args.check.clone();
+        include.retain(|s| !s.is_empty());
+        let mut exclude = args.skip.clone();
+        exclude.retain(|s| !s.is_empty());
+        let checks = select::select(CHECKS, &include, &exclude).map_err(|e| UsageError(e.to_string()))?;
+        let config = load_config(args.config.as_deref())?;
+        let mtu = args.mtu.or(match args.for_change {
+            Some(Change::EnableJumbo) => Some(9000),
+            _ => None,
+        });
+        Ok(Settings {
+            checks,
+            options: Options {
+                peers,
+                mtu,
+                probe_timeout,
+                interfaces: args.interface.clone(),
+                ovs_db,
+                nb_db,
+                sb_db,
+                sample,
+                timeout,
+                profile: args.for_change.map(|c| c.name().to_owned()),
+            },
+            config,
+            format: args.format,
+            output: args.output,
+            verbose: args.verbose,
+            strict: args.strict,
+            color: args.color,
+            profile: args.for_change,
+        })
+    }
+}
+
+fn duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| UsageError(format!("{flag} {text:?}: {e} (examples: 500ms, 2s, 1m)")))
+}
+
+fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
+    let list = Endpoint::parse_list(text).map_err(|e| UsageError(format!("{flag}: {e}")))?;
+    if let Some(ssl) = list.iter().find(|e| matches!(e, Endpoint::Ssl { .. })) {
+        return Err(UsageError(format!(
+            "{flag}: {ssl}: ssl: endpoints are not supported (use tcp:HOST:PORT or unix:PATH)"
+        )));
+    }
+    Ok(list)
+}
+
+/// An address as given, or a name resolved within a bound. A name that does
+/// not resolve is refused: probing nobody is not a pass.
+fn resolve_peer(text: &str) -> Result<Vec<IpAddr>, UsageError> {
+    validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Ok(vec![ip]);
+    }
+    let name = text.to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send((name.as_str(), 0u16).to_socket_addrs().map(|a| a.map(|s| s.ip()).collect::<Vec<_>>()));
+    });
+    match rx.recv_timeout(PEER_LOOKUP_BOUND) {
+        Ok(Ok(ips)) if !ips.is_empty() => Ok(ips),
+        Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!("--peer {text:?}: the name does not resolve"))),
+        Err(_) => Err(UsageError(format!(
+            "--peer {text:?}: name lookup did not answer within {}s",
+            PEER_LOOKUP_BOUND.as_secs()
+        ))),
+    }
+}
+
+/// An explicit `--config` must be readable and valid. The default paths may
+/// be missing (checks that need the config skip) or unreadable to an
+/// unprivileged user (they skip, naming the privilege); a default config
+/// that is there but malformed is still an error.
+fn load_config(explicit: Option<&std::path::Path>) -> Result<ConfigState, UsageError> {
+    if let Some(path) = explicit {
+        return match config::load(path) {
+            Ok(parsed) => Ok(ConfigState::Loaded {
+                path: path.to_owned(),
+                config: Box::new(parsed?),
+            }),
+            Err(e) => Err(UsageError(format!("cannot read config {}: {e}", path.display()))),
+        };
+    }
+    let looked_at = config::default_paths();
+    for path in &looked_at {
+        match config::load(path) {
+            Ok(parsed) => {
+                return Ok(ConfigState::Loaded {
+                    path: path.clone(),
+                    config: Box::new(parsed?),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Ok(ConfigState::Unreadable {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+            Err(e) => return Err(UsageError(format!("cannot read config {}: {e}", path.display()))),
+        }
+    }
+    Ok(ConfigState::Missing { looked_at })
+}
