@@ -7,6 +7,7 @@
 //! or device is *not applicable*, anything else is an *error*. None is a fail.
 
 pub mod kernel_files;
+pub mod qemu;
 pub mod links;
 pub mod journal;
 pub mod snmp;
