@@ -9,6 +9,7 @@
 pub mod kernel_files;
 pub mod qemu;
 pub mod links;
+pub mod ovsdb;
 pub mod journal;
 pub mod snmp;
 pub mod sysfs_net;

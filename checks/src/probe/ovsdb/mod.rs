@@ -1,0 +1,425 @@
+//! A native OVSDB client (RFC 7047 JSON-RPC over `tcp:` and `unix:`).
+//!
+//! Why not run `ovn-nbctl`/`ovs-vsctl`: they may not be installed where the
+//! doctor runs, their text is not an interface, and they cannot be bounded
+//! per raft member. Here every member of a raft list is tried in turn, each
+//! with its own bound (connect and answer) cut to the global deadline, and
+//! the answer says which member gave it. A member that is up but not
+//! connected to its cluster is passed over, as `ovn-nbctl` does.
+//!
+//! Layers: [`wire`] (framing and messages, pure), [`datum`] (OVSDB value
+//! encoding, pure), [`conn`] (one bounded session), this module (member
+//! failover and the typed queries the checks need).
+
+pub mod conn;
+pub mod datum;
+pub mod wire;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use self::conn::{MemberError, Session};
+use self::wire::Select;
+use crate::endpoint::{self, Endpoint};
+use crate::probe::ProbeError;
+
+pub const NB_DB: &str = "OVN_Northbound";
+pub const SB_DB: &str = "OVN_Southbound";
+pub const OVS_DB: &str = "Open_vSwitch";
+/// The local Open_vSwitch database, unless `--ovs-db` says otherwise.
+pub const DEFAULT_OVS_ENDPOINT: &str = "unix:/var/run/openvswitch/db.sock";
+
+pub type Row = Map<String, Value>;
+
+/// How long each member may take, and when everything must be over.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub per_member: Duration,
+    pub deadline: Instant,
+}
+
+impl Budget {
+    /// Each member gets `per_member`; the whole list gets `per_member` × its
+    /// length. Checks use [`Budget::within`] with the run's deadline instead.
+    pub fn per_member(per_member: Duration, members: usize) -> Budget {
+        Budget {
+            per_member,
+            deadline: Instant::now() + per_member * (members.max(1) as u32),
+        }
+    }
+
+    pub fn within(per_member: Duration, deadline: Instant) -> Budget {
+        Budget {
+            per_member,
+            deadline,
+        }
+    }
+}
+
+/// A query's answer and the member that gave it.
+#[derive(Clone, Debug)]
+pub struct Answer<T> {
+    pub value: T,
+    pub endpoint: Endpoint,
+    /// Members tried before it, with why each did not answer.
+    pub passed_over: Vec<(Endpoint, String)>,
+}
+
+/// Run `selects` on `db`, trying the members of `endpoints` in turn.
+pub fn select(
+    endpoints: &[Endpoint],
+    db: &str,
+    selects: &[Select<'_>],
+    budget: Budget,
+) -> Result<Answer<Vec<Vec<Row>>>, ProbeError> {
+    let mut failures: Vec<(Endpoint, MemberError)> = Vec::new();
+    for ep in endpoints {
+        let now = Instant::now();
+        if now >= budget.deadline {
+            failures.push((
+                ep.clone(),
+                MemberError::Protocol("not tried: the run's deadline had passed".into()),
+            ));
+            continue;
+        }
+        let member_deadline = budget.deadline.min(now + budget.per_member);
+        match select_one(ep, db, selects, member_deadline) {
+            Ok(rows) => {
+                return Ok(Answer {
+                    value: rows,
+                    endpoint: ep.clone(),
+                    passed_over: failures
+                        .into_iter()
+                        .map(|(e, err)| (e, err.to_string()))
+                        .collect(),
+                })
+            }
+            Err(err) => failures.push((ep.clone(), err)),
+        }
+    }
+    Err(no_member_answered(endpoints, db, failures))
+}
+
+fn no_member_answered(
+    endpoints: &[Endpoint],
+    db: &str,
+    failures: Vec<(Endpoint, MemberError)>,
+) -> ProbeError {
+    if endpoints.is_empty() {
+        return ProbeError::Other(format!("no {db} endpoint is configured"));
+    }
+    // A lone socket we may not open is a privilege matter, not an outage.
+    if let [(ep, MemberError::Io(e))] = failures.as_slice() {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return ProbeError::PermissionDenied {
+                what: ep.to_string(),
+                needs: format!("root to connect to {ep}"),
+            };
+        }
+    }
+    let reasons: Vec<String> = failures
+        .iter()
+        .map(|(ep, e)| format!("{ep}: {e}"))
+        .collect();
+    let one = endpoints.len() == 1;
+    ProbeError::Other(format!(
+        "{} {db} at {} answered ({})",
+        if one { "the" } else { "no member of" },
+        endpoint::join(endpoints),
+        reasons.join("; ")
+    ))
+}
+
+fn select_one(
+    ep: &Endpoint,
+    db: &str,
+    selects: &[Select<'_>],
+    deadline: Instant,
+) -> Result<Vec<Vec<Row>>, MemberError> {
+    let mut session = Session::connect(ep, deadline)?;
+    check_database(&mut session, db)?;
+    let result = session.call("transact", wire::transact_params(db, selects))?;
+    wire::transact_rows(&result, selects.len()).map_err(MemberError::Protocol)
+}
+
+/// Is `db` served here, and (for a raft member) connected to its cluster?
+/// Asked of the `_Server` database (OVS ≥ 2.9), else of `list_dbs`.
+fn check_database(session: &mut Session, db: &str) -> Result<(), MemberError> {
+    let server = session.call(
+        "transact",
+        wire::transact_params(
+            "_Server",
+            &[Select::all(
+                "Database",
+                &["name", "model", "connected", "leader"],
+            )],
+        ),
+    );
+    let rows = match server {
+        Ok(result) => wire::transact_rows(&result, 1)
+            .map_err(MemberError::Protocol)?
+            .remove(0),
+        Err(MemberError::Rpc(e)) if e.contains("unknown database") => {
+            let dbs = session.call("list_dbs", json!([]))?;
+            let names: Vec<&str> = dbs
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if names.contains(&db) {
+                return Ok(());
+            }
+            return Err(not_served(db, &names));
+        }
+        Err(e) => return Err(e),
+    };
+    let names: Vec<String> = rows
+        .iter()
+        .filter_map(|r| datum::string(r, "name").ok().flatten())
+        .collect();
+    let Some(row) = rows
+        .iter()
+        .find(|r| datum::string(r, "name").ok().flatten().as_deref() == Some(db))
+    else {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        return Err(not_served(db, &names));
+    };
+    let clustered = datum::string(row, "model").ok().flatten().as_deref() == Some("clustered");
+    if clustered && datum::boolean(row, "connected").ok().flatten() == Some(false) {
+        return Err(MemberError::Database(format!(
+            "this raft member of {db} is not connected to its cluster"
+        )));
+    }
+    Ok(())
+}
+
+fn not_served(db: &str, names: &[&str]) -> MemberError {
+    let names: Vec<&str> = names.iter().copied().filter(|n| *n != "_Server").collect();
+    MemberError::Database(format!(
+        "serves {} but not {db} (wrong endpoint for this database?)",
+        if names.is_empty() {
+            "no database".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+fn bad_row(db: &str, table: &str, e: String) -> ProbeError {
+    ProbeError::parse(format!("{db} {table}"), e)
+}
+
+/// `NB_Global . ipsec`: `None` when the table has no row (nothing has
+/// initialised this database; `ovn-northd` reads that as off).
+pub fn nb_global_ipsec(
+    endpoints: &[Endpoint],
+    budget: Budget,
+) -> Result<Answer<Option<bool>>, ProbeError> {
+    let mut ans = select(
+        endpoints,
+        NB_DB,
+        &[Select::all("NB_Global", &["ipsec"])],
+        budget,
+    )?;
+    let rows = ans.value.remove(0);
+    let value = match rows.first() {
+        None => None,
+        Some(row) => Some(
+            datum::boolean(row, "ipsec")
+                .map_err(|e| bad_row(NB_DB, "NB_Global", e))?
+                .unwrap_or(false),
+        ),
+    };
+    Ok(Answer {
+        value,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// The local `Open_vSwitch` row's map columns we need.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OvsRow {
+    /// `other_config:ipsec_encapsulation`, as written (`"true"`, absent…).
+    pub ipsec_encapsulation: Option<String>,
+    /// `external_ids:ovn-encap-ip`, as written (may be comma-separated).
+    pub ovn_encap_ip: Option<String>,
+}
+
+/// Read the local Open_vSwitch row.
+pub fn ovs_row(endpoint: &Endpoint, budget: Budget) -> Result<Answer<OvsRow>, ProbeError> {
+    let mut ans = select(
+        std::slice::from_ref(endpoint),
+        OVS_DB,
+        &[Select::all(
+            "Open_vSwitch",
+            &["other_config", "external_ids"],
+        )],
+        budget,
+    )?;
+    let rows = ans.value.remove(0);
+    let row = rows.first().ok_or_else(|| {
+        ProbeError::Other(format!("{endpoint}: the Open_vSwitch table has no row"))
+    })?;
+    let get = |col: &str, key: &str| {
+        datum::map_get(row, col, key).map_err(|e| bad_row(OVS_DB, "Open_vSwitch", e))
+    };
+    Ok(Answer {
+        value: OvsRow {
+            ipsec_encapsulation: get("other_config", "ipsec_encapsulation")?,
+            ovn_encap_ip: get("external_ids", "ovn-encap-ip")?,
+        },
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// One NB `DHCP_Options` row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DhcpOptions {
+    pub uuid: String,
+    pub cidr: String,
+    /// `options:mtu` as written, if set.
+    pub mtu: Option<String>,
+}
+
+pub fn dhcp_options(
+    endpoints: &[Endpoint],
+    budget: Budget,
+) -> Result<Answer<Vec<DhcpOptions>>, ProbeError> {
+    let mut ans = select(
+        endpoints,
+        NB_DB,
+        &[Select::all("DHCP_Options", &["_uuid", "cidr", "options"])],
+        budget,
+    )?;
+    let rows = ans.value.remove(0);
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let bad = |e: String| bad_row(NB_DB, "DHCP_Options", e);
+        out.push(DhcpOptions {
+            uuid: datum::uuid(row).ok_or_else(|| bad("row without _uuid".into()))?,
+            cidr: datum::string(row, "cidr").map_err(bad)?.unwrap_or_default(),
+            mtu: datum::map_get(row, "options", "mtu").map_err(bad)?,
+        });
+    }
+    out.sort_by(|a, b| a.cidr.cmp(&b.cidr).then(a.uuid.cmp(&b.uuid)));
+    Ok(Answer {
+        value: out,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// Parse a comma-separated `ovn-encap-ip` (OVN accepts several).
+pub fn parse_ip_list(text: &str) -> Result<Vec<IpAddr>, ProbeError> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<IpAddr>().map_err(|_| {
+                ProbeError::parse("ovn-encap-ip", format!("{s:?} is not an IP address"))
+            })
+        })
+        .collect()
+}
+
+/// Every SB `Encap` row's `ip` (one per chassis and encapsulation type),
+/// sorted and without duplicates, with the member that answered.
+pub fn sb_encap_ips_within(
+    endpoints: &[Endpoint],
+    budget: Budget,
+) -> Result<Answer<Vec<IpAddr>>, ProbeError> {
+    let mut ans = select(
+        endpoints,
+        SB_DB,
+        &[Select::all("Encap", &["ip", "type"])],
+        budget,
+    )?;
+    let rows = ans.value.remove(0);
+    let mut ips = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let ip = datum::string(row, "ip")
+            .map_err(|e| bad_row(SB_DB, "Encap", e))?
+            .unwrap_or_default();
+        ips.extend(parse_ip_list(&ip)?);
+    }
+    ips.sort();
+    ips.dedup();
+    Ok(Answer {
+        value: ips,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// SB `Encap` IPs and the member that answered. Each member is given
+/// `bound` (connect and answer); pass `ctx.bounded(..)` so that nothing
+/// outlives the run, or use [`sb_encap_ips_within`] with the run's deadline.
+pub fn sb_encap_ips(
+    endpoints: &[Endpoint],
+    bound: Duration,
+) -> Result<(Vec<IpAddr>, Endpoint), ProbeError> {
+    let ans = sb_encap_ips_within(endpoints, Budget::per_member(bound, endpoints.len()))?;
+    Ok((ans.value, ans.endpoint))
+}
+
+/// This node's own overlay endpoints: `Open_vSwitch . external_ids:ovn-encap-ip`
+/// (empty when the key is not set).
+pub fn local_encap_ips(endpoint: &Endpoint, bound: Duration) -> Result<Vec<IpAddr>, ProbeError> {
+    let ans = ovs_row(endpoint, Budget::per_member(bound, 1))?;
+    match ans.value.ovn_encap_ip {
+        Some(text) => parse_ip_list(&text),
+        None => Ok(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encap_ip_lists_parse() {
+        assert_eq!(
+            parse_ip_list("10.1.3.181, fd00::1").unwrap(),
+            vec![
+                "10.1.3.181".parse::<IpAddr>().unwrap(),
+                "fd00::1".parse().unwrap()
+            ]
+        );
+        assert!(parse_ip_list("").unwrap().is_empty());
+        assert!(parse_ip_list("10.1.3.181,host").is_err());
+    }
+
+    #[test]
+    fn ssl_is_refused_clearly_without_connecting() {
+        let ep = Endpoint::parse("ssl:127.0.0.1:6641").unwrap();
+        let err = select(
+            &[ep],
+            NB_DB,
+            &[],
+            Budget::per_member(Duration::from_secs(1), 1),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("ssl: endpoints are not supported"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_empty_list_is_an_error() {
+        let err = select(
+            &[],
+            NB_DB,
+            &[],
+            Budget::per_member(Duration::from_secs(1), 1),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("no OVN_Northbound endpoint"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The native OVSDB client against real `ovsdb-server` processes: the
+//! peer source for mtu.path (SB `Encap`), the local encap IP, raft member
+//! failover, and the bounds on dead and hung members.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use spx_checks::endpoint::Endpoint;
+use spx_checks::probe::ovsdb::{self, Budget};
+
+use crate::support::ovsdb_server::{refused_port, silent_listener, OvsdbServer};
+
+fn ep(s: &str) -> Endpoint {
+    Endpoint::parse(s).unwrap()
+}
+
+fn ips(list: &[&str]) -> Vec<IpAddr> {
+    list.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+#[test]
+fn sb_encap_rows_are_the_peers_over_tcp_and_unix() {
+    let sb = OvsdbServer::sb();
+    for (name, ip) in [
+        ("spx1", "198.18.0.1"),
+        ("spx2", "198.18.0.2"),
+        ("spx3", "198.18.0.3"),
+    ] {
+        sb.sbctl(&["chassis-add", name, "geneve", ip]);
+    }
+    for endpoint in [sb.tcp(), sb.unix()] {
+        let (got, answered) =
+            ovsdb::sb_encap_ips(&[ep(&endpoint)], Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            got,
+            ips(&["198.18.0.1", "198.18.0.2", "198.18.0.3"]),
+            "{endpoint}"
+        );
+        assert_eq!(answered.to_string(), endpoint);
+    }
+}
+
+#[test]
+fn local_encap_ip_is_read_from_open_vswitch_external_ids() {
+    let ovs = OvsdbServer::ovs();
+    let local = ep(&ovs.unix());
+    assert_eq!(
+        ovsdb::local_encap_ips(&local, Duration::from_secs(1)).unwrap(),
+        Vec::<IpAddr>::new()
+    );
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:ovn-encap-ip=\"198.18.0.1,fd00::1\"",
+    ]);
+    assert_eq!(
+        ovsdb::local_encap_ips(&local, Duration::from_secs(1)).unwrap(),
+        ips(&["198.18.0.1", "fd00::1"])
+    );
+}
+
+#[test]
+fn raft_list_passes_over_a_refusing_member_and_names_the_one_that_answered() {
+    let sb = OvsdbServer::sb();
+    sb.sbctl(&["chassis-add", "spx2", "geneve", "198.18.0.2"]);
+    let dead = format!("tcp:127.0.0.1:{}", refused_port());
+    let list = Endpoint::parse_list(&format!("{dead},{}", sb.tcp())).unwrap();
+    let ans =
+        ovsdb::sb_encap_ips_within(&list, Budget::per_member(Duration::from_secs(1), 2)).unwrap();
+    assert_eq!(ans.value, ips(&["198.18.0.2"]));
+    assert_eq!(ans.endpoint.to_string(), sb.tcp());
+    assert_eq!(ans.passed_over.len(), 1);
+    assert_eq!(ans.passed_over[0].0.to_string(), dead);
+    assert!(
+        ans.passed_over[0].1.contains("refused"),
+        "{:?}",
+        ans.passed_over
+    );
+}
+
+#[test]
+fn all_members_dead_is_an_error_naming_each() {
+    let list = Endpoint::parse_list(&format!(
+        "tcp:127.0.0.1:{},tcp:127.0.0.1:{},unix:/nonexistent/spx-test.sock",
+        refused_port(),
+        refused_port()
+    ))
+    .unwrap();
+    let started = Instant::now();
+    let err = ovsdb::sb_encap_ips(&list, Duration::from_secs(1))
+        .unwrap_err()
+        .to_string();
+    // Refusals are immediate; nothing waited for a bound.
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.starts_with("no member of OVN_Southbound at tcp:127.0.0.1:"),
+        "{err}"
+    );
+    assert_eq!(err.matches("refused").count(), 2, "{err}");
+    assert!(
+        err.contains("unix:/nonexistent/spx-test.sock: No such file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_member_that_accepts_and_never_answers_times_out_within_its_bound() {
+    let (_hold, hung) = silent_listener();
+    let sb = OvsdbServer::sb();
+    sb.sbctl(&["chassis-add", "spx3", "geneve", "198.18.0.3"]);
+    let bound = Duration::from_millis(300);
+    let list = Endpoint::parse_list(&format!("{hung},{}", sb.unix())).unwrap();
+    let started = Instant::now();
+    let ans = ovsdb::sb_encap_ips_within(&list, Budget::per_member(bound, 2)).unwrap();
+    let took = started.elapsed();
+    assert_eq!(ans.value, ips(&["198.18.0.3"]));
+    assert!(
+        ans.passed_over[0].1.contains("no answer within 300ms"),
+        "{:?}",
+        ans.passed_over
+    );
+    assert!(
+        took >= bound,
+        "the hung member was given its bound: {took:?}"
+    );
+
+    // Alone, it is an error after the bound and no later than the deadline.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let err = ovsdb::sb_encap_ips_within(
+        &[ep(&hung)],
+        Budget::within(Duration::from_secs(5), deadline),
+    )
+    .unwrap_err();
+    assert!(
+        Instant::now() < deadline + Duration::from_secs(2),
+        "overran the deadline"
+    );
+    assert!(err.to_string().contains("no answer within"), "{err}");
+}
+
+#[test]
+fn a_server_without_the_database_says_which_it_serves() {
+    let nb = OvsdbServer::nb();
+    let err = ovsdb::sb_encap_ips(&[ep(&nb.unix())], Duration::from_secs(1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("serves OVN_Northbound but not OVN_Southbound"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nb_global_and_dhcp_options_are_read() {
+    let nb = OvsdbServer::nb();
+    let list = [ep(&nb.tcp())];
+    let b = || Budget::per_member(Duration::from_secs(1), 1);
+    assert_eq!(
+        ovsdb::nb_global_ipsec(&list, b()).unwrap().value,
+        Some(false)
+    );
+    nb.nbctl(&["set", "NB_Global", ".", "ipsec=true"]);
+    assert_eq!(
+        ovsdb::nb_global_ipsec(&list, b()).unwrap().value,
+        Some(true)
+    );
+
+    nb.nbctl(&["dhcp-options-create", "198.18.10.0/24"]);
+    let uuid = nb.nbctl(&[
+        "--bare",
+        "--columns=_uuid",
+        "find",
+        "DHCP_Options",
+        "cidr=\"198.18.10.0/24\"",
+    ]);
+    nb.nbctl(&[
+        "dhcp-options-set-options",
+        uuid.trim(),
+        "mtu=1408",
+        "router=198.18.10.1",
+    ]);
+    nb.nbctl(&["dhcp-options-create", "198.18.11.0/24"]);
+    let rows = ovsdb::dhcp_options(&list, b()).unwrap().value;
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].cidr, "198.18.10.0/24");
+    assert_eq!(rows[0].uuid, uuid.trim());
+    assert_eq!(rows[0].mtu.as_deref(), Some("1408"));
+    assert_eq!(rows[1].mtu, None);
+}
+
+#[test]
+fn the_servers_echo_keepalive_is_answered() {
+    // A fake server that sends `echo` first and only answers once it got
+    // the echo reply back, split across tiny writes.
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap(); // our _Server transact
+        let id = serde_json::from_str::<serde_json::Value>(&line).unwrap()["id"].clone();
+        s.write_all(br#"{"method":"echo","params":["x"],"id":"echo"}"#)
+            .unwrap();
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()["result"],
+            serde_json::json!(["x"])
+        );
+        let reply = format!(
+            r#"{{"id":{id},"error":null,"result":[{{"rows":[{{"name":"OVN_Southbound","model":"standalone","connected":true,"leader":true}}]}}]}}"#
+        );
+        for chunk in reply.as_bytes().chunks(7) {
+            s.write_all(chunk).unwrap();
+            s.flush().unwrap();
+        }
+        line.clear();
+        r.read_line(&mut line).unwrap(); // the Encap select
+        let id = serde_json::from_str::<serde_json::Value>(&line).unwrap()["id"].clone();
+        s.write_all(br#"{"id":null,"method":"update","params":[null,{}]}"#)
+            .unwrap();
+        s.write_all(format!(r#"{{"id":{id},"error":null,"result":[{{"rows":[{{"ip":"198.18.0.9","type":"geneve"}}]}}]}}"#).as_bytes())
+            .unwrap();
+    });
+    let (got, _) = ovsdb::sb_encap_ips(
+        &[ep(&format!("tcp:127.0.0.1:{port}"))],
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    assert_eq!(got, ips(&["198.18.0.9"]));
+    server.join().unwrap();
+}
