@@ -74,18 +74,29 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
     let t0 = Instant::now();
     let ctx = Arc::new(Ctx::new(settings.config.clone(), settings.options.clone()));
     let outcomes = runner::run(&settings.checks, Arc::clone(&ctx));
+    let runbook = settings.profile.map(|p| {
+        let results: Vec<(&str, &spx_checks::Finding)> = outcomes
+            .iter()
+            .map(|o| (o.check.id(), &o.finding))
+            .collect();
+        (p.runbook)(&ctx, &results)
+    });
     let policy = report::Policy {
         strict: settings.strict,
-        required: Vec::new(),
+        required: settings
+            .profile
+            .map(|p| p.required.to_vec())
+            .unwrap_or_default(),
     };
-    let report = report::build(
+    let mut report = report::build(
         outcomes,
         &settings.config,
-        settings.profile.map(|p| p.name()),
+        settings.profile.map(|p| p.name),
         started_at,
         t0.elapsed(),
         &policy,
     );
+    report.runbook = runbook;
     let to_file = settings.output.is_some();
     let color = match settings.color {
         ColorChoice::Always => true,
@@ -99,7 +110,11 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
     let style = Style {
         verbose: settings.verbose,
         color,
-        width: if settings.format == Format::Table { terminal_width() } else { None },
+        width: if settings.format == Format::Table {
+            terminal_width()
+        } else {
+            None
+        },
     };
     let text = render::render(&report, settings.format, &style);
     match &settings.output {

@@ -88,9 +88,12 @@ pub fn exit_code(checks: &[CheckReport], policy: &Policy) -> i32 {
         return 1;
     }
     let errored = checks.iter().any(|c| c.status == Status::Error);
-    let required_missing = checks
-        .iter()
-        .any(|c| policy.required.contains(&c.id) && !c.status.is_conclusive());
+    let required_missing = policy.required.iter().any(|id| {
+        checks
+            .iter()
+            .find(|c| c.id == *id)
+            .is_none_or(|c| !c.status.is_conclusive())
+    });
     if errored || required_missing {
         return 2;
     }
@@ -169,24 +172,50 @@ mod tests {
     #[test]
     fn exit_codes_follow_js_probe() {
         let p = Policy::default();
-        assert_eq!(exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Skip)], &p), 0);
+        assert_eq!(
+            exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Skip)], &p),
+            0
+        );
         assert_eq!(exit_code(&[c("a.a", Status::Warn)], &p), 0);
-        assert_eq!(exit_code(&[c("a.a", Status::Fail), c("b.b", Status::Error)], &p), 1);
-        assert_eq!(exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Error)], &p), 2);
+        assert_eq!(
+            exit_code(&[c("a.a", Status::Fail), c("b.b", Status::Error)], &p),
+            1
+        );
+        assert_eq!(
+            exit_code(&[c("a.a", Status::Pass), c("b.b", Status::Error)], &p),
+            2
+        );
         assert_eq!(exit_code(&[], &p), 0);
     }
 
     #[test]
     fn strict_makes_warnings_fail() {
-        let p = Policy { strict: true, ..Policy::default() };
+        let p = Policy {
+            strict: true,
+            ..Policy::default()
+        };
         assert_eq!(exit_code(&[c("a.a", Status::Warn)], &p), 1);
     }
 
     #[test]
     fn a_profile_never_passes_on_missing_evidence() {
-        let p = Policy { strict: false, required: vec!["mtu.path"] };
+        let p = Policy {
+            strict: false,
+            required: vec!["mtu.path"],
+        };
         assert_eq!(exit_code(&[c("mtu.path", Status::Skip)], &p), 2);
-        assert_eq!(exit_code(&[c("mtu.path", Status::Pass), c("x.y", Status::Skip)], &p), 0);
-        assert_eq!(exit_code(&[c("mtu.path", Status::Skip), c("x.y", Status::Fail)], &p), 1);
+        assert_eq!(
+            exit_code(&[c("mtu.path", Status::Pass), c("x.y", Status::Skip)], &p),
+            0
+        );
+        assert_eq!(
+            exit_code(&[c("mtu.path", Status::Skip), c("x.y", Status::Fail)], &p),
+            1
+        );
+        assert_eq!(
+            exit_code(&[c("x.y", Status::Pass)], &p),
+            2,
+            "a required check that did not run"
+        );
     }
 }

@@ -62,24 +62,32 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
         let thread_tx = tx.clone();
         let ctx = Arc::clone(&ctx);
         let name = format!("{THREAD_PREFIX}{}", check.id());
-        let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || {
-            let t0 = Instant::now();
-            let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
-            let finding = match result {
-                Ok(f) => police(f),
-                Err(_) => {
-                    let msg = panic_messages()
-                        .lock()
-                        .ok()
-                        .and_then(|mut m| m.remove(&name))
-                        .unwrap_or_else(|| "panic".to_owned());
-                    Finding::error(format!("the check crashed (a bug in spx; please report it): {msg}"))
-                }
-            };
-            let _ = thread_tx.send((index, finding, t0.elapsed()));
-        });
+        let spawned = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let t0 = Instant::now();
+                let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
+                let finding = match result {
+                    Ok(f) => police(f),
+                    Err(_) => {
+                        let msg = panic_messages()
+                            .lock()
+                            .ok()
+                            .and_then(|mut m| m.remove(&name))
+                            .unwrap_or_else(|| "panic".to_owned());
+                        Finding::error(format!(
+                            "the check crashed (a bug in spx; please report it): {msg}"
+                        ))
+                    }
+                };
+                let _ = thread_tx.send((index, finding, t0.elapsed()));
+            });
         if let Err(e) = spawned {
-            let _ = tx.send((index, Finding::error(format!("could not start: {e}")), Duration::ZERO));
+            let _ = tx.send((
+                index,
+                Finding::error(format!("could not start: {e}")),
+                Duration::ZERO,
+            ));
         }
     }
     drop(tx);
@@ -127,7 +135,10 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
 /// and is reported as one rather than shown as a fail with no way out.
 fn police(f: Finding) -> Finding {
     if f.status == Status::Fail && f.remediation.is_empty() {
-        let mut e = Finding::error(format!("{} (bug in spx: a fail without remediation)", f.summary));
+        let mut e = Finding::error(format!(
+            "{} (bug in spx: a fail without remediation)",
+            f.summary
+        ));
         e.evidence = f.evidence;
         return e;
     }
@@ -207,7 +218,11 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].finding.status, Status::Error);
         assert_eq!(out[0].finding.summary, "timed out after 200ms (--timeout)");
-        assert_eq!(out[1].finding.status, Status::Error, "fail without remediation");
+        assert_eq!(
+            out[1].finding.status,
+            Status::Error,
+            "fail without remediation"
+        );
     }
 
     #[test]
@@ -215,8 +230,16 @@ mod tests {
         install_panic_hook();
         let out = run(&[&Panicky, &Unhelpful], ctx(Duration::from_secs(5)));
         assert_eq!(out[0].finding.status, Status::Error);
-        assert!(out[0].finding.summary.contains("index out of bounds"), "{}", out[0].finding.summary);
-        assert!(out[0].finding.summary.contains("runner.rs"), "{}", out[0].finding.summary);
+        assert!(
+            out[0].finding.summary.contains("index out of bounds"),
+            "{}",
+            out[0].finding.summary
+        );
+        assert!(
+            out[0].finding.summary.contains("runner.rs"),
+            "{}",
+            out[0].finding.summary
+        );
         assert_eq!(out[1].check.id(), "test.unhelpful");
     }
 }

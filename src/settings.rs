@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
+use spx_checks::profile::Profile;
 use spx_checks::{select, validate, Check, ConfigState, Options, CHECKS};
 
-use crate::cli::{Change, ColorChoice, Format, RunArgs};
+use crate::cli::{ColorChoice, Format, RunArgs};
 
 /// A refusal of the command line or the config: exit 2.
 #[derive(Debug)]
@@ -40,7 +41,7 @@ pub struct Settings {
     pub verbose: bool,
     pub strict: bool,
     pub color: ColorChoice,
-    pub profile: Option<Change>,
+    pub profile: Option<&'static Profile>,
 }
 
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -100,12 +101,12 @@ impl Settings {
         include.retain(|s| !s.is_empty());
         let mut exclude = args.skip.clone();
         exclude.retain(|s| !s.is_empty());
-        let checks = select::select(CHECKS, &include, &exclude).map_err(|e| UsageError(e.to_string()))?;
+        let profile = args
+            .for_change
+            .map(|c| spx_checks::profile::find(c.name()).expect("every --for value has a profile"));
+        let checks = select_checks(&include, &exclude, profile)?;
         let config = load_config(args.config.as_deref())?;
-        let mtu = args.mtu.or(match args.for_change {
-            Some(Change::EnableJumbo) => Some(9000),
-            _ => None,
-        });
+        let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));
         Ok(Settings {
             checks,
             options: Options {
@@ -126,9 +127,38 @@ impl Settings {
             verbose: args.verbose,
             strict: args.strict,
             color: args.color,
-            profile: args.for_change,
+            profile,
         })
     }
+}
+
+/// Without a profile: `--check` minus `--skip`. With one: its required
+/// checks (which cannot be skipped) plus any `--check` asked for.
+fn select_checks(
+    include: &[String],
+    exclude: &[String],
+    profile: Option<&'static Profile>,
+) -> Result<Vec<&'static dyn Check>, UsageError> {
+    let chosen = select::select(CHECKS, include, exclude).map_err(|e| UsageError(e.to_string()))?;
+    let Some(profile) = profile else {
+        return Ok(chosen);
+    };
+    let skipped = select::select(CHECKS, exclude, &[]).map_err(|e| UsageError(e.to_string()))?;
+    if let Some(c) = skipped.iter().find(|c| profile.required.contains(&c.id())) {
+        return Err(UsageError(format!(
+            "--skip {}: the {} preflight requires it",
+            c.id(),
+            profile.name
+        )));
+    }
+    Ok(CHECKS
+        .iter()
+        .copied()
+        .filter(|c| {
+            profile.required.contains(&c.id())
+                || (!include.is_empty() && chosen.iter().any(|x| x.id() == c.id()))
+        })
+        .collect())
 }
 
 fn duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
@@ -156,11 +186,17 @@ fn resolve_peer(text: &str) -> Result<Vec<IpAddr>, UsageError> {
     let name = text.to_owned();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send((name.as_str(), 0u16).to_socket_addrs().map(|a| a.map(|s| s.ip()).collect::<Vec<_>>()));
+        let _ = tx.send(
+            (name.as_str(), 0u16)
+                .to_socket_addrs()
+                .map(|a| a.map(|s| s.ip()).collect::<Vec<_>>()),
+        );
     });
     match rx.recv_timeout(PEER_LOOKUP_BOUND) {
         Ok(Ok(ips)) if !ips.is_empty() => Ok(ips),
-        Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!("--peer {text:?}: the name does not resolve"))),
+        Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!(
+            "--peer {text:?}: the name does not resolve"
+        ))),
         Err(_) => Err(UsageError(format!(
             "--peer {text:?}: name lookup did not answer within {}s",
             PEER_LOOKUP_BOUND.as_secs()
@@ -179,7 +215,10 @@ fn load_config(explicit: Option<&std::path::Path>) -> Result<ConfigState, UsageE
                 path: path.to_owned(),
                 config: Box::new(parsed?),
             }),
-            Err(e) => Err(UsageError(format!("cannot read config {}: {e}", path.display()))),
+            Err(e) => Err(UsageError(format!(
+                "cannot read config {}: {e}",
+                path.display()
+            ))),
         };
     }
     let looked_at = config::default_paths();
@@ -198,7 +237,12 @@ fn load_config(explicit: Option<&std::path::Path>) -> Result<ConfigState, UsageE
                     reason: e.to_string(),
                 })
             }
-            Err(e) => return Err(UsageError(format!("cannot read config {}: {e}", path.display()))),
+            Err(e) => {
+                return Err(UsageError(format!(
+                    "cannot read config {}: {e}",
+                    path.display()
+                )))
+            }
         }
     }
     Ok(ConfigState::Missing { looked_at })

@@ -18,6 +18,7 @@ pub mod endpoint;
 pub mod expect;
 pub mod finding;
 pub mod probe;
+pub mod profile;
 pub mod select;
 pub mod validate;
 
@@ -49,10 +50,14 @@ mod tests {
             let (cat, name) = id.split_once('.').expect("category.name");
             assert!(!cat.is_empty() && !name.is_empty(), "{id}");
             assert!(
-                id.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ".-".contains(ch)),
+                id.chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ".-".contains(ch)),
                 "{id}"
             );
-            assert!(!c.title().is_empty() && c.explain().len() > 80, "{id} needs docs");
+            assert!(
+                !c.title().is_empty() && c.explain().len() > 80,
+                "{id} needs docs"
+            );
         }
     }
 }

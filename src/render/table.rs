@@ -64,7 +64,12 @@ pub fn render(report: &Report, style: &Style) -> String {
         } else {
             status
         };
-        table.add_row(vec![Cell::new(mark(c.status)), Cell::new(c.id), status, Cell::new(detail)]);
+        table.add_row(vec![
+            Cell::new(mark(c.status)),
+            Cell::new(c.id),
+            status,
+            Cell::new(detail),
+        ]);
     }
     let s = &report.summary;
     let mut out = table.to_string();
