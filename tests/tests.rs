@@ -3,5 +3,6 @@
 mod support;
 
 mod cli;
-mod udp;
+mod monitoring;
 mod ovsdb;
+mod udp;

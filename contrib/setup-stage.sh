@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# spx doctor as a setup.sh stage: a gate before raising underlay_mtu or
+# turning IPsec off, in setup.sh's own style (set -e, fatal(), SETUP_STAGES).
+#
+# In setup.sh, source this file and add `doctor` to the stage list:
+#   source contrib/setup-stage.sh
+#   SETUP_STAGES=doctor ./setup.sh
+# Before enabling jumbo frames (after raising the NICs and br-vpc):
+#   SPX_DOCTOR_FOR=enable-jumbo SPX_DOCTOR_MTU=9000 SETUP_STAGES=doctor ./setup.sh
+# Before turning IPsec off:
+#   SPX_DOCTOR_FOR=disable-ipsec SETUP_STAGES=doctor ./setup.sh
+# Run on its own, it runs just the stage: contrib/setup-stage.sh
+#
+# The doctor's exit status decides: 0 go; 1 stop, a check failed (the table
+# above names it and the fix); 2 stop, inconclusive (a required check could
+# not run: no peers, no config, an unreachable database). A gate never lets
+# a run through on missing evidence.
+
+if ! declare -F fatal >/dev/null; then
+  fatal() {
+    echo "FATAL: $*" >&2
+    exit 1
+  }
+fi
+
+stage_doctor() {
+  local spx=${SPX:-spx}
+  local args=(doctor --color never)
+  if [[ -n ${SPX_DOCTOR_FOR:-} ]]; then args+=(--for "$SPX_DOCTOR_FOR"); fi
+  if [[ -n ${SPX_DOCTOR_MTU:-} ]]; then args+=(--mtu "$SPX_DOCTOR_MTU"); fi
+  if [[ -n ${SPX_DOCTOR_CONFIG:-} ]]; then args+=(--config "$SPX_DOCTOR_CONFIG"); fi
+  local rc=0
+  "$spx" "${args[@]}" "$@" || rc=$?
+  case $rc in
+    0) echo "spx doctor: go" ;;
+    1) fatal "spx doctor: stop: a check failed (see the table above for what and the fix)" ;;
+    2) fatal "spx doctor: stop: inconclusive (a required check could not run; see above)" ;;
+    *) fatal "spx doctor: stop: unexpected exit status $rc" ;;
+  esac
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  set -euo pipefail
+  stage_doctor "$@"
+fi
