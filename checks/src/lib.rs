@@ -30,6 +30,7 @@ pub use finding::{Finding, SkipReason, Status};
 pub static CHECKS: &[&dyn Check] = &[
     &checks::udp_buffers::UdpBuffers,
     &checks::rcvbuf_errors::RcvbufErrors,
+    &checks::qemu_tuning::QemuTuning,
 ];
 
 /// Look a check up by id.

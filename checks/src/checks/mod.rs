@@ -2,5 +2,6 @@
 //! facts, compare them with what the config implies, and say what was
 //! measured and what to type to fix it.
 
+pub mod qemu_tuning;
 pub mod rcvbuf_errors;
 pub mod udp_buffers;
