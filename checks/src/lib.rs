@@ -31,6 +31,12 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::udp_buffers::UdpBuffers,
     &checks::rcvbuf_errors::RcvbufErrors,
     &checks::qemu_tuning::QemuTuning,
+    &checks::nic_offloads::NicOffloads,
+    &checks::nic_tso::NicTso,
+    &checks::nic_queues::NicQueues,
+    &checks::nic_rings::NicRings,
+    &checks::cpu_softirq::CpuSoftirq,
+    &checks::tcp_reordering::TcpReordering,
 ];
 
 /// Look a check up by id.

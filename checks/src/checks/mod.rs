@@ -5,3 +5,9 @@
 pub mod qemu_tuning;
 pub mod rcvbuf_errors;
 pub mod udp_buffers;
+pub mod cpu_softirq;
+pub mod nic_offloads;
+pub mod nic_queues;
+pub mod nic_rings;
+pub mod nic_tso;
+pub mod tcp_reordering;

@@ -6,13 +6,16 @@
 //! verdict: permission denied is a *skip* (needs privilege), a missing file
 //! or device is *not applicable*, anything else is an *error*. None is a fail.
 
+pub mod ethtool;
+pub mod journal;
 pub mod kernel_files;
-pub mod qemu;
 pub mod links;
 pub mod ovsdb;
-pub mod journal;
+pub mod proc_stats;
+pub mod qemu;
 pub mod snmp;
 pub mod sysfs_net;
+pub mod underlay_nics;
 
 use std::io;
 use std::path::{Path, PathBuf};

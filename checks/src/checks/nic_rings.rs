@@ -1,0 +1,187 @@
+//! `nic.rings`: is the receive ring deep enough to absorb a burst?
+//!
+//! The tuning page measured the guest NIC's RX ring at 256 as a drop source
+//! under burst and moved it to 1024 (QEMU's `rx_queue_size=1024`). The same
+//! holds for any NIC whose maximum allows 1024: a shallow ring overflows
+//! while the softirq that drains it is busy elsewhere.
+
+use serde::Serialize;
+
+use crate::check::Check;
+use crate::ctx::Ctx;
+use crate::finding::{Finding, SkipReason};
+use crate::probe::ethtool::{Reported, Rings, NOT_REPORTED};
+use crate::probe::underlay_nics::{self, Selection};
+
+pub struct NicRings;
+
+/// The RX ring depth below which bursts drop, where the device allows it.
+pub const RX_RING_MIN: u32 = 1024;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterfaceRings {
+    pub name: String,
+    pub rings: Reported<Rings>,
+}
+
+impl Check for NicRings {
+    fn id(&self) -> &'static str {
+        "nic.rings"
+    }
+
+    fn title(&self) -> &'static str {
+        "NIC receive ring holds a burst (at least 1024 where the device allows)"
+    }
+
+    fn explain(&self) -> &'static str {
+        "Reads ring sizes through the SIOCETHTOOL ioctl (what `ethtool -g IF` shows). \
+         Interfaces: as nic.queues (--interface, else the underlay NICs, else in a guest \
+         the default route's interface).\n\
+         \n\
+         Verdict: an rx ring below 1024 where the device's maximum allows 1024 warns, with \
+         the `ethtool -G` command. A ring already at the device's maximum passes; a driver \
+         without ring parameters (veth, for one) is 'not reported by this driver'.\n\
+         \n\
+         Why: the tuning page moved the guest NIC's RX ring from 256 to 1024 because the \
+         shallow ring was a drop source under burst (Spinifex now passes \
+         rx_queue_size=1024 to QEMU). A ring fills while its softirq is busy; every \
+         descriptor more is a packet not dropped."
+    }
+
+    fn run(&self, ctx: &Ctx) -> Finding {
+        let sel = match underlay_nics::underlay_or_default_route(&ctx.opts) {
+            Ok(s) => s,
+            Err(f) => return f,
+        };
+        match gather(&sel) {
+            Ok(facts) => judge(&facts).with("interface_source", &sel.source),
+            Err(f) => f,
+        }
+    }
+}
+
+pub fn gather(sel: &Selection) -> Result<Vec<InterfaceRings>, Finding> {
+    let read = underlay_nics::read_each(sel, |e, name| e.rings(name))?;
+    Ok(read
+        .into_iter()
+        .map(|(name, rings)| InterfaceRings { name, rings })
+        .collect())
+}
+
+#[derive(Serialize)]
+struct Evidence {
+    name: String,
+    rx: Option<u32>,
+    rx_max: Option<u32>,
+    tx: Option<u32>,
+    tx_max: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'static str>,
+}
+
+pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
+    let mut evidence = Vec::new();
+    let mut shallow = Vec::new();
+    let mut fixes = Vec::new();
+    let mut fine = Vec::new();
+    for i in ifaces {
+        let r = match &i.rings {
+            Reported::Yes(r) if r.rx_max > 0 => r,
+            _ => {
+                evidence.push(Evidence {
+                    name: i.name.clone(),
+                    rx: None,
+                    rx_max: None,
+                    tx: None,
+                    tx_max: None,
+                    note: Some(NOT_REPORTED),
+                });
+                continue;
+            }
+        };
+        if r.rx < RX_RING_MIN && r.rx_max >= RX_RING_MIN {
+            shallow.push(format!(
+                "{} rx ring {} (device allows up to {})",
+                i.name, r.rx, r.rx_max
+            ));
+            fixes.push(format!("ethtool -G {} rx {RX_RING_MIN}", i.name));
+        } else if r.rx < RX_RING_MIN {
+            fine.push(format!("{} rx {} (its maximum)", i.name, r.rx));
+        } else {
+            fine.push(format!("{} rx {}", i.name, r.rx));
+        }
+        evidence.push(Evidence {
+            name: i.name.clone(),
+            rx: Some(r.rx),
+            rx_max: Some(r.rx_max),
+            tx: Some(r.tx),
+            tx_max: Some(r.tx_max),
+            note: None,
+        });
+    }
+    let finding = if shallow.is_empty() && fine.is_empty() {
+        let names: Vec<&str> = ifaces.iter().map(|i| i.name.as_str()).collect();
+        Finding::skip(SkipReason::NotApplicable(format!(
+            "ring sizes {NOT_REPORTED} ({})",
+            names.join(", ")
+        )))
+    } else if !shallow.is_empty() {
+        Finding::warn(format!(
+            "{}: a ring below {RX_RING_MIN} was a measured drop source under burst",
+            shallow.join("; ")
+        ))
+        .fixes(fixes)
+        .fix("then watch the driver's drop counters stay still under load: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
+    } else {
+        Finding::pass(format!("receive rings hold a burst: {}", fine.join(", ")))
+    };
+    finding.with("interfaces", evidence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+
+    fn iface(name: &str, rx: u32, rx_max: u32) -> InterfaceRings {
+        InterfaceRings {
+            name: name.into(),
+            rings: Reported::Yes(Rings {
+                rx,
+                rx_max,
+                tx: 256,
+                tx_max: 4096,
+                ..Rings::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn the_seed_256_ring_warns_with_the_fix() {
+        // performance-tuning: the guest NIC's RX ring at 256 (virtio_net,
+        // maximum 1024 once QEMU has rx_queue_size=1024).
+        let f = judge(&[iface("enp0s16", 256, 1024)]);
+        assert_eq!(f.status, Status::Warn);
+        assert_eq!(f.remediation[0], "ethtool -G enp0s16 rx 1024");
+        assert_eq!(f.evidence["interfaces"][0]["rx"], 256);
+        assert_eq!(f.evidence["interfaces"][0]["rx_max"], 1024);
+        assert_eq!(f.evidence["interfaces"][0]["tx_max"], 4096);
+    }
+
+    #[test]
+    fn deep_or_maxed_rings_pass_and_veth_is_not_reported() {
+        assert_eq!(
+            judge(&[iface("enp65s0f0np0", 1024, 8192)]).status,
+            Status::Pass
+        );
+        // A device that cannot go to 1024: nothing to do.
+        assert_eq!(judge(&[iface("eth0", 256, 256)]).status, Status::Pass);
+        let veth = InterfaceRings {
+            name: "va".into(),
+            rings: Reported::NotReported,
+        };
+        let f = judge(&[veth]);
+        assert_eq!(f.status, Status::Skip);
+        assert!(f.summary.contains(NOT_REPORTED), "{}", f.summary);
+    }
+}

@@ -1,0 +1,794 @@
+//! What `ethtool -i/-k/-l/-g/-S` show, read from the kernel directly through
+//! the SIOCETHTOOL ioctl on an AF_INET datagram socket.
+//!
+//! Why the ioctl and not ethtool netlink (the `ethtool` crate): driver
+//! statistics by name (ETH_SS_STATS + ETHTOOL_GSTATS, what `ethtool -S`
+//! prints, where mlx5 keeps `tx_tso_packets`) exist only as an ioctl; the
+//! netlink family has no message for them. The ioctl is synchronous (no
+//! async runtime inside a check), works on every kernel since 2.6.39 for
+//! everything read here, and none of the GET commands used needs a
+//! capability. One interface for all five reads keeps one error mapping.
+//!
+//! One hazard of the ioctl is handled explicitly: for ETHTOOL_GSTRINGS and
+//! ETHTOOL_GSTATS the kernel writes as many entries as the driver has *now*,
+//! not as many as the caller sized its buffer for (the count can grow
+//! between ETHTOOL_GSSET_INFO and the read when channels change). Every
+//! buffer handed to the kernel therefore ends exactly at a PROT_NONE guard
+//! page ([`GuardedBuf`]): an overrun becomes EFAULT, which is retried once,
+//! never a write past the allocation.
+//!
+//! The byte layouts are parsed by pure functions over `&[u8]`
+//! ([`parse_strings`], [`parse_stats`], [`parse_features`], …) so that they
+//! can be tested on recorded bytes and fuzzed.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+
+use super::ProbeError;
+
+// include/uapi/linux/ethtool.h
+const ETHTOOL_GDRVINFO: u32 = 0x03;
+const ETHTOOL_GRINGPARAM: u32 = 0x10;
+const ETHTOOL_GSTRINGS: u32 = 0x1b;
+const ETHTOOL_GSTATS: u32 = 0x1d;
+const ETHTOOL_GSSET_INFO: u32 = 0x37;
+const ETHTOOL_GFEATURES: u32 = 0x3a;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+pub const ETH_SS_STATS: u32 = 1;
+pub const ETH_SS_FEATURES: u32 = 4;
+pub const ETH_GSTRING_LEN: usize = 32;
+
+/// sizeof(struct ethtool_drvinfo).
+pub const DRVINFO_LEN: usize = 196;
+/// sizeof(struct ethtool_channels) and sizeof(struct ethtool_ringparam):
+/// nine u32 each.
+pub const CHANNELS_LEN: usize = 36;
+pub const RINGS_LEN: usize = 36;
+/// Headers of the variable-length structs: gstrings {cmd, string_set, len},
+/// stats {cmd, n_stats}, gfeatures {cmd, size}, sset_info {cmd, reserved,
+/// u64 sset_mask}.
+const GSTRINGS_HDR: usize = 12;
+const STATS_HDR: usize = 8;
+const GFEATURES_HDR: usize = 8;
+const SSET_INFO_HDR: usize = 16;
+/// One ethtool_get_features_block: available, requested, active, never_changed.
+const FEATURE_BLOCK_LEN: usize = 16;
+
+/// More entries than any driver has ever reported; anything above is a
+/// corrupt answer, not a NIC.
+pub const MAX_SET_ENTRIES: usize = 1 << 16;
+
+/// Said wherever a driver does not implement an ethtool operation.
+pub const NOT_REPORTED: &str = "not reported by this driver";
+
+nix::ioctl_readwrite_bad!(siocethtool, libc::SIOCETHTOOL, libc::ifreq);
+
+/// `ethtool -i`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DrvInfo {
+    pub driver: String,
+    pub version: String,
+    pub fw_version: String,
+    pub bus_info: String,
+    pub n_stats: u32,
+}
+
+/// `ethtool -l`: pre-set maximums and current counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Channels {
+    pub max_rx: u32,
+    pub max_tx: u32,
+    pub max_other: u32,
+    pub max_combined: u32,
+    pub rx: u32,
+    pub tx: u32,
+    pub other: u32,
+    pub combined: u32,
+}
+
+impl Channels {
+    /// Queue pairs in use: combined channels plus the pairs that separate rx
+    /// and tx channels can form.
+    pub fn current_pairs(&self) -> u32 {
+        self.combined + self.rx.min(self.tx)
+    }
+
+    /// Queue pairs the device offers at most.
+    pub fn max_pairs(&self) -> u32 {
+        self.max_combined + self.max_rx.min(self.max_tx)
+    }
+}
+
+/// `ethtool -g`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rings {
+    pub rx_max: u32,
+    pub rx_mini_max: u32,
+    pub rx_jumbo_max: u32,
+    pub tx_max: u32,
+    pub rx: u32,
+    pub rx_mini: u32,
+    pub rx_jumbo: u32,
+    pub tx: u32,
+}
+
+/// One line of `ethtool -k`, by the kernel's feature name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Feature {
+    pub name: String,
+    /// The device can toggle it (`hw_features`).
+    pub available: bool,
+    /// What was asked for (`wanted_features`).
+    pub requested: bool,
+    /// What is in effect (`features`).
+    pub active: bool,
+    /// Never changeable on any device (NETIF_F_NEVER_CHANGE).
+    pub never_changed: bool,
+}
+
+impl Feature {
+    /// Cannot be toggled with `ethtool -K`.
+    pub fn fixed(&self) -> bool {
+        !self.available || self.never_changed
+    }
+
+    /// The value exactly as `ethtool -k` prints it: "on", "off",
+    /// "off [fixed]", "on [fixed]", "off [requested on]"…
+    pub fn state(&self) -> String {
+        let value = if self.active { "on" } else { "off" };
+        if self.fixed() {
+            format!("{value} [fixed]")
+        } else if self.requested != self.active {
+            let wanted = if self.requested { "on" } else { "off" };
+            format!("{value} [requested {wanted}]")
+        } else {
+            value.to_owned()
+        }
+    }
+}
+
+/// An ethtool operation's outcome: the answer, or the driver does not
+/// implement it (EOPNOTSUPP), which is never a failure of the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reported<T> {
+    Yes(T),
+    NotReported,
+}
+
+impl<T> Reported<T> {
+    pub fn ok(self) -> Option<T> {
+        match self {
+            Reported::Yes(v) => Some(v),
+            Reported::NotReported => None,
+        }
+    }
+}
+
+/// The socket the ioctls go through. Opened once per check run; the
+/// interfaces it sees are those of this process's network namespace.
+pub struct Ethtool {
+    fd: OwnedFd,
+}
+
+impl Ethtool {
+    pub fn open() -> Result<Ethtool, ProbeError> {
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(|e| {
+            ProbeError::Other(format!("socket(AF_INET, SOCK_DGRAM) for SIOCETHTOOL: {e}"))
+        })?;
+        Ok(Ethtool { fd })
+    }
+
+    /// One SIOCETHTOOL call with `buf` as the command struct. EOPNOTSUPP is
+    /// an answer ([`Reported::NotReported`]); other errnos are returned raw
+    /// so that EFAULT (the guard page) can be retried; see [`errno_error`].
+    fn call_raw(&self, ifname: &str, buf: &mut GuardedBuf) -> Result<Reported<()>, Errno> {
+        if crate::validate::interface(ifname).is_err() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: ifreq is plain old data; all-zero is a valid value.
+        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (dst, src) in ifr.ifr_name.iter_mut().zip(ifname.as_bytes()) {
+            *dst = *src as libc::c_char;
+        }
+        ifr.ifr_ifru.ifru_data = buf.as_mut_ptr().cast();
+        // SAFETY: `ifr` names a NUL-terminated interface (validated: at
+        // most 15 bytes in a zeroed 16-byte array) and points at `buf`, which
+        // lives through the call and is sized for the command; a write past
+        // it hits the guard page and returns EFAULT.
+        match unsafe { siocethtool(self.fd.as_raw_fd(), &mut ifr) } {
+            Ok(_) => Ok(Reported::Yes(())),
+            Err(Errno::EOPNOTSUPP) => Ok(Reported::NotReported),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn call(
+        &self,
+        ifname: &str,
+        what: &str,
+        buf: &mut GuardedBuf,
+    ) -> Result<Reported<()>, ProbeError> {
+        self.call_raw(ifname, buf)
+            .map_err(|e| errno_error(e, ifname, what))
+    }
+
+    /// A fixed-size GET: write `cmd`, call, return the bytes.
+    fn get_fixed(
+        &self,
+        ifname: &str,
+        what: &str,
+        cmd: u32,
+        len: usize,
+    ) -> Result<Reported<Vec<u8>>, ProbeError> {
+        let mut buf = GuardedBuf::new(len)?;
+        buf.bytes_mut()[..4].copy_from_slice(&cmd.to_ne_bytes());
+        Ok(match self.call(ifname, what, &mut buf)? {
+            Reported::Yes(()) => Reported::Yes(buf.bytes().to_vec()),
+            Reported::NotReported => Reported::NotReported,
+        })
+    }
+
+    /// `ethtool -i`.
+    pub fn drvinfo(&self, ifname: &str) -> Result<Reported<DrvInfo>, ProbeError> {
+        match self.get_fixed(ifname, "driver info", ETHTOOL_GDRVINFO, DRVINFO_LEN)? {
+            Reported::Yes(b) => parse_drvinfo(&b)
+                .map(Reported::Yes)
+                .map_err(|e| bad("ethtool_drvinfo", ifname, e)),
+            Reported::NotReported => Ok(Reported::NotReported),
+        }
+    }
+
+    /// `ethtool -l`.
+    pub fn channels(&self, ifname: &str) -> Result<Reported<Channels>, ProbeError> {
+        match self.get_fixed(ifname, "channels", ETHTOOL_GCHANNELS, CHANNELS_LEN)? {
+            Reported::Yes(b) => parse_channels(&b)
+                .map(Reported::Yes)
+                .map_err(|e| bad("ethtool_channels", ifname, e)),
+            Reported::NotReported => Ok(Reported::NotReported),
+        }
+    }
+
+    /// `ethtool -g`.
+    pub fn rings(&self, ifname: &str) -> Result<Reported<Rings>, ProbeError> {
+        match self.get_fixed(ifname, "ring sizes", ETHTOOL_GRINGPARAM, RINGS_LEN)? {
+            Reported::Yes(b) => parse_rings(&b)
+                .map(Reported::Yes)
+                .map_err(|e| bad("ethtool_ringparam", ifname, e)),
+            Reported::NotReported => Ok(Reported::NotReported),
+        }
+    }
+
+    /// How many strings the driver has in `set` (ETHTOOL_GSSET_INFO).
+    pub fn set_len(&self, ifname: &str, set: u32) -> Result<Reported<usize>, ProbeError> {
+        let mut buf = GuardedBuf::new(SSET_INFO_HDR + 4)?;
+        {
+            let b = buf.bytes_mut();
+            b[..4].copy_from_slice(&ETHTOOL_GSSET_INFO.to_ne_bytes());
+            b[8..16].copy_from_slice(&(1u64 << set).to_ne_bytes());
+        }
+        if self.call(ifname, "string set sizes", &mut buf)? == Reported::NotReported {
+            return Ok(Reported::NotReported);
+        }
+        match parse_sset_info(buf.bytes(), set).map_err(|e| bad("ethtool_sset_info", ifname, e))? {
+            Some(n) => Ok(Reported::Yes(n)),
+            None => Ok(Reported::NotReported),
+        }
+    }
+
+    /// The names in string set `set` (ETHTOOL_GSTRINGS).
+    pub fn strings(&self, ifname: &str, set: u32) -> Result<Reported<Vec<String>>, ProbeError> {
+        // The count can change between the two calls; an overrun is EFAULT
+        // at the guard page, and one retry with the new count follows.
+        for attempt in 0..2 {
+            let n = match self.set_len(ifname, set)? {
+                Reported::Yes(n) => n,
+                Reported::NotReported => return Ok(Reported::NotReported),
+            };
+            let mut buf = GuardedBuf::new(GSTRINGS_HDR + n * ETH_GSTRING_LEN)?;
+            {
+                let b = buf.bytes_mut();
+                b[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
+                b[4..8].copy_from_slice(&set.to_ne_bytes());
+                b[8..12].copy_from_slice(&(n as u32).to_ne_bytes());
+            }
+            match self.call_raw(ifname, &mut buf) {
+                Ok(Reported::Yes(())) => {}
+                Ok(Reported::NotReported) => return Ok(Reported::NotReported),
+                Err(Errno::EFAULT) if attempt == 0 => continue,
+                Err(e) => return Err(errno_error(e, ifname, "string set")),
+            }
+            return parse_gstrings(buf.bytes())
+                .map(Reported::Yes)
+                .map_err(|e| bad("ethtool_gstrings", ifname, e));
+        }
+        Err(ProbeError::Other(format!(
+            "{ifname}: string set {set} kept changing size"
+        )))
+    }
+
+    /// `ethtool -k`: every feature by the kernel's name.
+    pub fn features(&self, ifname: &str) -> Result<Reported<Vec<Feature>>, ProbeError> {
+        let names = match self.strings(ifname, ETH_SS_FEATURES)? {
+            Reported::Yes(n) => n,
+            Reported::NotReported => return Ok(Reported::NotReported),
+        };
+        let blocks = names.len().div_ceil(32);
+        let mut buf = GuardedBuf::new(GFEATURES_HDR + blocks * FEATURE_BLOCK_LEN)?;
+        {
+            let b = buf.bytes_mut();
+            b[..4].copy_from_slice(&ETHTOOL_GFEATURES.to_ne_bytes());
+            b[4..8].copy_from_slice(&(blocks as u32).to_ne_bytes());
+        }
+        if self.call(ifname, "features", &mut buf)? == Reported::NotReported {
+            return Ok(Reported::NotReported);
+        }
+        parse_gfeatures(buf.bytes(), &names)
+            .map(Reported::Yes)
+            .map_err(|e| bad("ethtool_gfeatures", ifname, e))
+    }
+
+    /// `ethtool -S`: driver statistics by name.
+    pub fn stats(&self, ifname: &str) -> Result<Reported<Vec<(String, u64)>>, ProbeError> {
+        for attempt in 0..2 {
+            let names = match self.strings(ifname, ETH_SS_STATS)? {
+                Reported::Yes(n) => n,
+                Reported::NotReported => return Ok(Reported::NotReported),
+            };
+            let mut buf = GuardedBuf::new(STATS_HDR + names.len() * 8)?;
+            {
+                let b = buf.bytes_mut();
+                b[..4].copy_from_slice(&ETHTOOL_GSTATS.to_ne_bytes());
+                b[4..8].copy_from_slice(&(names.len() as u32).to_ne_bytes());
+            }
+            match self.call_raw(ifname, &mut buf) {
+                Ok(Reported::Yes(())) => {}
+                Ok(Reported::NotReported) => return Ok(Reported::NotReported),
+                Err(Errno::EFAULT) if attempt == 0 => continue,
+                Err(e) => return Err(errno_error(e, ifname, "statistics")),
+            }
+            let values = parse_stats(buf.bytes()).map_err(|e| bad("ethtool_stats", ifname, e))?;
+            if values.len() != names.len() {
+                // The set changed between the two reads; names would be
+                // paired with the wrong values.
+                continue;
+            }
+            return Ok(Reported::Yes(names.into_iter().zip(values).collect()));
+        }
+        Err(ProbeError::Other(format!(
+            "{ifname}: driver statistics kept changing size"
+        )))
+    }
+}
+
+/// What a failed SIOCETHTOOL means for the verdict.
+pub fn errno_error(e: Errno, ifname: &str, what: &str) -> ProbeError {
+    match e {
+        Errno::EPERM | Errno::EACCES => ProbeError::PermissionDenied {
+            what: format!("{what} of {ifname} (SIOCETHTOOL)"),
+            needs: format!("CAP_NET_ADMIN to read {what} of {ifname}"),
+        },
+        Errno::ENODEV | Errno::ENXIO => ProbeError::NotFound(format!("interface {ifname}")),
+        Errno::EINVAL if crate::validate::interface(ifname).is_err() => {
+            ProbeError::Other(format!("{ifname:?} is not a valid interface name"))
+        }
+        e => ProbeError::Other(format!("SIOCETHTOOL {what} on {ifname}: {}", e.desc())),
+    }
+}
+
+fn bad(what: &str, ifname: &str, detail: String) -> ProbeError {
+    ProbeError::parse(format!("{what} of {ifname}"), detail)
+}
+
+fn u32_at(b: &[u8], off: usize) -> Result<u32, String> {
+    b.get(off..off + 4)
+        .map(|s| u32::from_ne_bytes(s.try_into().expect("4 bytes")))
+        .ok_or_else(|| format!("truncated at byte {off} of {}", b.len()))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Result<u64, String> {
+    b.get(off..off + 8)
+        .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+        .ok_or_else(|| format!("truncated at byte {off} of {}", b.len()))
+}
+
+/// A fixed-width, NUL-padded C string (not necessarily NUL-terminated when
+/// it fills the field).
+pub fn c_string(field: &[u8]) -> String {
+    let end = field.iter().position(|&c| c == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..end]).into_owned()
+}
+
+/// struct ethtool_drvinfo.
+pub fn parse_drvinfo(b: &[u8]) -> Result<DrvInfo, String> {
+    if b.len() < DRVINFO_LEN {
+        return Err(format!("{} bytes, expected {DRVINFO_LEN}", b.len()));
+    }
+    Ok(DrvInfo {
+        driver: c_string(&b[4..36]),
+        version: c_string(&b[36..68]),
+        fw_version: c_string(&b[68..100]),
+        bus_info: c_string(&b[100..132]),
+        // erom_version 132..164, reserved2 164..176, n_priv_flags 176..180
+        n_stats: u32_at(b, 180)?,
+    })
+}
+
+fn nine_u32(b: &[u8]) -> Result<[u32; 8], String> {
+    let mut v = [0u32; 8];
+    for (i, slot) in v.iter_mut().enumerate() {
+        *slot = u32_at(b, 4 + 4 * i)?;
+    }
+    Ok(v)
+}
+
+/// struct ethtool_channels.
+pub fn parse_channels(b: &[u8]) -> Result<Channels, String> {
+    let [max_rx, max_tx, max_other, max_combined, rx, tx, other, combined] = nine_u32(b)?;
+    Ok(Channels {
+        max_rx,
+        max_tx,
+        max_other,
+        max_combined,
+        rx,
+        tx,
+        other,
+        combined,
+    })
+}
+
+/// struct ethtool_ringparam.
+pub fn parse_rings(b: &[u8]) -> Result<Rings, String> {
+    let [rx_max, rx_mini_max, rx_jumbo_max, tx_max, rx, rx_mini, rx_jumbo, tx] = nine_u32(b)?;
+    Ok(Rings {
+        rx_max,
+        rx_mini_max,
+        rx_jumbo_max,
+        tx_max,
+        rx,
+        rx_mini,
+        rx_jumbo,
+        tx,
+    })
+}
+
+/// struct ethtool_sset_info answered for a mask holding only `set`: its
+/// string count, or `None` when the kernel cleared the bit (the driver has
+/// no such set).
+pub fn parse_sset_info(b: &[u8], set: u32) -> Result<Option<usize>, String> {
+    if set >= 64 {
+        return Err(format!("string set {set} out of range"));
+    }
+    let mask = u64_at(b, 8)?;
+    if mask & (1u64 << set) == 0 {
+        return Ok(None);
+    }
+    // data[] holds one u32 per set bit, in bit order; ours is the only one
+    // asked for, but count the lower bits in case the kernel kept others.
+    let index = (mask & ((1u64 << set) - 1)).count_ones() as usize;
+    let n = u32_at(b, SSET_INFO_HDR + 4 * index)? as usize;
+    if n > MAX_SET_ENTRIES {
+        return Err(format!("{n} strings is more than any driver has"));
+    }
+    Ok(Some(n))
+}
+
+/// The `data` of struct ethtool_gstrings: `count` names of 32 bytes each.
+pub fn parse_strings(data: &[u8], count: usize) -> Result<Vec<String>, String> {
+    if count > MAX_SET_ENTRIES {
+        return Err(format!("{count} strings is more than any driver has"));
+    }
+    let need = count
+        .checked_mul(ETH_GSTRING_LEN)
+        .ok_or_else(|| "string count overflows".to_owned())?;
+    if data.len() < need {
+        return Err(format!(
+            "{count} strings need {need} bytes, have {}",
+            data.len()
+        ));
+    }
+    Ok(data[..need]
+        .chunks_exact(ETH_GSTRING_LEN)
+        .map(c_string)
+        .collect())
+}
+
+/// A whole struct ethtool_gstrings as the kernel returned it.
+pub fn parse_gstrings(b: &[u8]) -> Result<Vec<String>, String> {
+    let len = u32_at(b, 8)? as usize;
+    parse_strings(&b[GSTRINGS_HDR.min(b.len())..], len)
+}
+
+/// A whole struct ethtool_stats: `n_stats` native-endian u64 values.
+pub fn parse_stats(b: &[u8]) -> Result<Vec<u64>, String> {
+    let n = u32_at(b, 4)? as usize;
+    if n > MAX_SET_ENTRIES {
+        return Err(format!("{n} statistics is more than any driver has"));
+    }
+    (0..n).map(|i| u64_at(b, STATS_HDR + 8 * i)).collect()
+}
+
+/// The blocks of struct ethtool_gfeatures (without its header) paired with
+/// the feature names of ETH_SS_FEATURES: feature `i` is bit `i % 32` of
+/// block `i / 32`. Names that are empty (unused bits) are left out.
+pub fn parse_features(blocks: &[u8], names: &[String]) -> Result<Vec<Feature>, String> {
+    let need = names.len().div_ceil(32) * FEATURE_BLOCK_LEN;
+    if blocks.len() < need {
+        return Err(format!(
+            "{} features need {need} bytes, have {}",
+            names.len(),
+            blocks.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() {
+            continue;
+        }
+        let block = (i / 32) * FEATURE_BLOCK_LEN;
+        let bit = 1u32 << (i % 32);
+        let word = |k: usize| u32_at(blocks, block + 4 * k).map(|w| w & bit != 0);
+        out.push(Feature {
+            name: name.clone(),
+            available: word(0)?,
+            requested: word(1)?,
+            active: word(2)?,
+            never_changed: word(3)?,
+        });
+    }
+    Ok(out)
+}
+
+/// A whole struct ethtool_gfeatures.
+pub fn parse_gfeatures(b: &[u8], names: &[String]) -> Result<Vec<Feature>, String> {
+    let size = u32_at(b, 4)? as usize;
+    let blocks = &b[GFEATURES_HDR.min(b.len())..];
+    let have = size.saturating_mul(FEATURE_BLOCK_LEN).min(blocks.len());
+    parse_features(&blocks[..have], names)
+}
+
+/// A buffer for the kernel that ends exactly at a PROT_NONE guard page, so
+/// that a kernel write past `len` faults (EFAULT) instead of corrupting
+/// this process's heap.
+struct GuardedBuf {
+    map: *mut libc::c_void,
+    map_len: usize,
+    offset: usize,
+    len: usize,
+}
+
+impl GuardedBuf {
+    fn new(len: usize) -> Result<GuardedBuf, ProbeError> {
+        // SAFETY: sysconf has no preconditions.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            p if p > 0 => p as usize,
+            _ => 4096,
+        };
+        let data_pages = len.div_ceil(page).max(1);
+        let map_len = (data_pages + 1) * page;
+        // SAFETY: an anonymous private mapping with no address hint.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(ProbeError::Other(format!(
+                "mmap of {map_len} bytes for an ethtool buffer: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let buf = GuardedBuf {
+            map,
+            map_len,
+            offset: data_pages * page - len,
+            len,
+        };
+        // SAFETY: the last page lies inside the mapping just created.
+        let rc = unsafe {
+            libc::mprotect(
+                map.cast::<u8>().add(data_pages * page).cast(),
+                page,
+                libc::PROT_NONE,
+            )
+        };
+        if rc != 0 {
+            return Err(ProbeError::Other(format!(
+                "mprotect of an ethtool guard page: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(buf)
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: offset < data_pages * page, inside the mapping.
+        unsafe { self.map.cast::<u8>().add(self.offset) }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: [offset, offset + len) is readable, zero-initialised by
+        // mmap, and owned by self for its lifetime.
+        unsafe { std::slice::from_raw_parts(self.map.cast::<u8>().add(self.offset), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and &mut self makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.map.cast::<u8>().add(self.offset), self.len) }
+    }
+}
+
+impl Drop for GuardedBuf {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping created in `new`.
+        unsafe {
+            libc::munmap(self.map, self.map_len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ne32(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn strings_are_nul_padded_fields() {
+        let mut data = vec![0u8; 3 * ETH_GSTRING_LEN];
+        data[..11].copy_from_slice(b"tx_packets\0");
+        data[32..46].copy_from_slice(b"tx_tso_packets");
+        // a name that fills the whole field without a NUL
+        data[64..96].copy_from_slice(&[b'x'; 32]);
+        let names = parse_strings(&data, 3).unwrap();
+        assert_eq!(names, ["tx_packets", "tx_tso_packets", &"x".repeat(32)]);
+        assert!(parse_strings(&data, 4).is_err());
+        assert!(parse_strings(&data, usize::MAX).is_err());
+        assert_eq!(parse_strings(&[], 0).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn gstrings_header_gives_the_count() {
+        let mut b = ne32(&[ETHTOOL_GSTRINGS, ETH_SS_STATS, 1]);
+        let mut name = [0u8; 32];
+        name[..7].copy_from_slice(b"rx_drop");
+        b.extend_from_slice(&name);
+        assert_eq!(parse_gstrings(&b).unwrap(), ["rx_drop"]);
+        assert!(parse_gstrings(&b[..20]).is_err());
+        assert!(parse_gstrings(&b[..5]).is_err());
+    }
+
+    #[test]
+    fn stats_are_native_u64s() {
+        let mut b = ne32(&[ETHTOOL_GSTATS, 2]);
+        b.extend_from_slice(&163_694_993u64.to_ne_bytes());
+        b.extend_from_slice(&4_165_267u64.to_ne_bytes());
+        assert_eq!(parse_stats(&b).unwrap(), [163_694_993, 4_165_267]);
+        assert!(parse_stats(&b[..20]).is_err());
+        let huge = ne32(&[ETHTOOL_GSTATS, u32::MAX]);
+        assert!(parse_stats(&huge).is_err());
+    }
+
+    #[test]
+    fn features_map_bits_to_names_like_ethtool_k() {
+        // 33 names so that a second block is needed; feature 32 is in block 1.
+        let mut names: Vec<String> = (0..33).map(|i| format!("f{i}")).collect();
+        names[2] = String::new(); // an unused bit
+                                  // block 0: available, requested, active, never_changed
+        let mut blocks = ne32(&[0b0011, 0b1001, 0b0001, 0b1000]);
+        blocks.extend(ne32(&[1, 1, 0, 0]));
+        let f = parse_features(&blocks, &names).unwrap();
+        assert_eq!(f.len(), 32);
+        assert_eq!(f[0].state(), "on");
+        assert_eq!(f[1].state(), "off");
+        assert_eq!(f[2].name, "f3");
+        assert_eq!(f[2].state(), "off [fixed]");
+        let f32 = f.iter().find(|x| x.name == "f32").unwrap();
+        assert_eq!(f32.state(), "off [requested on]");
+        assert!(parse_features(&blocks[..16], &names).is_err());
+        let on_fixed = Feature {
+            name: "x".into(),
+            available: false,
+            requested: true,
+            active: true,
+            never_changed: false,
+        };
+        assert_eq!(on_fixed.state(), "on [fixed]");
+    }
+
+    #[test]
+    fn sset_info_reads_the_count_for_the_asked_set() {
+        let mut b = ne32(&[ETHTOOL_GSSET_INFO, 0]);
+        b.extend_from_slice(&(1u64 << ETH_SS_FEATURES).to_ne_bytes());
+        b.extend(ne32(&[66]));
+        assert_eq!(parse_sset_info(&b, ETH_SS_FEATURES).unwrap(), Some(66));
+        let mut none = ne32(&[ETHTOOL_GSSET_INFO, 0]);
+        none.extend_from_slice(&0u64.to_ne_bytes());
+        none.extend(ne32(&[0]));
+        assert_eq!(parse_sset_info(&none, ETH_SS_STATS).unwrap(), None);
+        assert!(parse_sset_info(&b[..12], ETH_SS_FEATURES).is_err());
+        assert!(parse_sset_info(&b, 64).is_err());
+    }
+
+    #[test]
+    fn channels_count_queue_pairs() {
+        // captured on Debian 12, kernel 6.18: a veth created with 4 queues
+        // each way, then `ethtool -L va rx 1 tx 1`.
+        let c = parse_channels(&ne32(&[ETHTOOL_GCHANNELS, 4, 4, 0, 0, 1, 1, 0, 0])).unwrap();
+        assert_eq!((c.current_pairs(), c.max_pairs()), (1, 4));
+        // mlx5 reports combined channels only.
+        let c = parse_channels(&ne32(&[ETHTOOL_GCHANNELS, 0, 0, 0, 63, 0, 0, 0, 8])).unwrap();
+        assert_eq!((c.current_pairs(), c.max_pairs()), (8, 63));
+        assert!(parse_channels(&[0; 8]).is_err());
+    }
+
+    #[test]
+    fn rings_and_drvinfo_layouts() {
+        let r = parse_rings(&ne32(&[
+            ETHTOOL_GRINGPARAM,
+            8192,
+            0,
+            0,
+            8192,
+            256,
+            0,
+            0,
+            1024,
+        ]))
+        .unwrap();
+        assert_eq!((r.rx, r.rx_max, r.tx, r.tx_max), (256, 8192, 1024, 8192));
+        let mut b = vec![0u8; DRVINFO_LEN];
+        b[4..8].copy_from_slice(b"mlx5");
+        b[68..76].copy_from_slice(b"16.35.20");
+        b[100..112].copy_from_slice(b"0000:41:00.0");
+        b[180..184].copy_from_slice(&1234u32.to_ne_bytes());
+        let d = parse_drvinfo(&b).unwrap();
+        assert_eq!(d.driver, "mlx5");
+        assert_eq!(d.fw_version, "16.35.20");
+        assert_eq!(d.bus_info, "0000:41:00.0");
+        assert_eq!(d.n_stats, 1234);
+        assert!(parse_drvinfo(&b[..100]).is_err());
+    }
+
+    #[test]
+    fn guarded_buffer_is_zeroed_and_bounded() {
+        let mut g = GuardedBuf::new(100).unwrap();
+        assert_eq!(g.bytes().len(), 100);
+        assert!(g.bytes().iter().all(|&b| b == 0));
+        g.bytes_mut()[99] = 7;
+        assert_eq!(g.bytes()[99], 7);
+    }
+
+    #[test]
+    fn loopback_answers_through_the_ioctl() {
+        let e = Ethtool::open().unwrap();
+        let f = e
+            .features("lo")
+            .unwrap()
+            .ok()
+            .expect("every kernel reports lo's features");
+        assert!(f.len() > 30, "{f:?}");
+        assert!(f.iter().any(|x| x.name == "tx-udp_tnl-segmentation"));
+        let d = e.drvinfo("lo").unwrap();
+        assert!(matches!(d, Reported::Yes(_) | Reported::NotReported));
+        assert!(matches!(
+            e.channels("nosuchdev0"),
+            Err(ProbeError::NotFound(_))
+        ));
+        assert!(e.features("a/b").is_err());
+    }
+}

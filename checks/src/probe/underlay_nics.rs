@@ -1,0 +1,218 @@
+//! Which network interfaces the NIC checks look at, decided in one place:
+//!
+//! 1. `--interface IF` (repeatable) always wins; each name is validated.
+//! 2. The ports of the vpc plane's bridge: br-vpc, else br-lan, else br-wan
+//!    (planes collapse on nodes with fewer NICs). The physical NIC is the
+//!    bridge's port.
+//! 3. The egress interfaces of the routes to the peers (`--peer`), as the
+//!    kernel would pick them (`RTM_GETROUTE`, `ip route get`).
+//! 4. For checks that also apply inside a guest (`nic.queues`), the
+//!    interface of the IPv4 default route (guest NIC names are
+//!    distro-dependent: enp0s16, eth0…).
+//!
+//! Nothing found is a skip that says how to name one.
+
+use std::net::IpAddr;
+
+use crate::ctx::Options;
+use crate::finding::{Finding, SkipReason};
+
+use super::ethtool::Ethtool;
+use super::{links, sysfs_net, ProbeError};
+
+/// The interfaces chosen and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub interfaces: Vec<String>,
+    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
+    pub source: String,
+}
+
+pub const NOTHING_FOUND: &str = "no underlay interface found (pass --interface IF)";
+
+/// The underlay NICs (sources 1–3).
+pub fn underlay(opts: &Options) -> Result<Selection, Finding> {
+    if let Some(sel) = from_flag(opts)? {
+        return Ok(sel);
+    }
+    if let Some(sel) = from_bridge()? {
+        return Ok(sel);
+    }
+    if let Some(sel) = from_peer_routes(opts)? {
+        return Ok(sel);
+    }
+    Err(Finding::skip(SkipReason::NotApplicable(
+        NOTHING_FOUND.to_owned(),
+    )))
+}
+
+/// The underlay NICs, else (in a guest) the default route's interface.
+pub fn underlay_or_default_route(opts: &Options) -> Result<Selection, Finding> {
+    match underlay(opts) {
+        Ok(sel) => Ok(sel),
+        Err(skip) => match default_route_interface() {
+            Some(name) => Ok(Selection {
+                interfaces: vec![name],
+                source: "default route".to_owned(),
+            }),
+            None => Err(skip),
+        },
+    }
+}
+
+fn from_flag(opts: &Options) -> Result<Option<Selection>, Finding> {
+    if opts.interfaces.is_empty() {
+        return Ok(None);
+    }
+    let mut names = Vec::new();
+    for name in &opts.interfaces {
+        crate::validate::interface(name)
+            .map_err(|e| Finding::error(format!("--interface: {e}")))?;
+        if !sysfs_net::exists(name) {
+            return Err(Finding::error(format!(
+                "--interface {name}: no such interface in this network namespace"
+            )));
+        }
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    Ok(Some(Selection {
+        interfaces: names,
+        source: "--interface".to_owned(),
+    }))
+}
+
+fn from_bridge() -> Result<Option<Selection>, Finding> {
+    let Some(bridge) = sysfs_net::underlay_bridge() else {
+        return Ok(None);
+    };
+    match sysfs_net::bridge_ports(bridge) {
+        Ok(ports) if !ports.is_empty() => Ok(Some(Selection {
+            interfaces: ports,
+            source: format!("ports of {bridge}"),
+        })),
+        Ok(_) => Err(Finding::skip(SkipReason::NotApplicable(format!(
+            "{bridge} has no ports, so there is no underlay NIC to inspect (pass --interface IF)"
+        )))),
+        // Not a Linux bridge (an OVS bridge of that name has no brif/):
+        // fall through to the routes.
+        Err(ProbeError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn from_peer_routes(opts: &Options) -> Result<Option<Selection>, Finding> {
+    let mut names: Vec<String> = Vec::new();
+    for peer in &opts.peers {
+        let Ok(addr) = peer.parse::<IpAddr>() else {
+            continue;
+        };
+        let route = match links::route_to(addr) {
+            Ok(r) => r,
+            Err(ProbeError::NotFound(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if route.local {
+            continue;
+        }
+        // A route through a bridge means its ports carry the traffic.
+        let egress = if sysfs_net::is_bridge(&route.interface) {
+            sysfs_net::bridge_ports(&route.interface).unwrap_or_default()
+        } else {
+            vec![route.interface]
+        };
+        for name in egress {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Selection {
+        interfaces: names,
+        source: "routes to peers".to_owned(),
+    }))
+}
+
+/// The interface of the IPv4 default route with the lowest metric.
+pub fn default_route_interface() -> Option<String> {
+    let routes = procfs::net::route().ok()?;
+    routes
+        .into_iter()
+        .filter(|r| r.destination.is_unspecified() && r.mask.is_unspecified())
+        .min_by_key(|r| r.metrics)
+        .map(|r| r.iface)
+        .filter(|name| sysfs_net::exists(name))
+}
+
+/// Run one ethtool read on every selected interface, in order. Any probe
+/// error becomes the check's finding (permission → skip naming the
+/// capability, a vanished interface → not applicable, else error).
+pub fn read_each<T>(
+    sel: &Selection,
+    read: impl Fn(&Ethtool, &str) -> Result<T, ProbeError>,
+) -> Result<Vec<(String, T)>, Finding> {
+    let ethtool = Ethtool::open().map_err(Finding::from)?;
+    sel.interfaces
+        .iter()
+        .map(|name| {
+            read(&ethtool, name)
+                .map(|v| (name.clone(), v))
+                .map_err(Finding::from)
+        })
+        .collect()
+}
+
+/// The driver of an interface: `ethtool -i`'s answer, else sysfs's link.
+pub fn driver(ethtool: &Ethtool, name: &str) -> Option<String> {
+    match ethtool.drvinfo(name) {
+        Ok(super::ethtool::Reported::Yes(d)) if !d.driver.is_empty() => Some(d.driver),
+        _ => sysfs_net::driver(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+
+    #[test]
+    fn flag_wins_and_is_validated() {
+        let opts = Options {
+            interfaces: vec!["lo".into(), "lo".into()],
+            ..Options::default()
+        };
+        let sel = underlay(&opts).unwrap();
+        assert_eq!(sel.interfaces, ["lo"]);
+        assert_eq!(sel.source, "--interface");
+        for bad in ["a/b", "this-is-too-long0", "eth0\n"] {
+            let opts = Options {
+                interfaces: vec![bad.into()],
+                ..Options::default()
+            };
+            assert_eq!(
+                underlay(&opts).unwrap_err().status,
+                Status::Error,
+                "{bad:?}"
+            );
+        }
+        let opts = Options {
+            interfaces: vec!["nosuchdev0".into()],
+            ..Options::default()
+        };
+        assert_eq!(underlay(&opts).unwrap_err().status, Status::Error);
+    }
+
+    #[test]
+    fn peers_on_loopback_are_not_underlay() {
+        // A route to one of our own addresses is local: not a NIC.
+        let opts = Options {
+            peers: vec!["127.0.0.1".into()],
+            ..Options::default()
+        };
+        assert_eq!(from_peer_routes(&opts).unwrap(), None);
+    }
+}
