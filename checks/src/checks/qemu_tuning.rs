@@ -17,7 +17,7 @@ use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::expect::{Expectations, MAX_NIC_QUEUES};
 use crate::finding::{Finding, SkipReason};
-use crate::probe::qemu::host::{self, TapFacts};
+use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::opts::Opts;
 use crate::probe::qemu::process::{self, Unreadable};
 use crate::probe::qemu::qmp::{self, QmpFacts};
@@ -38,6 +38,8 @@ pub struct InstanceFacts {
     pub cmdline: Result<QemuCommandLine, String>,
     /// Host-side facts of each tap named on the command line (`ifname=`).
     pub taps: BTreeMap<String, Result<TapFacts, TapError>>,
+    /// The tap queues and vhost-net descriptors the process holds.
+    pub fds: Result<ProcessFds, String>,
     /// One entry per QMP unix socket on the command line.
     pub qmp: Vec<(PathBuf, Result<QmpFacts, String>)>,
 }
@@ -184,6 +186,7 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
             pid: proc.pid,
             cmdline,
             taps,
+            fds: host::process_fds(proc.pid).map_err(|e| e.to_string()),
             qmp: qmp_facts,
         });
     }
@@ -380,7 +383,7 @@ fn audit_nics(
                 format!("{subject}: netdev type {kind}, expected tap (vhost and host-side multiqueue need a tap)"),
             );
         } else {
-            audit_vhost(netdev, &subject, vhost_net, a);
+            audit_vhost(netdev, &subject, vhost_net, &facts.fds, a);
         }
         let queues = netdev_queues(netdev);
         // The queue count the device must be built for: what the config
@@ -411,7 +414,7 @@ fn audit_nics(
             }
         };
         if let Some(ifname) = ifname.filter(|_| kind == "tap") {
-            audit_tap(&subject, ifname, queues, facts.taps.get(ifname), a);
+            audit_tap(&subject, ifname, queues, facts, a);
         }
         let Some(device) = device else {
             a.not_judged.push(format!(
@@ -442,13 +445,25 @@ fn netdev_queues(netdev: &Opts) -> u32 {
     1
 }
 
-fn audit_vhost(netdev: &Opts, subject: &str, vhost_net: bool, a: &mut InstanceAudit) {
+fn audit_vhost(
+    netdev: &Opts,
+    subject: &str,
+    vhost_net: bool,
+    fds: &Result<ProcessFds, String>,
+    a: &mut InstanceAudit,
+) {
     let on = netdev.flag("vhost") == Some(true)
         || netdev.flag("vhostforce") == Some(true)
         || netdev.has("vhostfd")
         || netdev.has("vhostfds");
     if on {
-        a.ok.push(format!("{subject}: vhost=on"));
+        match fds {
+            Ok(f) => a.ok.push(format!(
+                "{subject}: vhost=on (the process holds {} /dev/vhost-net descriptor(s))",
+                f.vhost_net
+            )),
+            Err(_) => a.ok.push(format!("{subject}: vhost=on")),
+        }
     } else {
         let mut text = format!(
             "{subject}: vhost={}, expected vhost=on (without it QEMU's main loop moves every packet, ~60% of a core)",
@@ -465,10 +480,33 @@ fn audit_tap(
     subject: &str,
     ifname: &str,
     queues: u32,
-    facts: Option<&Result<TapFacts, TapError>>,
+    facts: &InstanceFacts,
     a: &mut InstanceAudit,
 ) {
-    match facts {
+    // The queues QEMU opened: its tun descriptors attached to this tap.
+    match &facts.fds {
+        Ok(fds) => {
+            let held = fds.tun_queues.get(ifname).copied().unwrap_or(0);
+            if held as u64 == u64::from(queues) {
+                a.ok.push(format!(
+                    "{subject}: QEMU holds {held} queue(s) of tap {ifname}"
+                ));
+            } else {
+                a.problem(
+                    "tap queues",
+                    format!(
+                        "{subject}: QEMU holds {held} queue(s) of tap {ifname} (/proc/{}/fdinfo), its command line says queues={queues}",
+                        facts.pid
+                    ),
+                );
+            }
+        }
+        Err(e) => a
+            .not_judged
+            .push(format!("{subject}: queues QEMU holds on tap {ifname}: {e}")),
+    }
+    // The tap itself: the multi_queue flag, and the queues the guest enabled.
+    match facts.taps.get(ifname) {
         Some(Ok(t)) => {
             if t.tun_flags.is_none() {
                 a.not_judged.push(format!(
@@ -476,24 +514,25 @@ fn audit_tap(
                 ));
                 return;
             }
-            let host_queues = t.tx_queues.max(t.rx_queues);
-            if host_queues as u64 == u64::from(queues) {
-                a.ok.push(format!(
-                    "{subject}: host tap has {host_queues} queue(s), as QEMU was given"
-                ));
-            } else {
-                a.problem(
-                    "tap queues",
-                    format!(
-                        "{subject}: host tap {ifname} has {host_queues} queue(s) in /sys/class/net/{ifname}/queues, QEMU was given queues={queues}"
-                    ),
-                );
-            }
             if queues > 1 && !t.multi_queue() {
                 a.problem(
                     "tap queues",
                     format!("{subject}: host tap {ifname} lacks the multi_queue flag, expected `ip tuntap add … multi_queue` for queues={queues}"),
                 );
+            }
+            let enabled = t.tx_queues.max(t.rx_queues);
+            if enabled as u64 > u64::from(queues) {
+                a.problem(
+                    "tap queues",
+                    format!(
+                        "{subject}: host tap {ifname} has {enabled} queues enabled in /sys/class/net/{ifname}/queues, more than QEMU's queues={queues}: another process is attached to it"
+                    ),
+                );
+            } else {
+                a.ok.push(format!(
+                    "{subject}: host tap {ifname}: {enabled} of {queues} queue(s) enabled by the guest driver{}",
+                    if t.multi_queue() { ", multi_queue" } else { "" }
+                ));
             }
         }
         Some(Err(TapError::NotFound)) => a.not_judged.push(format!(
@@ -822,14 +861,27 @@ mod tests {
         s.split_whitespace().map(str::to_owned).collect()
     }
 
+    /// An instance whose process holds exactly the tap queues its command
+    /// line asks for.
     fn instance(pid: i32, argv: &[String], taps: &[(&str, TapFacts)]) -> InstanceFacts {
+        let cmdline = QemuCommandLine::parse(argv).map_err(|e| e.to_string());
+        let mut fds = ProcessFds::default();
+        if let Ok(cl) = &cmdline {
+            for n in &cl.netdevs {
+                if let Some(ifname) = n.get("ifname") {
+                    fds.tun_queues
+                        .insert(ifname.to_owned(), netdev_queues(n) as usize);
+                }
+            }
+        }
         InstanceFacts {
             pid,
-            cmdline: QemuCommandLine::parse(argv).map_err(|e| e.to_string()),
+            cmdline,
             taps: taps
                 .iter()
                 .map(|(n, t)| ((*n).to_owned(), Ok(*t)))
                 .collect(),
+            fds: Ok(fds),
             qmp: Vec::new(),
         }
     }
@@ -842,12 +894,13 @@ mod tests {
         }
     }
 
-    fn mq_tap(queues: usize) -> TapFacts {
-        // captured on Debian 12, kernel 6.1: a multi_queue tap with QEMU attached.
+    /// `enabled` queues in sysfs.
+    fn mq_tap(enabled: usize) -> TapFacts {
+        // captured on Debian 12, kernel 6.18: a multi_queue tap with QEMU 7.2 attached.
         TapFacts {
-            rx_queues: queues,
-            tx_queues: queues,
-            tun_flags: Some(0x1102),
+            rx_queues: enabled,
+            tx_queues: enabled,
+            tun_flags: Some(0x7902),
         }
     }
 
@@ -958,15 +1011,40 @@ mod tests {
     }
 
     #[test]
-    fn host_tap_queue_count_must_match_qemu() {
+    fn host_tap_queues_must_match_qemu() {
         let mut single = mq_tap(1);
-        single.tun_flags = Some(0x1002);
-        let facts = host(vec![instance(7, &words(AFTER), &[("tapeni-0abc", single)])]);
-        let f = judge(&facts, Some(&ipsec_off()), None);
+        single.tun_flags = Some(0x5002);
+        let mut i = instance(7, &words(AFTER), &[("tapeni-0abc", single)]);
+        i.fds
+            .as_mut()
+            .unwrap()
+            .tun_queues
+            .insert("tapeni-0abc".into(), 1);
+        let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
         assert_eq!(f.status, Status::Fail);
         let p = f.evidence["instances"][0]["problems"].to_string();
-        assert!(p.contains("host tap tapeni-0abc has 1 queue(s)"), "{p}");
+        assert!(
+            p.contains("QEMU holds 1 queue(s) of tap tapeni-0abc (/proc/7/fdinfo), its command line says queues=2"),
+            "{p}"
+        );
         assert!(p.contains("lacks the multi_queue flag"), "{p}");
+        // More queues enabled than QEMU has: someone else is attached.
+        let i = instance(7, &words(AFTER), &[("tapeni-0abc", mq_tap(3))]);
+        let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
+        assert!(f.evidence["instances"][0]["problems"]
+            .to_string()
+            .contains("another process"));
+    }
+
+    #[test]
+    fn a_paused_guest_with_one_enabled_queue_is_fine() {
+        // -S: the guest driver has not enabled the second queue yet.
+        let i = instance(7, &words(AFTER), &[("tapeni-0abc", mq_tap(1))]);
+        let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
+        assert_eq!(f.status, Status::Pass, "{f:#?}");
+        assert!(f.evidence["instances"][0]["ok"]
+            .to_string()
+            .contains("1 of 2 queue(s) enabled by the guest driver, multi_queue"));
     }
 
     #[test]
