@@ -187,13 +187,10 @@ pub fn local_addresses() -> Result<Vec<IpAddr>, ProbeError> {
     for m in answers {
         if let RouteNetlinkMessage::NewAddress(a) = m {
             for attr in a.attributes {
-                match attr {
-                    AddressAttribute::Address(ip) | AddressAttribute::Local(ip) => {
-                        if !addrs.contains(&ip) {
-                            addrs.push(ip);
-                        }
+                if let AddressAttribute::Address(ip) | AddressAttribute::Local(ip) = attr {
+                    if !addrs.contains(&ip) {
+                        addrs.push(ip);
                     }
-                    _ => {}
                 }
             }
         }

@@ -7,6 +7,7 @@
 //! or device is *not applicable*, anything else is an *error*. None is a fail.
 
 pub mod ethtool;
+pub mod icmp_probe;
 pub mod journal;
 pub mod kernel_files;
 pub mod links;
