@@ -37,6 +37,9 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::nic_rings::NicRings,
     &checks::cpu_softirq::CpuSoftirq,
     &checks::tcp_reordering::TcpReordering,
+    &checks::ipsec_flags::IpsecFlags,
+    &checks::ipsec_xfrm::IpsecXfrm,
+    &checks::overlay_mtu::OverlayMtu,
 ];
 
 /// Look a check up by id.

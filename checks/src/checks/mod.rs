@@ -11,3 +11,6 @@ pub mod nic_queues;
 pub mod nic_rings;
 pub mod nic_tso;
 pub mod tcp_reordering;
+pub mod ipsec_flags;
+pub mod ipsec_xfrm;
+pub mod overlay_mtu;

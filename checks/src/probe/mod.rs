@@ -17,6 +17,7 @@ pub mod qemu;
 pub mod snmp;
 pub mod sysfs_net;
 pub mod underlay_nics;
+pub mod xfrm;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@
 
 pub mod conn;
 pub mod datum;
+pub mod endpoints;
 pub mod wire;
 
 use std::net::IpAddr;

@@ -1,0 +1,623 @@
+//! `ipsec.xfrm`: does the kernel hold the ESP security associations the
+//! config implies: one per peer per direction with `rfc4106(gcm(aes))` when
+//! IPsec is wanted, none at all when it is not?
+//!
+//! The SA table is the ground truth of encryption. A node missing SAs to a
+//! peer drops or sends in clear what the control plane believes encrypted;
+//! SAs left after turning IPsec off mean charon is still running and the
+//! guest path still pays ESP's 34 bytes. Neither shows anywhere else. The
+//! SAs are dumped over netlink (`XFRM_MSG_GETSA`), not read from `ip xfrm`.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use crate::check::Check;
+use crate::ctx::Ctx;
+use crate::finding::Finding;
+use crate::probe::ovsdb::{self, endpoints, Budget};
+use crate::probe::xfrm::{self, SecurityAssociation};
+
+pub struct IpsecXfrm;
+
+/// The AEAD OVN's IPsec negotiates (IKE `aes_gcm128`).
+pub const OVN_ALGORITHM: &str = "rfc4106(gcm(aes))";
+
+/// Who this node should have SAs with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PeerView {
+    /// From OVN: SB `Encap.ip` minus the local `ovn-encap-ip`.
+    Known {
+        local: Vec<IpAddr>,
+        peers: Vec<IpAddr>,
+        source: String,
+    },
+    /// OVN could not be asked; pairs are judged from the SAs themselves.
+    Unknown { why: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct XfrmFacts {
+    pub ipsec_wanted: bool,
+    pub node_count: usize,
+    /// 2×(N−1) when wanted, else 0 (`expect::expected_sa_count`).
+    pub expected_min: usize,
+    /// Every SA the kernel holds (ESP and other protocols).
+    pub states: Vec<SecurityAssociation>,
+    pub peers: PeerView,
+}
+
+impl Check for IpsecXfrm {
+    fn id(&self) -> &'static str {
+        "ipsec.xfrm"
+    }
+
+    fn title(&self) -> &'static str {
+        "ESP SAs to every peer when IPsec is wanted, none when it is not"
+    }
+
+    fn explain(&self) -> &'static str {
+        "Dumps the kernel's IPsec security associations over netlink (XFRM_MSG_GETSA, \
+         the request behind `ip xfrm state`; needs CAP_NET_ADMIN, else the check skips) \
+         and counts the ESP ones.\n\
+         \n\
+         IPsec wanted (ipsec_enabled and more than one node): at least 2x(N-1) ESP SAs \
+         for N nodes, one per peer per direction, each `rfc4106(gcm(aes))`. The peers are \
+         OVN's southbound Encap IPs minus this node's ovn-encap-ip; when OVN cannot be \
+         asked, every SA must have its reverse and the SAs must reach N-1 peers. Missing \
+         pairs are named. An SA to an address that is no longer a peer is a warning.\n\
+         IPsec not wanted: exactly 0 ESP SAs.\n\
+         \n\
+         Why: the SA table is what actually encrypts. A node without SAs to a peer \
+         cannot reach it over the encrypted overlay (or talks to it in clear), and SAs \
+         left after turning IPsec off mean charon is still running: the control plane \
+         says one thing and the kernel does another, and nothing else shows it.\n\
+         \n\
+         Fix: missing SAs: `systemctl restart openvswitch-ipsec` and check UDP 500/4500 \
+         and ESP between the nodes. Leftover SAs: stop openvswitch-ipsec and charon, \
+         then `ip xfrm state flush proto esp`."
+    }
+
+    fn run(&self, ctx: &Ctx) -> Finding {
+        let expect = match ctx.expectations() {
+            Ok(e) => e.clone(),
+            Err(f) => return f,
+        };
+        let states = match xfrm::states(
+            ctx.bounded(
+                ctx.opts
+                    .probe_timeout
+                    .max(std::time::Duration::from_secs(1)),
+            ),
+        ) {
+            Ok(s) => s,
+            Err(e) => return e.into(),
+        };
+        let peers = if expect.ipsec_wanted {
+            gather_peers(ctx)
+        } else {
+            PeerView::Unknown {
+                why: "not needed: IPsec is not wanted".into(),
+            }
+        };
+        judge(&XfrmFacts {
+            ipsec_wanted: expect.ipsec_wanted,
+            node_count: expect.node_count,
+            expected_min: expect.esp_sa_min,
+            states,
+            peers,
+        })
+    }
+}
+
+fn gather_peers(ctx: &Ctx) -> PeerView {
+    let budget = Budget::within(ctx.opts.probe_timeout, ctx.deadline());
+    let unknown = |why: String| PeerView::Unknown { why };
+    let (sb, _) = match endpoints::sb(ctx) {
+        Ok(x) => x,
+        Err(f) => return unknown(f.summary),
+    };
+    let (ovs, _) = match endpoints::ovs(ctx) {
+        Ok(x) => x,
+        Err(f) => return unknown(f.summary),
+    };
+    let local = match ovsdb::ovs_row(&ovs, budget) {
+        Ok(a) => match a.value.ovn_encap_ip.as_deref().map(ovsdb::parse_ip_list) {
+            Some(Ok(ips)) if !ips.is_empty() => ips,
+            Some(Err(e)) => return unknown(e.to_string()),
+            _ => return unknown(format!("{ovs} has no external_ids:ovn-encap-ip")),
+        },
+        Err(e) => return unknown(e.to_string()),
+    };
+    match ovsdb::sb_encap_ips_within(&sb, budget) {
+        Ok(a) => PeerView::Known {
+            peers: a
+                .value
+                .into_iter()
+                .filter(|ip| !local.contains(ip))
+                .collect(),
+            local,
+            source: format!("OVN_Southbound Encap at {}", a.endpoint),
+        },
+        Err(e) => unknown(e.to_string()),
+    }
+}
+
+fn arrow(a: impl std::fmt::Display, b: impl std::fmt::Display) -> String {
+    format!("{a}->{b}")
+}
+
+pub fn judge(facts: &XfrmFacts) -> Finding {
+    let esp: Vec<&SecurityAssociation> = facts.states.iter().filter(|s| s.is_esp()).collect();
+    let count = esp.len();
+    let algorithms: BTreeSet<String> = esp
+        .iter()
+        .map(|s| s.algorithm.clone().unwrap_or_else(|| "none".into()))
+        .collect();
+    let base = |f: Finding| {
+        f.with("sa_count", count)
+            .with("expected_min", facts.expected_min)
+            .with("algorithms", &algorithms)
+    };
+
+    if !facts.ipsec_wanted {
+        let f = if count == 0 {
+            Finding::pass("no ESP SAs, as expected with IPsec not wanted")
+        } else {
+            let pairs: BTreeSet<String> = esp.iter().map(|s| arrow(s.src, s.dst)).collect();
+            Finding::fail(format!(
+                "{count} ESP SAs remain although IPsec is not wanted (charon still running?): {}",
+                pairs.into_iter().collect::<Vec<_>>().join(", ")
+            ))
+            .fixes([
+                "on this node: `systemctl stop openvswitch-ipsec` and stop charon (`systemctl stop strongswan-starter`, or `strongswan` where charon-systemd runs)",
+                "`ip xfrm state flush proto esp` and `ip xfrm policy flush` (removes every ESP SA and IPsec policy on this node: only when nothing else here uses IPsec)",
+                "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass (stale NB_Global.ipsec / ipsec_encapsulation restart the IKE daemon)",
+            ])
+        };
+        return base(f).with("missing_pairs", Vec::<String>::new());
+    }
+
+    let present: BTreeSet<(IpAddr, IpAddr)> = esp.iter().map(|s| (s.src, s.dst)).collect();
+    let mut missing = Vec::new();
+    let mut stale = Vec::new();
+    let mut problems = Vec::new();
+    let (peer_source, peer_list) = match &facts.peers {
+        PeerView::Known {
+            local,
+            peers,
+            source,
+        } => {
+            for p in peers {
+                let same_family: Vec<&IpAddr> = local
+                    .iter()
+                    .filter(|l| l.is_ipv4() == p.is_ipv4())
+                    .collect();
+                let out = present.iter().any(|(s, d)| d == p && local.contains(s));
+                let inb = present.iter().any(|(s, d)| s == p && local.contains(d));
+                let me = same_family
+                    .first()
+                    .map_or("this-node".to_owned(), |l| l.to_string());
+                if !out {
+                    missing.push(arrow(&me, p));
+                }
+                if !inb {
+                    missing.push(arrow(p, &me));
+                }
+            }
+            for (s, d) in &present {
+                let remote = if local.contains(s) {
+                    Some(d)
+                } else if local.contains(d) {
+                    Some(s)
+                } else {
+                    None
+                };
+                if remote.is_none_or(|r| !peers.contains(r)) {
+                    stale.push(arrow(s, d));
+                }
+            }
+            (source.clone(), Some(peers.clone()))
+        }
+        PeerView::Unknown { why } => {
+            for (s, d) in &present {
+                if !present.contains(&(*d, *s)) {
+                    missing.push(arrow(d, s));
+                }
+            }
+            let pairs: BTreeSet<(IpAddr, IpAddr)> = present
+                .iter()
+                .map(|(s, d)| if s <= d { (*s, *d) } else { (*d, *s) })
+                .collect();
+            let want = facts.node_count.saturating_sub(1);
+            if pairs.len() < want {
+                problems.push(format!(
+                    "SAs reach {} peer pairs, the config has {} nodes ({want} peers)",
+                    pairs.len(),
+                    facts.node_count
+                ));
+            }
+            (format!("the SAs themselves (OVN not asked: {why})"), None)
+        }
+    };
+    if count < facts.expected_min {
+        problems.insert(
+            0,
+            format!(
+                "{count} ESP SAs, fewer than 2x({}-1) = {}",
+                facts.node_count, facts.expected_min
+            ),
+        );
+    }
+    if !missing.is_empty() {
+        problems.push(format!("missing {}", missing.join(", ")));
+    }
+    let wrong_alg: BTreeSet<String> = esp
+        .iter()
+        .filter(|s| s.algorithm.as_deref() != Some(OVN_ALGORITHM))
+        .map(|s| {
+            format!(
+                "{} uses {}",
+                arrow(s.src, s.dst),
+                s.algorithm.as_deref().unwrap_or("no encryption")
+            )
+        })
+        .collect();
+    if !wrong_alg.is_empty() {
+        problems.push(format!(
+            "not {OVN_ALGORITHM}: {}",
+            wrong_alg.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let finding = if !problems.is_empty() {
+        let mut f = Finding::fail(format!("IPsec is wanted but {}", problems.join("; "))).fixes([
+            "on this node: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec rewrites the IKE config and re-initiates every tunnel)",
+            "`ovs-appctl -t ovs-monitor-ipsec tunnels/show` lists the tunnels it should have; `swanctl --list-sas` (or `ipsec statusall`) shows which came up",
+            "on the peers named: run `spx doctor --check ipsec.flags,ipsec.xfrm` there too; IKE (UDP 500, 4500) and ESP (IP protocol 50) must pass between the nodes' underlay addresses",
+        ]);
+        if !wrong_alg.is_empty() {
+            f = f.fix(format!(
+                "OVN negotiates {OVN_ALGORITHM} (IKE aes_gcm128): SAs with other algorithms come from an IKE configuration OVN does not own (check /etc/ipsec.conf, /etc/swanctl/)"
+            ));
+        }
+        f
+    } else if !stale.is_empty() {
+        Finding::warn(format!(
+            "{count} ESP SAs cover every peer, but {} involve addresses that are not current peers (a removed node?): {}",
+            stale.len(),
+            stale.join(", ")
+        ))
+        .fix("if that node is gone for good: `systemctl restart openvswitch-ipsec` on this node drops its SAs")
+    } else {
+        Finding::pass(format!(
+            "{count} ESP SAs ({OVN_ALGORITHM}), both directions for every peer (at least {} expected)",
+            facts.expected_min
+        ))
+    };
+    base(finding)
+        .with("missing_pairs", &missing)
+        .with("stale_pairs", &stale)
+        .with("peers", peer_list)
+        .with("peer_source", peer_source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::probe::xfrm::parse_dump;
+
+    /// One `XFRM_MSG_NEWSA` as the kernel sends it in a dump, laid out by
+    /// hand from include/uapi/linux/xfrm.h (xfrm_usersa_info, 224 bytes, then
+    /// XFRMA_ALG_AEAD, XFRMA_LTIME_VAL, XFRMA_REPLAY_VAL, XFRMA_LASTUSED), so
+    /// the crate's parser is held to the kernel ABI, not to itself. Built,
+    /// not captured: the kernel here (6.18, CONFIG_INET_ESP unset) cannot
+    /// hold ESP states.
+    pub(crate) fn newsa(src: &str, dst: &str, spi: u32, aead: Option<&str>) -> Vec<u8> {
+        let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        let addr = |ip: IpAddr| -> [u8; 16] {
+            let mut a = [0u8; 16];
+            match ip {
+                IpAddr::V4(v4) => a[..4].copy_from_slice(&v4.octets()),
+                IpAddr::V6(v6) => a = v6.octets(),
+            }
+            a
+        };
+        let family: u16 = if src.is_ipv4() { 2 } else { 10 };
+        let mut info = vec![0u8; 224];
+        // selector: daddr, saddr, family (the kernel fills them for transport SAs)
+        info[0..16].copy_from_slice(&addr(dst));
+        info[16..32].copy_from_slice(&addr(src));
+        info[40..42].copy_from_slice(&family.to_ne_bytes());
+        // id: daddr, spi (network order), proto ESP
+        info[56..72].copy_from_slice(&addr(dst));
+        info[72..76].copy_from_slice(&spi.to_be_bytes());
+        info[76] = 50;
+        info[80..96].copy_from_slice(&addr(src));
+        // lifetime_cfg: soft/hard byte and packet limits "infinite"
+        for i in 0..4 {
+            info[96 + i * 8..104 + i * 8].copy_from_slice(&u64::MAX.to_ne_bytes());
+        }
+        info[208..212].copy_from_slice(&1u32.to_ne_bytes()); // reqid
+        info[212..214].copy_from_slice(&family.to_ne_bytes());
+        info[214] = 0; // transport
+        info[215] = 32; // replay window
+        let mut attrs = Vec::new();
+        let mut nla = |kind: u16, payload: &[u8]| {
+            let len = 4 + payload.len();
+            attrs.extend_from_slice(&(len as u16).to_ne_bytes());
+            attrs.extend_from_slice(&kind.to_ne_bytes());
+            attrs.extend_from_slice(payload);
+            attrs.resize(attrs.len().next_multiple_of(4), 0);
+        };
+        if let Some(name) = aead {
+            let mut p = vec![0u8; 64];
+            p[..name.len()].copy_from_slice(name.as_bytes());
+            p.extend_from_slice(&160u32.to_ne_bytes()); // key bits: 128 + 32 salt
+            p.extend_from_slice(&128u32.to_ne_bytes()); // icv bits
+            p.extend_from_slice(&[0x11; 20]);
+            nla(18, &p);
+        } else {
+            let mut p = vec![0u8; 64];
+            p[..8].copy_from_slice(b"cbc(aes)");
+            p.extend_from_slice(&128u32.to_ne_bytes());
+            p.extend_from_slice(&[0x22; 16]);
+            nla(2, &p);
+        }
+        nla(9, &[0u8; 32]); // XFRMA_LTIME_VAL: xfrm_lifetime_cur
+        nla(10, &[0u8; 12]); // XFRMA_REPLAY_VAL: xfrm_replay_state
+        nla(15, &0u64.to_ne_bytes()); // XFRMA_LASTUSED
+        let mut msg = Vec::new();
+        let len = 16 + info.len() + attrs.len();
+        msg.extend_from_slice(&(len as u32).to_ne_bytes());
+        msg.extend_from_slice(&0x10u16.to_ne_bytes()); // XFRM_MSG_NEWSA
+        msg.extend_from_slice(&0x2u16.to_ne_bytes()); // NLM_F_MULTI
+        msg.extend_from_slice(&1u32.to_ne_bytes());
+        msg.extend_from_slice(&0x5d4bu32.to_ne_bytes());
+        msg.extend(info);
+        msg.extend(attrs);
+        msg
+    }
+
+    // captured on Debian 12, kernel 6.18: the end of an XFRM_MSG_GETSA dump
+    // (NLMSG_DONE), as root.
+    pub(crate) const DONE: &str = "1400000003000200010000004b5d000000000000";
+    // captured on the same host as uid 65534: the kernel's EPERM answer.
+    const EPERM: &str = "240000000200000001000000845d0000ffffffff10000000120001030100000000000000";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// This node 198.18.0.1 in a cluster of `nodes`, full mesh of GCM SAs.
+    fn mesh(nodes: usize) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for n in 2..=nodes {
+            let peer = format!("198.18.0.{n}");
+            bytes.extend(newsa(
+                "198.18.0.1",
+                &peer,
+                0x1000 + n as u32,
+                Some(OVN_ALGORITHM),
+            ));
+            bytes.extend(newsa(
+                &peer,
+                "198.18.0.1",
+                0x2000 + n as u32,
+                Some(OVN_ALGORITHM),
+            ));
+        }
+        bytes
+    }
+
+    fn ips(list: &[&str]) -> Vec<IpAddr> {
+        list.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
+    fn known() -> PeerView {
+        PeerView::Known {
+            local: ips(&["198.18.0.1"]),
+            peers: ips(&["198.18.0.2", "198.18.0.3", "198.18.0.4"]),
+            source: "OVN_Southbound Encap at tcp:198.18.0.1:6642".into(),
+        }
+    }
+
+    fn facts(dump: &[u8], wanted: bool, peers: PeerView) -> XfrmFacts {
+        let mut bytes = dump.to_vec();
+        bytes.extend(hex(DONE));
+        let chunk = parse_dump(&bytes).unwrap();
+        assert!(chunk.done);
+        XfrmFacts {
+            ipsec_wanted: wanted,
+            node_count: 4,
+            expected_min: if wanted { 6 } else { 0 },
+            states: chunk.states,
+            peers,
+        }
+    }
+
+    #[test]
+    fn the_dump_parses_to_the_kernel_fields() {
+        let mut bytes = newsa("198.18.0.1", "198.18.0.2", 0xc0ffee01, Some(OVN_ALGORITHM));
+        bytes.extend(newsa("fd00::2", "fd00::1", 7, None));
+        let chunk = parse_dump(&bytes).unwrap();
+        assert!(!chunk.done, "no NLMSG_DONE yet: more recv()s follow");
+        let sa = &chunk.states[0];
+        assert_eq!(sa.src, "198.18.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(sa.dst, "198.18.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!(sa.spi, 0xc0ffee01);
+        assert!(sa.is_esp());
+        assert_eq!(sa.algorithm.as_deref(), Some(OVN_ALGORITHM));
+        assert_eq!(chunk.states[1].algorithm.as_deref(), Some("cbc(aes)"));
+        assert_eq!(chunk.states[1].dst, "fd00::1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn eperm_from_the_kernel_skips_naming_the_capability() {
+        let err = parse_dump(&hex(EPERM)).unwrap_err();
+        let f: Finding = err.into();
+        assert_eq!(f.status, Status::Skip);
+        assert!(f.summary.contains("CAP_NET_ADMIN"), "{}", f.summary);
+    }
+
+    #[test]
+    fn truncated_dumps_are_parse_errors_not_panics() {
+        let whole = newsa("198.18.0.1", "198.18.0.2", 1, Some(OVN_ALGORITHM));
+        for cut in [1, 15, 16, 100, 239, whole.len() - 1] {
+            assert!(parse_dump(&whole[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn four_node_full_mesh_passes() {
+        let f = judge(&facts(&mesh(4), true, known()));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert_eq!(f.evidence["sa_count"], 6);
+        assert_eq!(f.evidence["expected_min"], 6);
+        assert_eq!(f.evidence["algorithms"], serde_json::json!([OVN_ALGORITHM]));
+        // Without OVN, the SAs' own pairs show the same.
+        let f = judge(&facts(
+            &mesh(4),
+            true,
+            PeerView::Unknown { why: "down".into() },
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+    }
+
+    #[test]
+    fn a_missing_pair_is_named() {
+        let mut dump = mesh(3);
+        dump.extend(newsa(
+            "198.18.0.1",
+            "198.18.0.4",
+            0x1004,
+            Some(OVN_ALGORITHM),
+        ));
+        let f = judge(&facts(&dump, true, known()));
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(
+            f.evidence["missing_pairs"],
+            serde_json::json!(["198.18.0.4->198.18.0.1"])
+        );
+        assert!(
+            f.summary.contains("5 ESP SAs, fewer than 2x(4-1) = 6"),
+            "{}",
+            f.summary
+        );
+        let f = judge(&facts(
+            &dump,
+            true,
+            PeerView::Unknown { why: "down".into() },
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(
+            f.evidence["missing_pairs"],
+            serde_json::json!(["198.18.0.4->198.18.0.1"])
+        );
+    }
+
+    #[test]
+    fn a_whole_missing_peer_is_named_even_during_rekey() {
+        // 3 of 4 nodes, but rekeying doubled the SAs with 198.18.0.2: the
+        // count reaches 6 and the missing peer is still found.
+        let mut dump = mesh(3);
+        dump.extend(newsa(
+            "198.18.0.1",
+            "198.18.0.2",
+            0x3002,
+            Some(OVN_ALGORITHM),
+        ));
+        dump.extend(newsa(
+            "198.18.0.2",
+            "198.18.0.1",
+            0x4002,
+            Some(OVN_ALGORITHM),
+        ));
+        let f = judge(&facts(&dump, true, known()));
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(
+            f.evidence["missing_pairs"],
+            serde_json::json!(["198.18.0.1->198.18.0.4", "198.18.0.4->198.18.0.1"])
+        );
+        let f = judge(&facts(
+            &dump,
+            true,
+            PeerView::Unknown { why: "down".into() },
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .contains("SAs reach 2 peer pairs, the config has 4 nodes"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn a_stale_sa_when_ipsec_is_off_fails() {
+        let dump = newsa("198.18.0.1", "198.18.0.2", 0x1002, Some(OVN_ALGORITHM));
+        let f = judge(&facts(
+            &dump,
+            false,
+            PeerView::Unknown {
+                why: "not needed".into(),
+            },
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .contains("1 ESP SAs remain although IPsec is not wanted (charon still running?)"),
+            "{}",
+            f.summary
+        );
+        assert!(f
+            .remediation
+            .iter()
+            .any(|r| r.contains("ip xfrm state flush proto esp")));
+        let f = judge(&facts(
+            &[],
+            false,
+            PeerView::Unknown {
+                why: "not needed".into(),
+            },
+        ));
+        assert_eq!(f.status, Status::Pass);
+        assert_eq!(f.evidence["sa_count"], 0);
+    }
+
+    #[test]
+    fn an_sa_to_a_removed_node_warns() {
+        let mut dump = mesh(4);
+        dump.extend(newsa(
+            "198.18.0.1",
+            "198.18.0.9",
+            0x1009,
+            Some(OVN_ALGORITHM),
+        ));
+        let f = judge(&facts(&dump, true, known()));
+        assert_eq!(f.status, Status::Warn, "{}", f.summary);
+        assert_eq!(
+            f.evidence["stale_pairs"],
+            serde_json::json!(["198.18.0.1->198.18.0.9"])
+        );
+    }
+
+    #[test]
+    fn the_wrong_algorithm_fails() {
+        let mut dump = mesh(4);
+        dump.extend(newsa("198.18.0.1", "198.18.0.2", 0x5002, None));
+        let f = judge(&facts(&dump, true, known()));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.contains("198.18.0.1->198.18.0.2 uses cbc(aes)"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(
+            f.evidence["algorithms"],
+            serde_json::json!(["cbc(aes)", OVN_ALGORITHM])
+        );
+    }
+}

@@ -1,0 +1,76 @@
+//! Which OVSDB servers a run talks to: `--nb-db`/`--sb-db`/`--ovs-db` when
+//! given, else the config's raft lists (`ovn_nb_addr`, `ovn_sb_addr`), else
+//! (for the local Open_vSwitch database only) the standard socket.
+
+use crate::ctx::Ctx;
+use crate::endpoint::Endpoint;
+use crate::finding::{Finding, SkipReason};
+
+use super::DEFAULT_OVS_ENDPOINT;
+
+/// Where a list came from, for evidence and messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Flag,
+    Config,
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Config => "config",
+            Source::Default => "default",
+        }
+    }
+}
+
+fn parse(flag: &str, text: &str) -> Result<Vec<Endpoint>, Finding> {
+    Endpoint::parse_list(text).map_err(|e| Finding::error(format!("{flag}: {e}")))
+}
+
+/// The northbound raft list. Without a flag or a config naming one, the
+/// check cannot know the cluster's NB: it skips, saying how to give one.
+pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
+    if let Some(text) = &ctx.opts.nb_db {
+        return Ok((parse("--nb-db", text)?, Source::Flag));
+    }
+    let list = ctx.config()?.nb_endpoints();
+    if list.is_empty() {
+        return Err(Finding::skip(SkipReason::NotApplicable(
+            "the config has no [nodes.*.vpcd] ovn_nb_addr (pass --nb-db)".into(),
+        )));
+    }
+    Ok((list, Source::Config))
+}
+
+/// The southbound raft list, as [`nb`].
+pub fn sb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
+    if let Some(text) = &ctx.opts.sb_db {
+        return Ok((parse("--sb-db", text)?, Source::Flag));
+    }
+    let list = ctx.config()?.sb_endpoints();
+    if list.is_empty() {
+        return Err(Finding::skip(SkipReason::NotApplicable(
+            "the config has no [nodes.*.vpcd] ovn_sb_addr (pass --sb-db)".into(),
+        )));
+    }
+    Ok((list, Source::Config))
+}
+
+/// This node's Open_vSwitch database.
+pub fn ovs(ctx: &Ctx) -> Result<(Endpoint, Source), Finding> {
+    let (text, source) = match &ctx.opts.ovs_db {
+        Some(t) => (t.as_str(), Source::Flag),
+        None => (DEFAULT_OVS_ENDPOINT, Source::Default),
+    };
+    let mut list = parse("--ovs-db", text)?;
+    if list.len() != 1 {
+        return Err(Finding::error(format!(
+            "--ovs-db: {text:?} names {} servers; the local Open_vSwitch database is one",
+            list.len()
+        )));
+    }
+    Ok((list.remove(0), source))
+}
