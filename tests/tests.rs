@@ -6,3 +6,4 @@ mod cli;
 mod monitoring;
 mod ovsdb;
 mod udp;
+mod nic;

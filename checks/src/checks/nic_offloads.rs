@@ -220,7 +220,7 @@ pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
         }
         if !l.tunnel_fixed.is_empty() {
             fixes.push(format!(
-                "{}: the {driver} driver cannot turn on {} (fixed): geneve stays segmented in software on this NIC; use a NIC and driver that offer UDP tunnel segmentation, or raise the underlay MTU (jumbo frames cut the descriptor count about sixfold; check first with `spx doctor --for enable-jumbo`)",
+                "{} ({driver}): the driver cannot turn on {} (fixed): geneve stays segmented in software on this NIC; use a NIC and driver that offer UDP tunnel segmentation, or raise the underlay MTU (jumbo frames cut the descriptor count about sixfold; check first with `spx doctor --for enable-jumbo`)",
                 i.name,
                 l.tunnel_fixed.join(" and ")
             ));

@@ -774,6 +774,83 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_write_past_the_buffer_faults_at_the_guard_page() {
+        // The kernel writes as many feature names as it has, whatever the
+        // caller's `len` says: size the buffer one name short on purpose.
+        let e = Ethtool::open().unwrap();
+        let n = e.set_len("lo", ETH_SS_FEATURES).unwrap().ok().unwrap();
+        let mut buf = GuardedBuf::new(GSTRINGS_HDR + (n - 1) * ETH_GSTRING_LEN).unwrap();
+        buf.bytes_mut()[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
+        buf.bytes_mut()[4..8].copy_from_slice(&ETH_SS_FEATURES.to_ne_bytes());
+        assert_eq!(e.call_raw("lo", &mut buf), Err(Errno::EFAULT));
+        // Sized right, the same call succeeds.
+        assert_eq!(
+            e.strings("lo", ETH_SS_FEATURES)
+                .unwrap()
+                .ok()
+                .unwrap()
+                .len(),
+            n
+        );
+    }
+
+    /// `ethtool -k IF` as name → state, with ethtool's legacy names for
+    /// single features mapped back to the kernel's names.
+    pub fn ethtool_k_oracle(text: &str) -> std::collections::BTreeMap<String, String> {
+        let legacy = [
+            ("rx-checksumming", "rx-checksum"),
+            ("generic-segmentation-offload", "tx-generic-segmentation"),
+            ("generic-receive-offload", "rx-gro"),
+            ("large-receive-offload", "rx-lro"),
+            ("rx-vlan-offload", "rx-vlan-hw-parse"),
+            ("tx-vlan-offload", "tx-vlan-hw-insert"),
+            ("ntuple-filters", "rx-ntuple-filter"),
+            ("receive-hashing", "rx-hashing"),
+        ];
+        text.lines()
+            .skip(1)
+            .filter_map(|l| l.trim().split_once(": "))
+            .map(|(n, v)| {
+                let n = legacy.iter().find(|(l, _)| *l == n).map_or(n, |(_, k)| k);
+                (n.to_owned(), v.trim().to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loopback_features_match_ethtool_k() {
+        // ethtool is the independent oracle (installed in CI).
+        let out = match std::process::Command::new("ethtool")
+            .args(["-k", "lo"])
+            .output()
+        {
+            Ok(o) if o.status.success() => o,
+            _ if std::env::var("CI").as_deref() == Ok("true") => {
+                panic!("ethtool must be installed in CI")
+            }
+            _ => return,
+        };
+        let oracle = ethtool_k_oracle(&String::from_utf8_lossy(&out.stdout));
+        let ours = Ethtool::open()
+            .unwrap()
+            .features("lo")
+            .unwrap()
+            .ok()
+            .unwrap();
+        let mut compared = 0;
+        for f in &ours {
+            if let Some(v) = oracle.get(&f.name) {
+                assert_eq!(&f.state(), v, "{}", f.name);
+                compared += 1;
+            }
+        }
+        assert!(
+            compared >= 40,
+            "only {compared} features compared with ethtool -k"
+        );
+    }
+
+    #[test]
     fn loopback_answers_through_the_ioctl() {
         let e = Ethtool::open().unwrap();
         let f = e

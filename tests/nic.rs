@@ -1,0 +1,416 @@
+//! The NIC and CPU checks against the real kernel: veth pairs in namespaces
+//! of our own, shaped with `ethtool -K/-L` (fixtures only; the binary talks
+//! SIOCETHTOOL itself), with `ethtool -k` as the independent oracle for the
+//! features the binary reports. Traffic stays between the test's own
+//! namespaces on 198.18.0.0/15.
+
+use std::collections::BTreeMap;
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{self, run_json, Netns};
+
+/// `ethtool -k IF` inside `ns` as kernel feature name → state. ethtool
+/// prints a few single features under legacy names; map those back.
+fn ethtool_k(ns: &Netns, ifname: &str) -> BTreeMap<String, String> {
+    let legacy = [
+        ("rx-checksumming", "rx-checksum"),
+        ("generic-segmentation-offload", "tx-generic-segmentation"),
+        ("generic-receive-offload", "rx-gro"),
+        ("large-receive-offload", "rx-lro"),
+        ("rx-vlan-offload", "rx-vlan-hw-parse"),
+        ("tx-vlan-offload", "tx-vlan-hw-insert"),
+        ("ntuple-filters", "rx-ntuple-filter"),
+        ("receive-hashing", "rx-hashing"),
+    ];
+    ns.exec(&["ethtool", "-k", ifname])
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.trim().split_once(": "))
+        .map(|(n, v)| {
+            let n = legacy.iter().find(|(l, _)| *l == n).map_or(n, |(_, k)| k);
+            (n.to_owned(), v.trim().to_owned())
+        })
+        .collect()
+}
+
+/// Every feature the binary reported for `ifname` must read the same in
+/// `ethtool -k`. Returns how many were compared.
+fn assert_features_match_ethtool(ns: &Netns, check: &Value, ifname: &str) -> usize {
+    let oracle = ethtool_k(ns, ifname);
+    let iface = check["evidence"]["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == ifname)
+        .unwrap_or_else(|| panic!("{ifname} not in {check}"));
+    let features = iface["features"].as_object().unwrap();
+    for (name, state) in features {
+        assert_eq!(
+            Some(state.as_str().unwrap()),
+            oracle.get(name).map(String::as_str),
+            "{ifname} {name}: spx vs ethtool -k"
+        );
+    }
+    features.len()
+}
+
+fn missing(check: &Value) -> Vec<String> {
+    check["evidence"]["interfaces"][0]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
+    if !support::root_or_skip("tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicva", &b, "nicvb");
+    a.exec(&["ethtool", "-K", "nicva", "tx-udp_tnl-segmentation", "off"]);
+
+    let (code, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
+        );
+    let c = support::check(&doc, "nic.offloads");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    assert_eq!(code, 1);
+    assert!(
+        missing(c).contains(&"tx-udp_tnl-segmentation".to_owned()),
+        "{c:#}"
+    );
+    let fix = c["remediation"][0].as_str().unwrap();
+    assert!(
+        fix.starts_with("ethtool -K nicva tx-udp_tnl-segmentation on"),
+        "{fix}"
+    );
+    assert_eq!(c["evidence"]["interfaces"][0]["driver"], "veth");
+    assert_eq!(c["evidence"]["interface_source"], "--interface");
+    let compared = assert_features_match_ethtool(&a, c, "nicva");
+    assert!(compared >= 10, "only {compared} features reported");
+
+    // The remediation, applied (with GRO, which veth leaves off): pass.
+    a.exec(&[
+        "ethtool",
+        "-K",
+        "nicva",
+        "tx-udp_tnl-segmentation",
+        "on",
+        "tx-udp_tnl-csum-segmentation",
+        "on",
+        "gro",
+        "on",
+    ]);
+    let (code, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
+        );
+    let c = support::check(&doc, "nic.offloads");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    assert_eq!(code, 0);
+    assert!(missing(c).is_empty(), "{c:#}");
+    assert_eq!(
+        c["evidence"]["interfaces"][0]["features"]["tx-udp_tnl-segmentation"],
+        "on"
+    );
+    assert_features_match_ethtool(&a, c, "nicva");
+
+    // GRO alone off: a warning with its own command.
+    a.exec(&["ethtool", "-K", "nicva", "gro", "off"]);
+    let (_, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
+        );
+    let c = support::check(&doc, "nic.offloads");
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert_eq!(c["remediation"][0], "ethtool -K nicva gro on");
+    assert_eq!(missing(c), ["rx-gro"]);
+}
+
+#[test]
+fn underlay_is_found_as_the_port_of_br_vpc() {
+    if !support::root_or_skip("underlay_is_found_as_the_port_of_br_vpc") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicport", &b, "nicpeer");
+    a.ip(&["link", "add", "br-vpc", "type", "bridge"]);
+    a.ip(&["link", "set", "nicport", "master", "br-vpc"]);
+    a.ip(&["link", "set", "br-vpc", "up"]);
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["doctor", "--check", "nic.offloads,nic.queues"]),
+    );
+    for id in ["nic.offloads", "nic.queues"] {
+        let c = support::check(&doc, id);
+        assert_eq!(
+            c["evidence"]["interface_source"], "ports of br-vpc",
+            "{c:#}"
+        );
+        assert_eq!(c["evidence"]["interfaces"][0]["name"], "nicport", "{c:#}");
+    }
+
+    // No bridge, no peers, no --interface: nothing to inspect, and it says how.
+    let empty = Netns::new();
+    let (code, doc) = run_json(empty.spx().args(["doctor", "--check", "nic.offloads"]));
+    let c = support::check(&doc, "nic.offloads");
+    assert_eq!(c["status"], "skip");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("no underlay interface found (pass --interface IF)"),
+        "{c:#}"
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
+    if !support::root_or_skip("a_four_queue_veth_reduced_to_one_warns_current_1_max_4") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.ip(&[
+        "link",
+        "add",
+        "nicq",
+        "numtxqueues",
+        "4",
+        "numrxqueues",
+        "4",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "nicqp",
+        "numtxqueues",
+        "4",
+        "numrxqueues",
+        "4",
+        "netns",
+        &b.name,
+    ]);
+    a.ip(&["link", "set", "nicq", "up"]);
+    let (code, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.queues", "--interface", "nicq"]),
+        );
+    let c = support::check(&doc, "nic.queues");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    assert_eq!(code, 0);
+    assert_eq!(c["evidence"]["interfaces"][0]["current"], 4);
+
+    a.exec(&["ethtool", "-L", "nicq", "rx", "1", "tx", "1"]);
+    let (code, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.queues", "--interface", "nicq"]),
+        );
+    let c = support::check(&doc, "nic.queues");
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert_eq!(code, 0);
+    assert_eq!(c["evidence"]["interfaces"][0]["current"], 1);
+    assert_eq!(c["evidence"]["interfaces"][0]["max"], 4);
+    assert_eq!(c["remediation"][0], "ethtool -L nicq rx 4 tx 4");
+    // The oracle: ethtool -l shows the same current count.
+    let l = a.exec(&["ethtool", "-l", "nicq"]);
+    let current = l.split("Current hardware settings:").nth(1).unwrap();
+    assert!(
+        current
+            .lines()
+            .any(|x| x.split_whitespace().collect::<Vec<_>>() == ["RX:", "1"]),
+        "{l}"
+    );
+}
+
+#[test]
+fn veth_rings_are_not_reported_never_a_fail() {
+    if !support::root_or_skip("veth_rings_are_not_reported_never_a_fail") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicr", &b, "nicrp");
+    // The oracle: ethtool -g on veth fails with "Operation not supported"
+    // (kernel 6.18); should a kernel start reporting rings, the check must
+    // report the same numbers instead.
+    let g = a.command("ethtool").args(["-g", "nicr"]).output().unwrap();
+    let (_, doc) =
+        run_json(
+            a.spx()
+                .args(["doctor", "--check", "nic.rings", "--interface", "nicr"]),
+        );
+    let c = support::check(&doc, "nic.rings");
+    if g.status.success() {
+        let text = String::from_utf8_lossy(&g.stdout);
+        let rx = c["evidence"]["interfaces"][0]["rx"]
+            .as_u64()
+            .expect("rx reported");
+        assert!(text.contains(&format!("RX:\t\t{rx}")), "{text}\n{c:#}");
+    } else {
+        assert_eq!(c["status"], "skip", "{c:#}");
+        assert!(
+            c["summary"]
+                .as_str()
+                .unwrap()
+                .contains("not reported by this driver"),
+            "{c:#}"
+        );
+        assert_eq!(
+            c["evidence"]["interfaces"][0]["note"],
+            "not reported by this driver"
+        );
+    }
+}
+
+#[test]
+fn a_udp_flood_between_namespaces_shows_in_net_rx() {
+    if !support::root_or_skip("a_udp_flood_between_namespaces_shows_in_net_rx") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicfa", &b, "nicfb");
+    a.ip(&["addr", "add", "198.18.7.1/24", "dev", "nicfa"]);
+    b.ip(&["addr", "add", "198.18.7.2/24", "dev", "nicfb"]);
+    let rx_before: u64 = b
+        .exec(&["cat", "/sys/class/net/nicfb/statistics/rx_packets"])
+        .trim()
+        .parse()
+        .unwrap();
+
+    // A bounded flood from a to b's own address (at most 4 s), from a
+    // thread inside namespace a.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_flood = Arc::clone(&stop);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let flood = a.in_thread(move || {
+        let tx = UdpSocket::bind("198.18.7.1:0").unwrap();
+        let payload = [0xa5_u8; 1400];
+        let end = Instant::now() + Duration::from_secs(4);
+        let mut sent = 0u64;
+        while Instant::now() < end && !stop_flood.load(Ordering::Relaxed) {
+            if tx.send_to(&payload, "198.18.7.2:9").is_ok() {
+                sent += 1;
+            }
+            if sent == 1000 {
+                let _ = ready_tx.send(());
+            }
+        }
+        sent
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(3))
+        .expect("flood started");
+    let (_, doc) = run_json(
+        b.spx()
+            .args(["doctor", "--check", "cpu.softirq", "--sample", "1s"]),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    let rx_after: u64 = b
+        .exec(&["cat", "/sys/class/net/nicfb/statistics/rx_packets"])
+        .trim()
+        .parse()
+        .unwrap();
+
+    let c = support::check(&doc, "cpu.softirq");
+    assert!(
+        ["pass", "warn", "fail"].contains(&c["status"].as_str().unwrap()),
+        "{c:#}"
+    );
+    let cpus = c["evidence"]["cpus"].as_array().unwrap();
+    assert!(!cpus.is_empty());
+    let net_rx: f64 = cpus
+        .iter()
+        .map(|c| c["net_rx_per_sec"].as_f64().unwrap())
+        .sum();
+    assert!(
+        net_rx >= 1000.0,
+        "the flood ({sent} sent, {} received by nicfb) must show in NET_RX: {c:#}",
+        rx_after - rx_before
+    );
+    assert_eq!(c["evidence"]["net_rx_per_sec"].as_f64().unwrap(), net_rx);
+    for cpu in cpus {
+        let busy = cpu["busy_share"].as_f64().unwrap();
+        let softirq = cpu["softirq_share"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&busy) && softirq <= busy + 0.001,
+            "{cpu}"
+        );
+    }
+    assert!(rx_after - rx_before > 1000, "the flood reached nicfb");
+}
+
+#[test]
+fn tcp_reordering_reads_the_namespace_counters() {
+    if !support::root_or_skip("tcp_reordering_reads_the_namespace_counters") {
+        return;
+    }
+    // A fresh namespace has sent no TCP: idle is a skip that says so, never
+    // a pass.
+    let a = Netns::new();
+    let (code, doc) = run_json(a.spx().args([
+        "doctor",
+        "--check",
+        "tcp.reordering,nic.tso",
+        "--sample",
+        "200ms",
+    ]));
+    let c = support::check(&doc, "tcp.reordering");
+    assert_eq!(c["status"], "skip", "{c:#}");
+    assert!(
+        c["summary"].as_str().unwrap().contains("TCP was idle"),
+        "{c:#}"
+    );
+    assert_eq!(c["evidence"]["out_segs"], 0);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn nic_tso_on_veth_skips_for_want_of_counters() {
+    if !support::root_or_skip("nic_tso_on_veth_skips_for_want_of_counters") {
+        return;
+    }
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nict", &b, "nictp");
+    // The oracle: veth's `ethtool -S` has no TSO counter.
+    let s = a.exec(&["ethtool", "-S", "nict"]);
+    assert!(!s.contains("tso"), "{s}");
+    let (_, doc) = run_json(a.spx().args([
+        "doctor",
+        "--check",
+        "nic.tso",
+        "--interface",
+        "nict",
+        "--sample",
+        "200ms",
+    ]));
+    let c = support::check(&doc, "nic.tso");
+    assert_eq!(c["status"], "skip", "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("nict (veth): the driver has no TSO counters"),
+        "{c:#}"
+    );
+}
