@@ -12,6 +12,7 @@ pub mod journal;
 pub mod kernel_files;
 pub mod links;
 pub mod ovsdb;
+pub mod peers;
 pub mod proc_stats;
 pub mod qemu;
 pub mod snmp;

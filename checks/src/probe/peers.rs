@@ -1,0 +1,746 @@
+//! Who this node's underlay peers are, and how we know.
+//!
+//! The overlay endpoints are not in the config, so they are looked for in
+//! order of how authoritative the source is (spinifex-facts.md, "Who the
+//! peers are"):
+//!
+//! 1. `--peer` on the command line (the operator said so);
+//! 2. the OVN southbound `Encap` table's `ip` column at `ovn_sb_addr`: one
+//!    row per chassis, exactly the geneve endpoints the overlay uses;
+//! 3. `define spinifex_encap_peers = { … }` in
+//!    `/etc/spinifex/firewall/peers.nft`, which the daemon writes for the
+//!    node firewall;
+//! 4. `[nodes.*] advertise` (else `host`) in the config: the wan plane, the
+//!    same as the vpc plane only on single-NIC nodes.
+//!
+//! The first source that names at least one peer wins; the others are not
+//! mixed in, because they can describe different planes (probing wan
+//! addresses against a vpc jumbo target would fail a healthy cluster).
+//! Every source consulted leaves a note, so an operator can see why a
+//! source was passed over. This host's own addresses and its local
+//! `ovn-encap-ip` are never peers.
+//!
+//! Reused by the NIC checks and `underlay.on-link`: call [`discover`].
+
+use std::collections::HashMap;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::ProbeError;
+use crate::ctx::Ctx;
+use crate::endpoint::Endpoint;
+
+/// Where the daemon writes the node firewall's peer sets.
+pub const PEERS_NFT: &str = "/etc/spinifex/firewall/peers.nft";
+/// The nft variable holding the overlay (geneve) endpoints.
+pub const ENCAP_PEERS_DEFINE: &str = "spinifex_encap_peers";
+/// A name lookup (config `host = "spx2.lan"`) may take this long.
+pub const NAME_LOOKUP_BOUND: Duration = Duration::from_secs(2);
+
+/// Where a peer address came from, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum PeerSource {
+    #[serde(rename = "--peer")]
+    Flag,
+    #[serde(rename = "ovn-sb")]
+    OvnSb,
+    #[serde(rename = "peers.nft")]
+    PeersNft,
+    #[serde(rename = "config")]
+    Config,
+}
+
+impl PeerSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerSource::Flag => "--peer",
+            PeerSource::OvnSb => "ovn-sb",
+            PeerSource::PeersNft => "peers.nft",
+            PeerSource::Config => "config",
+        }
+    }
+}
+
+impl std::fmt::Display for PeerSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Peer {
+    pub address: IpAddr,
+    pub source: PeerSource,
+    /// The `[nodes.NAME]` it came from, for config peers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// An address a source named that is not a peer, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Excluded {
+    pub address: IpAddr,
+    pub source: PeerSource,
+    pub reason: String,
+}
+
+/// What one source said: how many peers, or why none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceNote {
+    pub source: PeerSource,
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PeerSet {
+    /// The peers to probe, in the order the winning source gave them.
+    pub peers: Vec<Peer>,
+    pub excluded: Vec<Excluded>,
+    /// One note per source consulted, in the order consulted.
+    pub consulted: Vec<SourceNote>,
+}
+
+impl PeerSet {
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+
+    /// Why there is no peer, for a skip summary: each source's note.
+    pub fn why_empty(&self) -> String {
+        self.consulted
+            .iter()
+            .map(|n| format!("{}: {}", n.source, n.note))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// One candidate address from a source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub address: IpAddr,
+    pub node: Option<String>,
+}
+
+impl From<IpAddr> for Candidate {
+    fn from(address: IpAddr) -> Candidate {
+        Candidate {
+            address,
+            node: None,
+        }
+    }
+}
+
+/// A source's answer: candidates (possibly none) with a note, or why it
+/// could not be read.
+pub type SourceAnswer = Result<(Vec<Candidate>, String), String>;
+
+/// Discover the peers for this run: `--peer`, else the SB `Encap` table,
+/// else `/etc/spinifex/firewall/peers.nft`, else the config's nodes.
+pub fn discover(ctx: &Ctx) -> PeerSet {
+    discover_from(ctx, Path::new(PEERS_NFT))
+}
+
+/// [`discover`] with the peers.nft path given (tests use a temp file).
+pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
+    // Lazily evaluated in order: a source is only consulted when every
+    // better one named nobody.
+    let flag = || -> SourceAnswer {
+        let mut out = Vec::new();
+        for text in &ctx.opts.peers {
+            match text.parse::<IpAddr>() {
+                Ok(ip) => out.push(ip.into()),
+                Err(_) => {
+                    let mut answers =
+                        resolve_all(std::slice::from_ref(text), ctx.bounded(NAME_LOOKUP_BOUND));
+                    match answers.remove(text) {
+                        Some(Ok(ips)) => out.extend(ips.into_iter().map(Candidate::from)),
+                        Some(Err(e)) => return Err(format!("--peer {text:?}: {e}")),
+                        None => return Err(format!("--peer {text:?}: name lookup did not answer")),
+                    }
+                }
+            }
+        }
+        let n = out.len();
+        Ok((out, format!("{n} given on the command line")))
+    };
+    let sb = || -> SourceAnswer { sb_encaps(ctx) };
+    let nft = || -> SourceAnswer {
+        match read_peers_nft(peers_nft) {
+            Ok(ips) => {
+                let n = ips.len();
+                Ok((
+                    ips.into_iter().map(Candidate::from).collect(),
+                    format!("{n} in {} `{ENCAP_PEERS_DEFINE}`", peers_nft.display()),
+                ))
+            }
+            Err(ProbeError::NotFound(_)) => Err(format!("{} not found", peers_nft.display())),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let config = || -> SourceAnswer { config_nodes(ctx) };
+
+    let own = || -> (Vec<IpAddr>, Vec<IpAddr>) {
+        let own = super::links::local_addresses().unwrap_or_default();
+        let encap = local_encap(ctx);
+        (own, encap)
+    };
+    if ctx.opts.peers.is_empty() {
+        assemble(
+            [
+                (
+                    PeerSource::OvnSb,
+                    Box::new(sb) as Box<dyn FnOnce() -> SourceAnswer>,
+                ),
+                (PeerSource::PeersNft, Box::new(nft)),
+                (PeerSource::Config, Box::new(config)),
+            ],
+            own,
+        )
+    } else {
+        // An explicit --peer list is used alone: the operator chose.
+        assemble(
+            [(
+                PeerSource::Flag,
+                Box::new(flag) as Box<dyn FnOnce() -> SourceAnswer>,
+            )],
+            own,
+        )
+    }
+}
+
+/// Consult `sources` in order; the first that names a peer that is not
+/// this host wins. `own` gives (this host's addresses, its local
+/// ovn-encap-ip), read once, only if some source named anyone.
+pub fn assemble<const N: usize>(
+    sources: [(PeerSource, Box<dyn FnOnce() -> SourceAnswer + '_>); N],
+    own: impl FnOnce() -> (Vec<IpAddr>, Vec<IpAddr>),
+) -> PeerSet {
+    let mut set = PeerSet::default();
+    let mut own = Some(own);
+    let mut own_addrs: Option<(Vec<IpAddr>, Vec<IpAddr>)> = None;
+    for (source, read) in sources {
+        match read() {
+            Err(why) => set.consulted.push(SourceNote { source, note: why }),
+            Ok((candidates, note)) => {
+                set.consulted.push(SourceNote { source, note });
+                if candidates.is_empty() {
+                    continue;
+                }
+                let (mine, encap) =
+                    own_addrs.get_or_insert_with(|| (own.take().expect("read once"))());
+                for c in candidates {
+                    let reason = if encap.contains(&c.address) {
+                        Some("this host's ovn-encap-ip")
+                    } else if mine.contains(&c.address) {
+                        Some("this host's own address")
+                    } else if c.address.is_loopback()
+                        || c.address.is_unspecified()
+                        || c.address.is_multicast()
+                    {
+                        Some("not a unicast peer address")
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = reason {
+                        if !set.excluded.iter().any(|e| e.address == c.address) {
+                            set.excluded.push(Excluded {
+                                address: c.address,
+                                source,
+                                reason: reason.to_owned(),
+                            });
+                        }
+                    } else if !set.peers.iter().any(|p| p.address == c.address) {
+                        set.peers.push(Peer {
+                            address: c.address,
+                            source,
+                            node: c.node,
+                        });
+                    }
+                }
+                if !set.peers.is_empty() {
+                    break;
+                }
+            }
+        }
+    }
+    set
+}
+
+fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
+    let endpoints = match &ctx.opts.sb_db {
+        Some(text) => Endpoint::parse_list(text).map_err(|e| format!("--sb-db: {e}"))?,
+        None => match ctx.config() {
+            Ok(config) => config.sb_endpoints(),
+            Err(_) => return Err("no config, so no ovn_sb_addr (pass --sb-db)".into()),
+        },
+    };
+    if endpoints.is_empty() {
+        return Err("no ovn_sb_addr in the config".into());
+    }
+    let per_member = ctx.bounded(ctx.opts.probe_timeout.max(Duration::from_secs(1)));
+    let deadline = (Instant::now() + per_member * 2).min(ctx.deadline());
+    let budget = super::ovsdb::Budget::within(per_member, deadline);
+    match super::ovsdb::sb_encap_ips_within(&endpoints, budget) {
+        Ok(ans) => {
+            let n = ans.value.len();
+            Ok((
+                ans.value.into_iter().map(Candidate::from).collect(),
+                format!("{n} Encap rows at {}", ans.endpoint),
+            ))
+        }
+        Err(e) => Err(format!("{} ({e})", crate::endpoint::join(&endpoints))),
+    }
+}
+
+fn local_encap(ctx: &Ctx) -> Vec<IpAddr> {
+    let text = ctx
+        .opts
+        .ovs_db
+        .as_deref()
+        .unwrap_or(super::ovsdb::DEFAULT_OVS_ENDPOINT);
+    let Ok(endpoint) = Endpoint::parse(text) else {
+        return Vec::new();
+    };
+    if let Endpoint::Unix(path) = &endpoint {
+        if !path.exists() {
+            return Vec::new();
+        }
+    }
+    super::ovsdb::local_encap_ips(&endpoint, ctx.bounded(Duration::from_secs(1)))
+        .unwrap_or_default()
+}
+
+fn config_nodes(ctx: &Ctx) -> SourceAnswer {
+    let config = ctx.config().map_err(|f| f.summary)?;
+    let this = config.node.as_deref();
+    let mut wanted: Vec<(String, String)> = Vec::new(); // (node, host text)
+    for (name, node) in &config.nodes {
+        if Some(name.as_str()) == this {
+            continue;
+        }
+        if let Some(h) = node.advertise.as_ref().or(node.host.as_ref()) {
+            wanted.push((name.clone(), h.clone()));
+        }
+    }
+    let names: Vec<String> = wanted
+        .iter()
+        .filter(|(_, h)| h.parse::<IpAddr>().is_err())
+        .map(|(_, h)| h.clone())
+        .collect();
+    let mut resolved = resolve_all(&names, ctx.bounded(NAME_LOOKUP_BOUND));
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for (node, host) in wanted {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            out.push(Candidate {
+                address: ip,
+                node: Some(node),
+            });
+            continue;
+        }
+        match resolved.remove(&host) {
+            Some(Ok(ips)) => out.extend(ips.into_iter().map(|address| Candidate {
+                address,
+                node: Some(node.clone()),
+            })),
+            Some(Err(e)) => problems.push(format!("[nodes.{node}] {host:?}: {e}")),
+            None => problems.push(format!(
+                "[nodes.{node}] {host:?}: name lookup did not answer"
+            )),
+        }
+    }
+    let mut note = format!("{} addresses from [nodes.*] advertise/host", out.len());
+    if !problems.is_empty() {
+        note.push_str(&format!(" ({})", problems.join("; ")));
+    }
+    Ok((out, note))
+}
+
+/// Resolve host names concurrently, each within `bound` overall. A name
+/// that does not answer in time is absent from the map.
+pub fn resolve_all(
+    names: &[String],
+    bound: Duration,
+) -> HashMap<String, Result<Vec<IpAddr>, String>> {
+    let (tx, rx) = mpsc::channel();
+    for name in names {
+        if crate::validate::host(name).is_err() {
+            let _ = tx.send((name.clone(), Err("not a host name".to_owned())));
+            continue;
+        }
+        let tx = tx.clone();
+        let name = name.clone();
+        // The lookup thread may outlive the bound; it is detached and the
+        // process does not wait for it.
+        std::thread::spawn(move || {
+            let answer = (name.as_str(), 0u16)
+                .to_socket_addrs()
+                .map(|a| {
+                    let mut ips: Vec<IpAddr> = Vec::new();
+                    for ip in a.map(|s| s.ip()) {
+                        if !ips.contains(&ip) {
+                            ips.push(ip);
+                        }
+                    }
+                    ips
+                })
+                .map_err(|e| format!("does not resolve ({e})"))
+                .and_then(|ips| {
+                    if ips.is_empty() {
+                        Err("does not resolve".to_owned())
+                    } else {
+                        Ok(ips)
+                    }
+                });
+            let _ = tx.send((name, answer));
+        });
+    }
+    drop(tx);
+    let deadline = Instant::now() + bound;
+    let mut out = HashMap::new();
+    while out.len() < names.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((name, answer)) => {
+                out.insert(name, answer);
+            }
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Read `define spinifex_encap_peers` from a peers.nft file. A file
+/// without the define names no peer; a malformed define is a parse error.
+pub fn read_peers_nft(path: &Path) -> Result<Vec<IpAddr>, ProbeError> {
+    let text = super::read_to_string(path)?;
+    match parse_nft_define(&text, ENCAP_PEERS_DEFINE) {
+        Ok(Some(ips)) => Ok(ips),
+        Ok(None) => Ok(Vec::new()),
+        Err(e) => Err(ProbeError::parse(path.display().to_string(), e)),
+    }
+}
+
+/// The addresses of `define NAME = { a, b }` (or `define NAME = a`) in nft
+/// text; None when the file does not define NAME. `#` comments are
+/// ignored, elements may span lines, a host prefix (`/32`, `/128`) is
+/// accepted, anything else (a wider prefix, a `$variable`, a range) is an
+/// error naming it, because silently dropping a peer would hide it from
+/// every check.
+pub fn parse_nft_define(text: &str, name: &str) -> Result<Option<Vec<IpAddr>>, String> {
+    let clean: String = text
+        .lines()
+        .map(|l| l.split_once('#').map_or(l, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut rest = clean.as_str();
+    let value = loop {
+        let Some(at) = find_word(rest, "define") else {
+            return Ok(None);
+        };
+        let after = rest[at + "define".len()..].trim_start();
+        let ident_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let (ident, tail) = after.split_at(ident_len);
+        rest = tail;
+        if ident != name {
+            continue;
+        }
+        let tail = tail.trim_start();
+        let Some(tail) = tail.strip_prefix('=') else {
+            return Err(format!("`define {name}` has no `=`"));
+        };
+        let tail = tail.trim_start();
+        if let Some(body) = tail.strip_prefix('{') {
+            let end = body
+                .find('}')
+                .ok_or_else(|| format!("`define {name}`: unclosed `{{`"))?;
+            break &body[..end];
+        }
+        let end = tail.find(['\n', ';']).unwrap_or(tail.len());
+        break &tail[..end];
+    };
+    let mut ips = Vec::new();
+    for item in value
+        .split([',', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        let (addr, prefix) = match item.split_once('/') {
+            Some((a, p)) => (a.trim(), Some(p.trim())),
+            None => (item, None),
+        };
+        let ip: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("`define {name}`: {item:?} is not an address"))?;
+        if let Some(p) = prefix {
+            let host = if ip.is_ipv4() { "32" } else { "128" };
+            if p != host {
+                return Err(format!(
+                    "`define {name}`: {item:?} is a network, not a peer"
+                ));
+            }
+        }
+        if !ips.contains(&ip) {
+            ips.push(ip);
+        }
+    }
+    Ok(Some(ips))
+}
+
+/// Byte offset of `word` standing alone (not inside a longer identifier).
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(word) {
+        let at = from + i;
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+        if boundary(before) && boundary(after) {
+            return Some(at);
+        }
+        from = at + word.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_the_define_the_daemon_writes() {
+        // The form in spinifex-facts.md ("Who the peers are").
+        let text = "define spinifex_peers = { 10.1.3.181, 10.1.3.182 }\n\
+                    define spinifex_encap_peers = { 10.10.0.1, 10.10.0.2, 10.10.0.3 }\n";
+        assert_eq!(
+            parse_nft_define(text, ENCAP_PEERS_DEFINE).unwrap().unwrap(),
+            vec![ip("10.10.0.1"), ip("10.10.0.2"), ip("10.10.0.3")]
+        );
+        assert_eq!(
+            parse_nft_define(text, "spinifex_peers").unwrap().unwrap(),
+            vec![ip("10.1.3.181"), ip("10.1.3.182")]
+        );
+    }
+
+    #[test]
+    fn tolerates_layout_comments_and_host_prefixes() {
+        let text = "# managed by spinifex\n\
+                    define spinifex_encap_peers_old = { 192.0.2.9 }\n\
+                    define spinifex_encap_peers = {\n\
+                        198.18.0.2, # spx2\n\
+                        198.18.0.3/32,\n\
+                        fd00::4/128,\n\
+                        198.18.0.2\n\
+                    }\n\
+                    table inet spinifex { }\n";
+        assert_eq!(
+            parse_nft_define(text, ENCAP_PEERS_DEFINE).unwrap().unwrap(),
+            vec![ip("198.18.0.2"), ip("198.18.0.3"), ip("fd00::4")]
+        );
+        assert_eq!(
+            parse_nft_define(
+                "define spinifex_encap_peers = 198.18.0.7\n",
+                ENCAP_PEERS_DEFINE
+            )
+            .unwrap(),
+            Some(vec![ip("198.18.0.7")])
+        );
+        assert_eq!(
+            parse_nft_define("define spinifex_encap_peers = { }\n", ENCAP_PEERS_DEFINE).unwrap(),
+            Some(vec![])
+        );
+        assert_eq!(
+            parse_nft_define("table inet x {}\n", ENCAP_PEERS_DEFINE).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_peer_list() {
+        for bad in [
+            "define spinifex_encap_peers = { 198.18.0.2, ",
+            "define spinifex_encap_peers = { 198.18.0.0/24 }",
+            "define spinifex_encap_peers = { $other }",
+            "define spinifex_encap_peers = { 198.18.0.2-198.18.0.9 }",
+            "define spinifex_encap_peers { 198.18.0.2 }",
+        ] {
+            assert!(
+                parse_nft_define(bad, ENCAP_PEERS_DEFINE).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_a_file_and_says_when_it_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peers.nft");
+        std::fs::write(&path, "define spinifex_encap_peers = { 198.18.0.2 }\n").unwrap();
+        assert_eq!(read_peers_nft(&path).unwrap(), vec![ip("198.18.0.2")]);
+        assert!(matches!(
+            read_peers_nft(&dir.path().join("nope.nft")),
+            Err(ProbeError::NotFound(_))
+        ));
+    }
+
+    fn answer(ips: &[&str]) -> SourceAnswer {
+        Ok((
+            ips.iter().map(|s| Candidate::from(ip(s))).collect(),
+            format!("{} listed", ips.len()),
+        ))
+    }
+
+    #[test]
+    fn the_first_source_naming_a_peer_wins_and_self_is_excluded() {
+        let own = || {
+            (
+                vec![ip("198.18.0.1"), ip("127.0.0.1")],
+                vec![ip("198.18.9.1")],
+            )
+        };
+        let set = assemble(
+            [
+                (
+                    PeerSource::OvnSb,
+                    Box::new(|| Err("tcp:198.18.0.9:6642 (connection refused)".to_owned()))
+                        as Box<dyn FnOnce() -> SourceAnswer>,
+                ),
+                (
+                    PeerSource::PeersNft,
+                    Box::new(|| answer(&["198.18.9.1", "198.18.0.1"])),
+                ),
+                (
+                    PeerSource::Config,
+                    Box::new(|| answer(&["198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.2"])),
+                ),
+            ],
+            own,
+        );
+        // peers.nft named only this host (its encap IP and an address), so
+        // config decides.
+        assert_eq!(
+            set.peers
+                .iter()
+                .map(|p| (p.address, p.source))
+                .collect::<Vec<_>>(),
+            vec![
+                (ip("198.18.0.2"), PeerSource::Config),
+                (ip("198.18.0.3"), PeerSource::Config)
+            ]
+        );
+        assert_eq!(set.excluded.len(), 2);
+        assert_eq!(set.excluded[0].reason, "this host's ovn-encap-ip");
+        assert_eq!(set.excluded[1].reason, "this host's own address");
+        assert_eq!(set.consulted.len(), 3);
+        assert!(set.consulted[0].note.contains("connection refused"));
+    }
+
+    #[test]
+    fn later_sources_are_not_read_once_one_wins() {
+        let set = assemble(
+            [
+                (
+                    PeerSource::OvnSb,
+                    Box::new(|| answer(&["198.18.0.2"])) as Box<dyn FnOnce() -> SourceAnswer>,
+                ),
+                (
+                    PeerSource::Config,
+                    Box::new(|| panic!("must not be consulted")),
+                ),
+            ],
+            || (vec![], vec![]),
+        );
+        assert_eq!(set.peers.len(), 1);
+        assert_eq!(set.peers[0].source, PeerSource::OvnSb);
+    }
+
+    #[test]
+    fn nobody_at_all_explains_itself() {
+        let set = assemble(
+            [
+                (
+                    PeerSource::OvnSb,
+                    Box::new(|| Err("no ovn_sb_addr in the config".to_owned()))
+                        as Box<dyn FnOnce() -> SourceAnswer>,
+                ),
+                (
+                    PeerSource::PeersNft,
+                    Box::new(|| Err("/etc/spinifex/firewall/peers.nft not found".to_owned())),
+                ),
+            ],
+            || panic!("own addresses are not needed when nobody is named"),
+        );
+        assert!(set.is_empty());
+        assert_eq!(
+            set.why_empty(),
+            "ovn-sb: no ovn_sb_addr in the config; peers.nft: /etc/spinifex/firewall/peers.nft not found"
+        );
+    }
+
+    #[test]
+    fn config_nodes_skip_this_node_and_strip_ports() {
+        let config = crate::config::parse(
+            "node = \"spx1\"\n\
+             [nodes.spx1]\nhost = \"198.18.0.1\"\n\
+             [nodes.spx2]\nhost = \"198.18.0.2:8443\"\n\
+             [nodes.spx3]\nhost = \"198.18.0.99\"\nadvertise = \"198.18.0.3\"\n",
+            Path::new("spinifex.toml"),
+        )
+        .unwrap();
+        let ctx = Ctx::new(
+            crate::ctx::ConfigState::Loaded {
+                path: "spinifex.toml".into(),
+                config: Box::new(config),
+            },
+            crate::ctx::Options::default(),
+        );
+        let (cands, note) = config_nodes(&ctx).unwrap();
+        assert_eq!(
+            cands,
+            vec![
+                Candidate {
+                    address: ip("198.18.0.2"),
+                    node: Some("spx2".into())
+                },
+                Candidate {
+                    address: ip("198.18.0.3"),
+                    node: Some("spx3".into())
+                },
+            ]
+        );
+        assert_eq!(note, "2 addresses from [nodes.*] advertise/host");
+    }
+
+    #[test]
+    fn flag_peers_are_used_alone() {
+        let opts = crate::ctx::Options {
+            peers: vec!["198.19.254.2".into(), "fd00:5bd:a::2".into()],
+            ..Default::default()
+        };
+        let ctx = Ctx::new(crate::ctx::ConfigState::Missing { looked_at: vec![] }, opts);
+        let dir = tempfile::tempdir().unwrap();
+        let set = discover_from(&ctx, &dir.path().join("peers.nft"));
+        assert_eq!(
+            set.peers
+                .iter()
+                .map(|p| (p.address, p.source))
+                .collect::<Vec<_>>(),
+            vec![
+                (ip("198.19.254.2"), PeerSource::Flag),
+                (ip("fd00:5bd:a::2"), PeerSource::Flag)
+            ]
+        );
+        assert_eq!(set.consulted.len(), 1);
+    }
+}
