@@ -164,6 +164,26 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
         assert_eq!(c["evidence"]["interfaces"][0]["name"], "nicport", "{c:#}");
     }
 
+    // No bridge: the egress interface of the route to a --peer.
+    let c = Netns::new();
+    let d = Netns::new();
+    c.veth("nicroute", &d, "nicroutep");
+    c.ip(&["addr", "add", "198.18.9.1/24", "dev", "nicroute"]);
+    let (_, doc) =
+        run_json(
+            c.spx()
+                .args(["doctor", "--check", "nic.offloads", "--peer", "198.18.9.2"]),
+        );
+    let check = support::check(&doc, "nic.offloads");
+    assert_eq!(
+        check["evidence"]["interface_source"], "routes to peers",
+        "{check:#}"
+    );
+    assert_eq!(
+        check["evidence"]["interfaces"][0]["name"], "nicroute",
+        "{check:#}"
+    );
+
     // No bridge, no peers, no --interface: nothing to inspect, and it says how.
     let empty = Netns::new();
     let (code, doc) = run_json(empty.spx().args(["doctor", "--check", "nic.offloads"]));

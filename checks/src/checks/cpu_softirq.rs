@@ -100,7 +100,7 @@ impl Check for CpuSoftirq {
             Err(e) => return e.into(),
         };
         let window = t0.elapsed();
-        let interfaces = underlay_nics::underlay(&ctx.opts)
+        let interfaces = underlay_nics::underlay(ctx)
             .map(|s| s.interfaces)
             .unwrap_or_default();
         judge(&Sample {

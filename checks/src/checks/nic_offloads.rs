@@ -76,7 +76,7 @@ impl Check for NicOffloads {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay(&ctx.opts) {
+        let sel = match underlay_nics::underlay(ctx) {
             Ok(s) => s,
             Err(f) => return f,
         };

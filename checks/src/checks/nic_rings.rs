@@ -49,7 +49,7 @@ impl Check for NicRings {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay_or_default_route(&ctx.opts) {
+        let sel = match underlay_nics::underlay_or_default_route(ctx) {
             Ok(s) => s,
             Err(f) => return f,
         };

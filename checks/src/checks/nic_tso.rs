@@ -99,7 +99,7 @@ impl Check for NicTso {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay(&ctx.opts) {
+        let sel = match underlay_nics::underlay(ctx) {
             Ok(s) => s,
             Err(f) => return f,
         };

@@ -100,7 +100,7 @@ impl Check for TcpReordering {
 /// Interfaces (underlay, or a guest's default-route NIC) running more than
 /// one queue pair. Unreadable channels count as not known, not as one.
 fn multiqueue_interfaces(ctx: &Ctx) -> Vec<(String, u32)> {
-    let Ok(sel) = underlay_nics::underlay_or_default_route(&ctx.opts) else {
+    let Ok(sel) = underlay_nics::underlay_or_default_route(ctx) else {
         return Vec::new();
     };
     let Ok(read) = underlay_nics::read_each(&sel, |e, name| e.channels(name)) else {

@@ -4,8 +4,10 @@
 //! 2. The ports of the vpc plane's bridge: br-vpc, else br-lan, else br-wan
 //!    (planes collapse on nodes with fewer NICs). The physical NIC is the
 //!    bridge's port.
-//! 3. The egress interfaces of the routes to the peers (`--peer`), as the
-//!    kernel would pick them (`RTM_GETROUTE`, `ip route get`).
+//! 3. The egress interfaces of the routes to the peers (`--peer`, else
+//!    discovered: OVN SB `Encap`, peers.nft, the config's nodes; see
+//!    [`super::peers`]), as the kernel would pick them (`RTM_GETROUTE`, the
+//!    question `ip route get` asks).
 //! 4. For checks that also apply inside a guest (`nic.queues`), the
 //!    interface of the IPv4 default route (guest NIC names are
 //!    distro-dependent: enp0s16, eth0…).
@@ -14,7 +16,7 @@
 
 use std::net::IpAddr;
 
-use crate::ctx::Options;
+use crate::ctx::{Ctx, Options};
 use crate::finding::{Finding, SkipReason};
 
 use super::ethtool::Ethtool;
@@ -31,14 +33,20 @@ pub struct Selection {
 pub const NOTHING_FOUND: &str = "no underlay interface found (pass --interface IF)";
 
 /// The underlay NICs (sources 1–3).
-pub fn underlay(opts: &Options) -> Result<Selection, Finding> {
-    if let Some(sel) = from_flag(opts)? {
+pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
+    if let Some(sel) = from_flag(&ctx.opts)? {
         return Ok(sel);
     }
     if let Some(sel) = from_bridge()? {
         return Ok(sel);
     }
-    if let Some(sel) = from_peer_routes(opts)? {
+    // Discovery is consulted only when no bridge answered: it may ask OVN.
+    let peers: Vec<IpAddr> = super::peers::discover(ctx)
+        .peers
+        .into_iter()
+        .map(|p| p.address)
+        .collect();
+    if let Some(sel) = from_peer_routes(&peers)? {
         return Ok(sel);
     }
     Err(Finding::skip(SkipReason::NotApplicable(
@@ -47,8 +55,8 @@ pub fn underlay(opts: &Options) -> Result<Selection, Finding> {
 }
 
 /// The underlay NICs, else (in a guest) the default route's interface.
-pub fn underlay_or_default_route(opts: &Options) -> Result<Selection, Finding> {
-    match underlay(opts) {
+pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
+    match underlay(ctx) {
         Ok(sel) => Ok(sel),
         Err(skip) => match default_route_interface() {
             Some(name) => Ok(Selection {
@@ -102,12 +110,9 @@ fn from_bridge() -> Result<Option<Selection>, Finding> {
     }
 }
 
-fn from_peer_routes(opts: &Options) -> Result<Option<Selection>, Finding> {
+fn from_peer_routes(peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
     let mut names: Vec<String> = Vec::new();
-    for peer in &opts.peers {
-        let Ok(addr) = peer.parse::<IpAddr>() else {
-            continue;
-        };
+    for &addr in peers {
         let route = match links::route_to(addr) {
             Ok(r) => r,
             Err(ProbeError::NotFound(_)) => continue,
@@ -185,7 +190,7 @@ mod tests {
             interfaces: vec!["lo".into(), "lo".into()],
             ..Options::default()
         };
-        let sel = underlay(&opts).unwrap();
+        let sel = from_flag(&opts).unwrap().unwrap();
         assert_eq!(sel.interfaces, ["lo"]);
         assert_eq!(sel.source, "--interface");
         for bad in ["a/b", "this-is-too-long0", "eth0\n"] {
@@ -194,7 +199,7 @@ mod tests {
                 ..Options::default()
             };
             assert_eq!(
-                underlay(&opts).unwrap_err().status,
+                from_flag(&opts).unwrap_err().status,
                 Status::Error,
                 "{bad:?}"
             );
@@ -203,16 +208,17 @@ mod tests {
             interfaces: vec!["nosuchdev0".into()],
             ..Options::default()
         };
-        assert_eq!(underlay(&opts).unwrap_err().status, Status::Error);
+        assert_eq!(from_flag(&opts).unwrap_err().status, Status::Error);
+        assert_eq!(from_flag(&Options::default()).unwrap(), None);
     }
 
     #[test]
     fn peers_on_loopback_are_not_underlay() {
         // A route to one of our own addresses is local: not a NIC.
-        let opts = Options {
-            peers: vec!["127.0.0.1".into()],
-            ..Options::default()
-        };
-        assert_eq!(from_peer_routes(&opts).unwrap(), None);
+        assert_eq!(
+            from_peer_routes(&["127.0.0.1".parse().unwrap()]).unwrap(),
+            None
+        );
+        assert_eq!(from_peer_routes(&[]).unwrap(), None);
     }
 }
