@@ -81,6 +81,8 @@ impl Check for TcpReordering {
             Err(e) => return e.into(),
         };
         let t0 = Instant::now();
+        // Read inside the window so that it costs no extra time.
+        let multiqueue = multiqueue_interfaces(ctx);
         ctx.wait_for_window_end();
         let end = match read_tcp_counters() {
             Ok(c) => c,
@@ -92,7 +94,7 @@ impl Check for TcpReordering {
             end,
             window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
-            multiqueue: multiqueue_interfaces(ctx),
+            multiqueue,
         })
     }
 }
