@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod monitoring;
+mod ipsec;
 mod ovsdb;
 mod udp;
 mod nic;

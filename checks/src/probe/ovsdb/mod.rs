@@ -120,14 +120,15 @@ fn no_member_answered(
             };
         }
     }
+    if let [(ep, e)] = failures.as_slice() {
+        return ProbeError::Other(format!("{db} at {ep} did not answer: {e}"));
+    }
     let reasons: Vec<String> = failures
         .iter()
         .map(|(ep, e)| format!("{ep}: {e}"))
         .collect();
-    let one = endpoints.len() == 1;
     ProbeError::Other(format!(
-        "{} {db} at {} answered ({})",
-        if one { "the" } else { "no member of" },
+        "no member of {db} at {} answered ({})",
         endpoint::join(endpoints),
         reasons.join("; ")
     ))
