@@ -6,5 +6,6 @@ mod cli;
 mod monitoring;
 mod ipsec;
 mod ovsdb;
+mod qemu;
 mod udp;
 mod nic;

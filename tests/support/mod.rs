@@ -7,6 +7,7 @@
 
 pub mod netns;
 pub mod ovsdb_server;
+pub mod qemu;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

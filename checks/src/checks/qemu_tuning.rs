@@ -156,14 +156,15 @@ impl Check for QemuTuning {
     }
 }
 
-/// Read every QEMU process, its taps and its QMP monitors.
+/// Read every QEMU process, its taps and its QMP monitors. The monitors are
+/// asked concurrently, so monitors that never answer cost one probe
+/// timeout in all, not one each.
 pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
     let discovery = process::discover()?;
     let mut instances = Vec::new();
     for proc in discovery.found {
         let cmdline = QemuCommandLine::parse(&proc.argv).map_err(|e| e.to_string());
         let mut taps = BTreeMap::new();
-        let mut qmp_facts = Vec::new();
         if let Ok(cl) = &cmdline {
             for netdev in &cl.netdevs {
                 let Some(ifname) = netdev.get("ifname") else {
@@ -176,20 +177,35 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
                 };
                 taps.insert(ifname.to_owned(), facts);
             }
-            for sock in cl.qmp_sockets().into_iter().filter(|s| s.server) {
-                let bound = ctx.bounded(ctx.opts.probe_timeout);
-                let answer = qmp::gather(&sock.path, bound).map_err(|e| e.to_string());
-                qmp_facts.push((sock.path, answer));
-            }
         }
         instances.push(InstanceFacts {
             pid: proc.pid,
             cmdline,
             taps,
             fds: host::process_fds(proc.pid).map_err(|e| e.to_string()),
-            qmp: qmp_facts,
+            qmp: Vec::new(),
         });
     }
+    let deadline = std::time::Instant::now() + ctx.bounded(ctx.opts.probe_timeout);
+    std::thread::scope(|scope| {
+        for instance in &mut instances {
+            let Ok(cl) = &instance.cmdline else { continue };
+            let sockets: Vec<PathBuf> = cl
+                .qmp_sockets()
+                .into_iter()
+                .filter(|s| s.server)
+                .map(|s| s.path)
+                .collect();
+            let qmp = &mut instance.qmp;
+            scope.spawn(move || {
+                for path in sockets {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    let answer = qmp::gather(&path, left).map_err(|e| e.to_string());
+                    qmp.push((path, answer));
+                }
+            });
+        }
+    });
     Ok(HostFacts {
         vhost_net: host::vhost_net_present(),
         instances,
