@@ -434,3 +434,79 @@ fn nic_tso_on_veth_skips_for_want_of_counters() {
         "{c:#}"
     );
 }
+
+#[test]
+fn a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues() {
+    if !support::root_or_skip("a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues")
+    {
+        return;
+    }
+    // A macvlan stands in for a VLAN or bond port (sysfs lower_* links
+    // alike; this CI kernel has no 8021q or bonding module).
+    let a = Netns::new();
+    let b = Netns::new();
+    a.ip(&[
+        "link",
+        "add",
+        "nicphys",
+        "numtxqueues",
+        "2",
+        "numrxqueues",
+        "2",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "nicphysp",
+        "netns",
+        &b.name,
+    ]);
+    a.ip(&[
+        "link", "add", "link", "nicphys", "name", "nicstack", "type", "macvlan", "mode", "bridge",
+    ]);
+    a.ip(&["link", "add", "br-vpc", "type", "bridge"]);
+    a.ip(&["link", "set", "nicstack", "master", "br-vpc"]);
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["doctor", "--check", "nic.queues,nic.offloads"]),
+    );
+    let q = support::check(&doc, "nic.queues");
+    assert_eq!(
+        q["evidence"]["interface_source"], "ports of br-vpc, lower devices",
+        "{q:#}"
+    );
+    assert_eq!(q["evidence"]["interfaces"][0]["name"], "nicphys", "{q:#}");
+    assert_eq!(q["evidence"]["interfaces"][0]["max"], 2, "{q:#}");
+    // Offloads are judged where the stack hands packets over: the port.
+    let o = support::check(&doc, "nic.offloads");
+    assert_eq!(o["evidence"]["interfaces"][0]["name"], "nicstack", "{o:#}");
+    assert_features_match_ethtool(&a, o, "nicstack");
+}
+
+#[test]
+fn bad_or_absent_interface_names_are_inconclusive_exit_2() {
+    for bad in ["a/b", "this-is-too-long0", "eth 0"] {
+        let (code, _, stderr) = support::run(support::spx().args([
+            "doctor",
+            "--check",
+            "nic.offloads",
+            "--interface",
+            bad,
+        ]));
+        assert_eq!(code, 2, "{bad:?}: {stderr}");
+    }
+    let (code, doc) = run_json(support::spx().args([
+        "doctor",
+        "--check",
+        "nic.offloads",
+        "--interface",
+        "nosuchnic0",
+    ]));
+    let c = support::check(&doc, "nic.offloads");
+    assert_eq!(c["status"], "error", "{c:#}");
+    assert!(
+        c["summary"].as_str().unwrap().contains("no such interface"),
+        "{c:#}"
+    );
+    assert_eq!(code, 2);
+}

@@ -39,7 +39,8 @@ impl Check for NicQueues {
          channels, or the smaller of rx and tx where a driver reports them apart. \
          Interfaces: --interface IF, else the underlay NICs (ports of br-vpc, else br-lan, \
          else br-wan, else the egress of the routes to --peer addresses), else, inside a \
-         guest, the interface of the default route.\n\
+         guest, the interface of the default route. A VLAN, bond or macvlan is followed \
+         down to the devices beneath it (sysfs lower_*), which own the queues.\n\
          \n\
          Verdict: fewer in use than offered warns, with the `ethtool -L` command that uses \
          them all. A driver without channel support is 'not reported by this driver'.\n\
@@ -53,7 +54,7 @@ impl Check for NicQueues {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
-            Ok(s) => s,
+            Ok(s) => underlay_nics::hardware(s),
             Err(f) => return f,
         };
         match gather(&sel) {

@@ -36,7 +36,8 @@ impl Check for NicRings {
     fn explain(&self) -> &'static str {
         "Reads ring sizes through the SIOCETHTOOL ioctl (what `ethtool -g IF` shows). \
          Interfaces: as nic.queues (--interface, else the underlay NICs, else in a guest \
-         the default route's interface).\n\
+         the default route's interface; VLANs and bonds followed down to the devices \
+         beneath).\n\
          \n\
          Verdict: an rx ring below 1024 where the device's maximum allows 1024 warns, with \
          the `ethtool -G` command. A ring already at the device's maximum passes; a driver \
@@ -50,7 +51,7 @@ impl Check for NicRings {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
-            Ok(s) => s,
+            Ok(s) => underlay_nics::hardware(s),
             Err(f) => return f,
         };
         match gather(&sel) {

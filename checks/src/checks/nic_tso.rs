@@ -72,7 +72,8 @@ impl Check for NicTso {
         "Reads the underlay NIC's transmit counters at the start and end of the sample \
          window (--sample): wire packets and bytes (sysfs statistics) and the driver's TSO \
          descriptor counters by name through SIOCETHTOOL (what `ethtool -S IF` shows: mlx5 \
-         tx_tso_packets and tx_tso_inner_packets, mlx4 tso_packets). The ratio is wire \
+         tx_tso_packets and tx_tso_inner_packets, mlx4 tso_packets) of the underlay NICs \
+         (VLANs and bonds followed down to the devices beneath). The ratio is wire \
          packets per TSO descriptor.\n\
          \n\
          Verdicts: bulk traffic (full-size frames, at least 1000 packets/s) with no TSO \
@@ -100,7 +101,7 @@ impl Check for NicTso {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay(ctx) {
-            Ok(s) => s,
+            Ok(s) => underlay_nics::hardware(s),
             Err(f) => return f,
         };
         let ethtool = match Ethtool::open() {

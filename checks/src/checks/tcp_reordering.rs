@@ -105,6 +105,7 @@ fn multiqueue_interfaces(ctx: &Ctx) -> Vec<(String, u32)> {
     let Ok(sel) = underlay_nics::underlay_or_default_route(ctx) else {
         return Vec::new();
     };
+    let sel = underlay_nics::hardware(sel);
     let Ok(read) = underlay_nics::read_each(&sel, |e, name| e.channels(name)) else {
         return Vec::new();
     };

@@ -153,6 +153,64 @@ pub fn default_route_interface() -> Option<String> {
         .filter(|name| sysfs_net::exists(name))
 }
 
+/// The devices under each selected interface: a VLAN, bond or macvlan
+/// port has no rings, channels or TSO counters of its own; its lower
+/// devices (`/sys/class/net/IF/lower_*`, followed down) do. Interfaces
+/// without lower devices are kept as they are.
+pub fn hardware(sel: Selection) -> Selection {
+    let mut out: Vec<String> = Vec::new();
+    let mut changed = false;
+    for name in &sel.interfaces {
+        let lowest = lowest_devices(name, 0);
+        if lowest.len() != 1 || lowest[0] != *name {
+            changed = true;
+        }
+        for l in lowest {
+            if !out.contains(&l) {
+                out.push(l);
+            }
+        }
+    }
+    if !changed {
+        return sel;
+    }
+    Selection {
+        interfaces: out,
+        source: format!("{}, lower devices", sel.source),
+    }
+}
+
+fn lowest_devices(name: &str, depth: usize) -> Vec<String> {
+    let lowers = lower_devices(name);
+    if lowers.is_empty() || depth > 8 {
+        return vec![name.to_owned()];
+    }
+    lowers
+        .iter()
+        .flat_map(|l| lowest_devices(l, depth + 1))
+        .collect()
+}
+
+/// The direct lower devices of `name`: the `lower_<dev>` links sysfs keeps
+/// for VLANs, bonds, macvlans and team devices. Sorted.
+pub fn lower_devices(name: &str) -> Vec<String> {
+    if crate::validate::interface(name).is_err() {
+        return Vec::new();
+    }
+    let dir = std::path::Path::new("/sys/class/net").join(name);
+    let mut lowers: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter_map(|f| f.strip_prefix("lower_").map(str::to_owned))
+                .filter(|l| crate::validate::interface(l).is_ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    lowers.sort();
+    lowers
+}
+
 /// Run one ethtool read on every selected interface, in order. Any probe
 /// error becomes the check's finding (permission → skip naming the
 /// capability, a vanished interface → not applicable, else error).
