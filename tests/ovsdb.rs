@@ -237,3 +237,29 @@ fn the_servers_echo_keepalive_is_answered() {
     assert_eq!(got, ips(&["198.18.0.9"]));
     server.join().unwrap();
 }
+
+#[test]
+fn a_raft_member_not_connected_to_its_cluster_is_passed_over() {
+    // ovn-nbctl does the same: a member that is up but has no cluster
+    // (here: still joining one whose other member is gone) is not asked.
+    let joining = OvsdbServer::joining("OVN_Southbound");
+    let sb = OvsdbServer::clustered(crate::support::ovsdb_server::SB_SCHEMA);
+    sb.sbctl(&["chassis-add", "spx4", "geneve", "198.18.0.4"]);
+    let list = Endpoint::parse_list(&format!("{},{}", joining.unix(), sb.tcp())).unwrap();
+    let ans =
+        ovsdb::sb_encap_ips_within(&list, Budget::per_member(Duration::from_secs(2), 2)).unwrap();
+    assert_eq!(ans.value, ips(&["198.18.0.4"]));
+    assert_eq!(
+        ans.endpoint.to_string(),
+        sb.tcp(),
+        "the clustered, connected member answered"
+    );
+    assert_eq!(ans.passed_over[0].0.to_string(), joining.unix());
+    assert!(
+        ans.passed_over[0]
+            .1
+            .contains("not connected to its cluster"),
+        "{:?}",
+        ans.passed_over
+    );
+}

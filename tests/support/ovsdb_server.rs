@@ -44,10 +44,35 @@ impl OvsdbServer {
     }
 
     pub fn start(schema: &str) -> OvsdbServer {
-        assert!(
-            Path::new(schema).exists(),
-            "{schema} missing: install openvswitch-switch and ovn-central (--no-install-recommends)"
-        );
+        OvsdbServer::create(|db| run("ovsdb-tool", &["create", path(db), schema_file(schema)]))
+    }
+
+    /// A one-member raft cluster (`ovsdb-tool create-cluster`): the
+    /// `_Server` database reports it `clustered` and connected.
+    pub fn clustered(schema: &str) -> OvsdbServer {
+        let raft = format!("tcp:127.0.0.1:{}", refused_port());
+        OvsdbServer::create(|db| {
+            run(
+                "ovsdb-tool",
+                &["create-cluster", path(db), schema_file(schema), &raft],
+            )
+        })
+    }
+
+    /// A raft member still joining a cluster whose only other member is
+    /// gone: up, answering `_Server`, but its `db_name` is not available.
+    pub fn joining(db_name: &str) -> OvsdbServer {
+        let local = format!("tcp:127.0.0.1:{}", refused_port());
+        let remote = format!("tcp:127.0.0.1:{}", refused_port());
+        OvsdbServer::create(|db| {
+            run(
+                "ovsdb-tool",
+                &["join-cluster", path(db), db_name, &local, &remote],
+            )
+        })
+    }
+
+    fn create(make_db: impl FnOnce(&Path) -> String) -> OvsdbServer {
         let dir = tempfile::Builder::new()
             .prefix("spx-ovsdb-")
             .tempdir()
@@ -55,7 +80,7 @@ impl OvsdbServer {
         let db = dir.path().join("db");
         let sock = dir.path().join("db.sock");
         let log = dir.path().join("log");
-        run("ovsdb-tool", &["create", path(&db), schema]);
+        make_db(&db);
         let child = Command::new("ovsdb-server")
             .args([
                 path(&db),
@@ -81,9 +106,11 @@ impl OvsdbServer {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
+            // The ptcp:0 remote logs `INFO|0:127.0.0.1: listening on port N`;
+            // a raft listener logs its own line, with its own port first.
             let port = text
                 .lines()
-                .filter_map(|l| l.split("listening on port ").nth(1))
+                .filter_map(|l| l.split("|0:127.0.0.1: listening on port ").nth(1))
                 .find_map(|p| p.trim().parse::<u16>().ok());
             if let (Some(port), true) = (port, server.sock.exists()) {
                 server.port = port;
@@ -141,6 +168,14 @@ impl Drop for OvsdbServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn schema_file(schema: &str) -> &str {
+    assert!(
+        Path::new(schema).exists(),
+        "{schema} missing: install openvswitch-switch and ovn-central (--no-install-recommends)"
+    );
+    schema
 }
 
 fn path(p: &Path) -> &str {
