@@ -351,6 +351,12 @@ pub fn audit_instance(
             "-readconfig {file}: options in that file are not read"
         ));
     }
+    for (option, value) in cl.args.iter().filter(|(o, _)| o == "nic" || o == "net") {
+        a.not_judged.push(format!(
+            "-{option} {}: legacy NIC options are not audited (Spinifex uses -netdev and -device)",
+            value.as_deref().unwrap_or_default()
+        ));
+    }
     audit_nics(cl, facts, vhost_net, expect, &mut a);
     let boot = audit_boot_disk(cl, &mut a);
     audit_data_volumes(cl, boot, &mut a);
@@ -1286,11 +1292,17 @@ mod tests {
         let argv = words(
             "qemu-system-x86_64 -netdev user,id=u0 -device e1000,netdev=u0 \
              -drive driver=null-co,id=os,if=none,cache=none -device virtio-blk-pci,drive=os,num-queues=1 \
-             -object iothread,id=t -set device.x.y=z",
+             -object iothread,id=t -set device.x.y=z -nic user,model=e1000",
         );
         let a = audit_instance(&instance(1, &argv, &[]), true, Some(&ipsec_off()));
         assert!(
             a.tags.contains(&"tap") && a.tags.contains(&"model") && a.tags.contains(&"iothread"),
+            "{a:#?}"
+        );
+        assert!(
+            a.not_judged
+                .iter()
+                .any(|n| n.starts_with("-nic user,model=e1000: legacy NIC options")),
             "{a:#?}"
         );
     }
