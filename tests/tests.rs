@@ -9,3 +9,4 @@ mod ovsdb;
 mod qemu;
 mod udp;
 mod nic;
+mod mtu_path;

@@ -40,6 +40,7 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::ipsec_flags::IpsecFlags,
     &checks::ipsec_xfrm::IpsecXfrm,
     &checks::overlay_mtu::OverlayMtu,
+    &checks::path_mtu::PathMtu,
 ];
 
 /// Look a check up by id.

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod fabric;
 pub mod netns;
 pub mod ovsdb_server;
 pub mod qemu;

@@ -14,3 +14,4 @@ pub mod tcp_reordering;
 pub mod ipsec_flags;
 pub mod ipsec_xfrm;
 pub mod overlay_mtu;
+pub mod path_mtu;

@@ -1,0 +1,260 @@
+//! `mtu.path` against a real fabric of network namespaces (support::fabric):
+//! a healthy jumbo node, a node behind a 1500 switch port (black hole), a
+//! node that ignores echo, a node behind a router whose far link is 4000,
+//! a source whose own link is 1500, and IPv6. Every expected value is
+//! checked against `ping -M do` as an independent oracle where one exists.
+
+use serde_json::Value;
+
+use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, ROUTER_V4};
+use crate::support::{self, check, run_json};
+
+fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
+    check["evidence"]["peers"]
+        .as_array()
+        .expect("peers array")
+        .iter()
+        .find(|p| p["address"] == addr)
+        .unwrap_or_else(|| panic!("no peer {addr} in {check:#}"))
+}
+
+const BLACKHOLE: NodeSpec = NodeSpec {
+    mtu: 9000,
+    port_mtu: 1500,
+    ipv6: true,
+};
+
+#[test]
+fn mtu_path_names_every_failure_mode_exactly() {
+    if !support::root_or_skip("mtu_path_names_every_failure_mode_exactly") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(BLACKHOLE);
+    let deaf = fabric.add_node(NodeSpec::jumbo());
+    fabric.add_router(4000);
+    fabric.node(deaf).ignore_echo();
+    let (s, h, b, d) = (
+        fabric.node(src),
+        fabric.node(healthy),
+        fabric.node(hole),
+        fabric.node(deaf),
+    );
+
+    // The oracle: what ping -M do says about each path.
+    assert!(s.ping_df(&h.v4, 8972), "healthy path carries 9000");
+    assert!(s.ping_df(&b.v4, 1472), "black hole carries 1500");
+    assert!(!s.ping_df(&b.v4, 1473), "black hole drops 1501");
+    assert!(s.ping_df(FAR_V4, 3972), "far link carries 4000");
+    assert!(!s.ping_df(&d.v4, 56), "deaf node ignores echo");
+
+    // Peers from the config, this node's own entry among them (skipped).
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n\
+             [nodes.src]\nhost = \"{}\"\n\
+             [nodes.healthy]\nhost = \"{}\"\n\
+             [nodes.hole]\nhost = \"{}:8443\"\n\
+             [nodes.deaf]\nadvertise = \"{}\"\n\
+             [nodes.far]\nhost = \"{FAR_V4}\"\n",
+            s.v4, h.v4, b.v4, d.v4
+        ),
+    );
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["doctor", "--check", "mtu.path", "--config"])
+            .arg(&config),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    assert_eq!(c["status"], "fail");
+    assert_eq!(c["evidence"]["target_mtu"], 9000);
+    assert_eq!(c["evidence"]["target_source"], "underlay_mtu");
+    assert_eq!(c["evidence"]["peers"].as_array().unwrap().len(), 4);
+
+    let p = peer(c, &h.v4);
+    assert_eq!(p["verdict"], "ok");
+    assert_eq!(p["path_mtu"], 9000);
+    assert_eq!(p["source"], "config");
+    assert_eq!(p["interface"], "eth0");
+    assert!(p["rtt_ms"].as_f64().unwrap() > 0.0);
+
+    let p = peer(c, &b.v4);
+    assert_eq!(p["verdict"], "blackhole");
+    assert_eq!(p["path_mtu"], 1500);
+    assert!(p["rounds"].as_u64().unwrap() <= 3);
+
+    let p = peer(c, FAR_V4);
+    assert_eq!(p["verdict"], "too-big");
+    assert_eq!(p["path_mtu"], 4000);
+    assert_eq!(p["reported_by"], ROUTER_V4);
+    assert_eq!(p["rounds"], 1, "the hop's MTU is taken in one round");
+
+    let p = peer(c, &d.v4);
+    assert_eq!(p["verdict"], "unreachable");
+    assert!(p["path_mtu"].is_null());
+    assert!(p["rtt_ms"].is_null());
+
+    assert_eq!(c["evidence"]["local"][0]["interface"], "eth0");
+    assert_eq!(c["evidence"]["local"][0]["mtu"], 9000);
+    assert!(c["evidence"]["local"][0]["max_mtu"].as_u64().unwrap() >= 9000);
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("{} black-holes packets above 1500 bytes", b.v4)),
+        "{summary}"
+    );
+    assert!(summary.ends_with("; 1 unreachable"), "{summary}");
+    let fixes: Vec<&str> = c["remediation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        fixes
+            .iter()
+            .any(|f| f.contains("`ip link set dev eth0 mtu 1500`")),
+        "{fixes:#?}"
+    );
+    assert!(
+        fixes.iter().any(|f| f.contains("`underlay_mtu = 1500`")),
+        "{fixes:#?}"
+    );
+    assert!(
+        fixes.iter().any(|f| f.contains(&format!(
+            "the router {ROUTER_V4} forwards at most 4000 bytes"
+        ))),
+        "{fixes:#?}"
+    );
+}
+
+#[test]
+fn mtu_path_local_link_below_target_is_local_mtu() {
+    if !support::root_or_skip("mtu_path_local_link_below_target_is_local_mtu") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec {
+        mtu: 1500,
+        port_mtu: 9000,
+        ipv6: false,
+    });
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let (s, h) = (fabric.node(src), fabric.node(healthy));
+    assert!(s.ping_df(&h.v4, 1472));
+    assert!(!s.ping_df(&h.v4, 1473), "cannot leave a 1500 link");
+
+    let (code, doc) = run_json(s.spx().args([
+        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4,
+    ]));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    assert_eq!(c["evidence"]["target_source"], "--mtu");
+    let p = peer(c, &h.v4);
+    assert_eq!(p["verdict"], "local-mtu");
+    assert_eq!(p["path_mtu"], 1500);
+    assert_eq!(p["source"], "--peer");
+    assert_eq!(c["evidence"]["local"][0]["mtu"], 1500);
+    assert!(c["summary"]
+        .as_str()
+        .unwrap()
+        .contains("this host's eth0 is below 9000"));
+    assert!(c["remediation"][0]
+        .as_str()
+        .unwrap()
+        .contains("`ip link set dev eth0 mtu 9000`"));
+}
+
+#[test]
+fn mtu_path_ipv6_peers_ok_and_black_hole() {
+    if !support::root_or_skip("mtu_path_ipv6_peers_ok_and_black_hole") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(BLACKHOLE);
+    let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
+    let (h6, b6) = (h.v6.clone().unwrap(), b.v6.clone().unwrap());
+    assert!(s.ping_df(&h6, 8952), "IPv6: 9000 - 48");
+    assert!(
+        s.ping_df(&b6, 1452) && !s.ping_df(&b6, 1453),
+        "IPv6 black hole at 1500"
+    );
+
+    let (code, doc) = run_json(s.spx().args([
+        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h6, "--peer", &b6,
+    ]));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    assert_eq!(peer(c, &h6)["verdict"], "ok");
+    assert_eq!(peer(c, &h6)["path_mtu"], 9000);
+    assert_eq!(peer(c, &b6)["verdict"], "blackhole");
+    assert_eq!(peer(c, &b6)["path_mtu"], 1500);
+}
+
+#[test]
+fn mtu_path_healthy_fabric_passes_with_ping_sockets() {
+    if !support::root_or_skip("mtu_path_healthy_fabric_passes_with_ping_sockets") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let a = fabric.add_node(NodeSpec::jumbo());
+    let b = fabric.add_node(NodeSpec::jumbo());
+    let s = fabric.node(src);
+    s.allow_ping_sockets();
+    let (a4, b4) = (fabric.node(a).v4.clone(), fabric.node(b).v4.clone());
+    let a6 = fabric.node(a).v6.clone().unwrap();
+    let (code, doc) = run_json(s.spx().args([
+        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &a4, "--peer", &b4, "--peer",
+        &a6, // This host's own address is never a peer.
+        "--peer", &s.v4,
+    ]));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 0, "{c:#}");
+    assert_eq!(c["status"], "pass");
+    assert_eq!(c["evidence"]["socket"], "icmp-datagram");
+    assert_eq!(c["evidence"]["peers"].as_array().unwrap().len(), 3);
+    assert_eq!(c["evidence"]["excluded"][0]["address"], s.v4.as_str());
+    for p in c["evidence"]["peers"].as_array().unwrap() {
+        assert_eq!(p["verdict"], "ok");
+        assert_eq!(p["rounds"], 1);
+    }
+}
+
+#[test]
+fn mtu_path_without_peers_skips() {
+    if !support::root_or_skip("mtu_path_without_peers_skips") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let s = fabric.node(src);
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n",
+            s.v4
+        ),
+    );
+    let (_, doc) = run_json(
+        s.spx()
+            .args(["doctor", "--check", "mtu.path", "--config"])
+            .arg(&config),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(c["status"], "skip");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("no peers to probe"),
+        "{c:#}"
+    );
+}
