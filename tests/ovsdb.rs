@@ -103,7 +103,7 @@ fn all_members_dead_is_an_error_naming_each() {
     );
     assert_eq!(err.matches("refused").count(), 2, "{err}");
     assert!(
-        err.contains("unix:/nonexistent/spx-test.sock: No such file"),
+        err.contains("unix:/nonexistent/spx-test.sock: no socket at /nonexistent/spx-test.sock (is ovsdb-server running on this host?)"),
         "{err}"
     );
 }

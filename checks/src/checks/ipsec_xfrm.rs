@@ -171,7 +171,7 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
             .fixes([
                 "on this node: `systemctl stop openvswitch-ipsec` and stop charon (`systemctl stop strongswan-starter`, or `strongswan` where charon-systemd runs)",
                 "`ip xfrm state flush proto esp` and `ip xfrm policy flush` (removes every ESP SA and IPsec policy on this node: only when nothing else here uses IPsec)",
-                "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass (stale NB_Global.ipsec / ipsec_encapsulation restart the IKE daemon)",
+                "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass: while NB_Global.ipsec or ipsec_encapsulation still read true, the IPsec daemons set the SAs up again",
             ])
         };
         return base(f).with("missing_pairs", Vec::<String>::new());

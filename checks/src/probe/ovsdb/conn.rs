@@ -90,7 +90,22 @@ impl Session {
             Endpoint::Unix(path) => {
                 let addr = SockAddr::unix(path)?;
                 let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
-                sock.connect_timeout(&addr, left(started, deadline)?)?;
+                match sock.connect_timeout(&addr, left(started, deadline)?) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(MemberError::Protocol(format!(
+                            "no socket at {} (is ovsdb-server running on this host?)",
+                            path.display()
+                        )))
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        return Err(MemberError::Protocol(format!(
+                            "nothing listens on {} (a stale socket: is ovsdb-server running?)",
+                            path.display()
+                        )))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
                 Stream::Unix(UnixStream::from(sock))
             }
         };
