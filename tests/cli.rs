@@ -4,7 +4,8 @@ use crate::support::{self, run, run_json, spx, write_config};
 
 #[test]
 fn no_config_runs_host_checks_and_validates() {
-    let (code, doc) = run_json(spx().args(["doctor", "--check", "sysctl,udp", "--sample", "100ms"]));
+    let (code, doc) =
+        run_json(spx().args(["doctor", "--check", "sysctl,udp", "--sample", "100ms"]));
     assert!(code == 0 || code == 1, "exit {code}: {doc}");
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["profile"], "default");
@@ -20,8 +21,16 @@ fn no_config_runs_host_checks_and_validates() {
 #[test]
 fn exit_code_follows_the_buffer_verdict() {
     // The oracle is the kernel file itself, read independently.
-    let rmem: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max").unwrap().trim().parse().unwrap();
-    let wmem: u64 = std::fs::read_to_string("/proc/sys/net/core/wmem_max").unwrap().trim().parse().unwrap();
+    let rmem: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let wmem: u64 = std::fs::read_to_string("/proc/sys/net/core/wmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let (code, doc) = run_json(spx().args(["doctor", "--check", "sysctl.udp-buffers"]));
     let c = support::check(&doc, "sysctl.udp-buffers");
     assert_eq!(c["evidence"]["rmem_max"], rmem);
@@ -34,15 +43,26 @@ fn exit_code_follows_the_buffer_verdict() {
 #[test]
 fn config_node_is_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), "node = \"spx1\"\n[nodes.spx1]\nhost = \"198.18.0.1\"\n");
-    let (_, doc) = run_json(spx().args(["doctor", "--check", "sysctl"]).arg("--config").arg(&cfg));
+    let cfg = write_config(
+        dir.path(),
+        "node = \"spx1\"\n[nodes.spx1]\nhost = \"198.18.0.1\"\n",
+    );
+    let (_, doc) = run_json(
+        spx()
+            .args(["doctor", "--check", "sysctl"])
+            .arg("--config")
+            .arg(&cfg),
+    );
     assert_eq!(doc["node"], "spx1");
 }
 
 #[test]
 fn mistyped_config_is_exit_2_with_position_and_key() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), "node = \"spx1\"\n[network]\nunderlay_mtu = \"9000\"\n");
+    let cfg = write_config(
+        dir.path(),
+        "node = \"spx1\"\n[network]\nunderlay_mtu = \"9000\"\n",
+    );
     let (code, out, err) = run(spx().args(["doctor"]).arg("--config").arg(&cfg));
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty());
@@ -54,7 +74,10 @@ fn mistyped_config_is_exit_2_with_position_and_key() {
 #[test]
 fn malformed_config_is_exit_2_with_position() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), "node = \"spx1\"\n[network\nipsec_enabled = true\n");
+    let cfg = write_config(
+        dir.path(),
+        "node = \"spx1\"\n[network\nipsec_enabled = true\n",
+    );
     let (code, _, err) = run(spx().args(["doctor"]).arg("--config").arg(&cfg));
     assert_eq!(code, 2);
     assert!(err.contains("spinifex.toml:2:"), "{err}");
@@ -64,7 +87,10 @@ fn malformed_config_is_exit_2_with_position() {
 fn missing_explicit_config_is_exit_2() {
     let (code, _, err) = run(spx().args(["doctor", "--config", "/nonexistent/spinifex.toml"]));
     assert_eq!(code, 2);
-    assert!(err.contains("cannot read config /nonexistent/spinifex.toml"), "{err}");
+    assert!(
+        err.contains("cannot read config /nonexistent/spinifex.toml"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -102,7 +128,10 @@ fn bad_flags_are_exit_2() {
         let (code, out, err) = run(spx().args(args));
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(out.is_empty(), "{args:?}: {out}");
-        assert!(err.starts_with("spx: error: ") || err.starts_with("error: "), "{args:?}: {err}");
+        assert!(
+            err.starts_with("spx: error: ") || err.starts_with("error: "),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -119,12 +148,18 @@ fn list_and_explain_come_from_the_check_list() {
 #[test]
 fn table_output_has_counts_and_no_color_when_piped() {
     let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "--color", "auto"]));
-    assert!(out.contains("1 checks:") && out.contains("sysctl.udp-buffers"), "{out}");
+    assert!(
+        out.contains("1 checks:") && out.contains("sysctl.udp-buffers"),
+        "{out}"
+    );
     assert!(!out.contains('\u{1b}'), "no escape codes when piped");
     let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "--color", "always"]));
     assert!(out.contains('\u{1b}'), "colour forced");
     let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "-v"]));
-    assert!(out.contains("required: 16777216"), "evidence with -v: {out}");
+    assert!(
+        out.contains("required: 16777216"),
+        "evidence with -v: {out}"
+    );
 }
 
 #[test]
@@ -132,11 +167,14 @@ fn output_file_is_written_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("doctor.json");
     let (code, out, err) = run(spx()
-        .args(["doctor", "--check", "sysctl", "--format", "json", "--output"])
+        .args([
+            "doctor", "--check", "sysctl", "--format", "json", "--output",
+        ])
         .arg(&path));
     assert!(code < 2, "{err}");
     assert!(out.is_empty());
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     support::assert_valid(&doc);
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file left behind");
@@ -153,7 +191,11 @@ fn broken_pipe_exits_quietly() {
         .unwrap();
     drop(child.stdout.take()); // the reader goes away before the writer writes
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.code().is_some(), "killed by a signal: {:?}", out.status);
+    assert!(
+        out.status.code().is_some(),
+        "killed by a signal: {:?}",
+        out.status
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }

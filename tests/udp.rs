@@ -24,7 +24,13 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
     let flood = ns.in_thread(move || {
         let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
         rx.set_recv_buffer_size(1).unwrap();
-        rx.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+        rx.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
         let to = rx.local_addr().unwrap().as_socket().unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let payload = [0x5a_u8; 1200];
@@ -40,7 +46,9 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
         drop(rx);
         sent
     });
-    ready_rx.recv_timeout(Duration::from_secs(5)).expect("flood started");
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("flood started");
     // Measure inside the namespace while the flood runs.
     let (code, doc) = run_json(ns.spx().args([
         "doctor",
@@ -54,7 +62,10 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
     let c = support::check(&doc, "udp.rcvbuf-errors");
     assert_eq!(c["status"], "fail", "{c}");
     assert_eq!(code, 1);
-    assert!(c["evidence"]["rcvbuf_errors_delta"].as_u64().unwrap() > 0, "{c}");
+    assert!(
+        c["evidence"]["rcvbuf_errors_delta"].as_u64().unwrap() > 0,
+        "{c}"
+    );
     assert!(c["evidence"]["window_ms"].as_u64().unwrap() >= 400, "{c}");
     assert!(!c["remediation"].as_array().unwrap().is_empty());
 }
@@ -65,7 +76,10 @@ fn a_fresh_namespace_has_no_drops() {
         return;
     }
     let ns = Netns::new();
-    let (code, doc) = run_json(ns.spx().args(["doctor", "--check", "udp", "--sample", "200ms"]));
+    let (code, doc) = run_json(
+        ns.spx()
+            .args(["doctor", "--check", "udp", "--sample", "200ms"]),
+    );
     assert_eq!(support::check(&doc, "udp.rcvbuf-errors")["status"], "pass");
     assert_eq!(code, 0);
 }

@@ -217,9 +217,11 @@ fn check<T>(
 impl RawConfig {
     fn validate(self) -> Result<Config, Invalid> {
         let node = match &self.node {
-            Some(n) => Some(check(n, || "node".into(), |s| {
-                validate::node_name(s).map(|()| s.to_owned())
-            })?),
+            Some(n) => Some(check(
+                n,
+                || "node".into(),
+                |s| validate::node_name(s).map(|()| s.to_owned()),
+            )?),
             None => None,
         };
         let underlay_mtu = match &self.network.underlay_mtu {
@@ -238,9 +240,11 @@ impl RawConfig {
         };
         let mut nodes = BTreeMap::new();
         for (name, raw) in self.nodes {
-            let n = check(&name, || "nodes".into(), |s| {
-                validate::node_name(s).map(|()| s.to_owned())
-            })?;
+            let n = check(
+                &name,
+                || "nodes".into(),
+                |s| validate::node_name(s).map(|()| s.to_owned()),
+            )?;
             let key = |k: &str| format!("nodes.{n}.{k}");
             let host = raw
                 .host
@@ -271,9 +275,11 @@ impl RawConfig {
                         .external_interface
                         .as_ref()
                         .map(|i| {
-                            check(i, || key("vpcd.external_interface"), |s| {
-                                validate::interface(s).map(|()| s.to_owned())
-                            })
+                            check(
+                                i,
+                                || key("vpcd.external_interface"),
+                                |s| validate::interface(s).map(|()| s.to_owned()),
+                            )
                         })
                         .transpose()?,
                 }),
@@ -339,7 +345,13 @@ host = "10.1.3.182:8443"
         assert_eq!(c.nodes["spx2"].host.as_deref(), Some("10.1.3.182"));
         assert_eq!(c.nb_endpoints().len(), 3);
         assert_eq!(
-            c.this_node().unwrap().vpcd.as_ref().unwrap().external_interface.as_deref(),
+            c.this_node()
+                .unwrap()
+                .vpcd
+                .as_ref()
+                .unwrap()
+                .external_interface
+                .as_deref(),
             Some("br-wan")
         );
     }
@@ -358,7 +370,11 @@ host = "10.1.3.182:8443"
         let e = p("node = \"a\"\n[network]\nipsec_enabled = \"yes\"\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("network.ipsec_enabled"));
         assert_eq!((e.line, e.column), (Some(3), Some(17)), "{e}");
-        assert!(e.to_string().starts_with("spinifex.toml:3:17: key `network.ipsec_enabled`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("spinifex.toml:3:17: key `network.ipsec_enabled`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -370,10 +386,22 @@ host = "10.1.3.182:8443"
     #[test]
     fn hostile_values_are_refused_with_their_key() {
         for (text, key) in [
-            ("[nodes.a]\nhost = \"$(touch /tmp/pwned)\"\n", "nodes.a.host"),
-            ("[nodes.a]\nadvertise = \"1.2.3.4; reboot\"\n", "nodes.a.advertise"),
-            ("[nodes.a.vpcd]\novn_nb_addr = \"tcp:`id`:6641\"\n", "nodes.a.vpcd.ovn_nb_addr"),
-            ("[nodes.a.vpcd]\nexternal_interface = \"br wan\"\n", "nodes.a.vpcd.external_interface"),
+            (
+                "[nodes.a]\nhost = \"$(touch /tmp/pwned)\"\n",
+                "nodes.a.host",
+            ),
+            (
+                "[nodes.a]\nadvertise = \"1.2.3.4; reboot\"\n",
+                "nodes.a.advertise",
+            ),
+            (
+                "[nodes.a.vpcd]\novn_nb_addr = \"tcp:`id`:6641\"\n",
+                "nodes.a.vpcd.ovn_nb_addr",
+            ),
+            (
+                "[nodes.a.vpcd]\nexternal_interface = \"br wan\"\n",
+                "nodes.a.vpcd.external_interface",
+            ),
             ("node = \"a\\nb\"\n", "node"),
             ("[network]\nunderlay_mtu = 70000\n", "network.underlay_mtu"),
         ] {

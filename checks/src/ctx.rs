@@ -109,7 +109,10 @@ impl Ctx {
     /// What the config implies, or the skip finding when there is no config.
     pub fn expectations(&self) -> Result<&Expectations, Finding> {
         self.config()?;
-        Ok(self.expect.as_ref().expect("expectations follow a loaded config"))
+        Ok(self
+            .expect
+            .as_ref()
+            .expect("expectations follow a loaded config"))
     }
 
     /// When the run started; the sample window starts here too.

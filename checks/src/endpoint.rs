@@ -9,10 +9,16 @@ use crate::validate;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
-    Tcp { host: String, port: u16 },
+    Tcp {
+        host: String,
+        port: u16,
+    },
     Unix(PathBuf),
     /// Parsed so that it can be refused with a clear message where used.
-    Ssl { host: String, port: u16 },
+    Ssl {
+        host: String,
+        port: u16,
+    },
 }
 
 impl fmt::Display for Endpoint {
@@ -29,9 +35,9 @@ impl fmt::Display for Endpoint {
 impl Endpoint {
     pub fn parse(text: &str) -> Result<Endpoint, String> {
         validate::plain_text(text)?;
-        let (kind, rest) = text
-            .split_once(':')
-            .ok_or_else(|| format!("{text:?} is not an endpoint (expected tcp:HOST:PORT or unix:PATH)"))?;
+        let (kind, rest) = text.split_once(':').ok_or_else(|| {
+            format!("{text:?} is not an endpoint (expected tcp:HOST:PORT or unix:PATH)")
+        })?;
         match kind {
             "unix" => {
                 if rest.is_empty() || !rest.starts_with('/') {
@@ -40,8 +46,9 @@ impl Endpoint {
                 Ok(Endpoint::Unix(PathBuf::from(rest)))
             }
             "tcp" | "ssl" => {
-                let (host, port) = split_host_port(rest)
-                    .ok_or_else(|| format!("{text:?}: expected {kind}:HOST:PORT (the port is required)"))?;
+                let (host, port) = split_host_port(rest).ok_or_else(|| {
+                    format!("{text:?}: expected {kind}:HOST:PORT (the port is required)")
+                })?;
                 validate::host(&host).map_err(|e| format!("{text:?}: {e}"))?;
                 let port: u16 = port
                     .parse()
@@ -78,7 +85,10 @@ impl Endpoint {
 
 /// Join a list back into the form ovn-nbctl's `--db` takes.
 pub fn join(list: &[Endpoint]) -> String {
-    list.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `HOST:PORT` or `[V6]:PORT` or a bare IPv6 `a:b::c:PORT` (OVS accepts the

@@ -44,7 +44,11 @@ impl Expectations {
             node_count,
             underlay_mtu,
             guest_mtu: guest_mtu(underlay_mtu, ipsec_enabled, false),
-            esp_sa_min: if ipsec_wanted { expected_sa_count(node_count) } else { 0 },
+            esp_sa_min: if ipsec_wanted {
+                expected_sa_count(node_count)
+            } else {
+                0
+            },
         }
     }
 

@@ -51,10 +51,8 @@ pub fn select<'a>(
             });
         }
     }
-    let matches = |list: &[String], c: &dyn Check| {
-        list.iter()
-            .any(|w| w == c.id() || w == category(c.id()))
-    };
+    let matches =
+        |list: &[String], c: &dyn Check| list.iter().any(|w| w == c.id() || w == category(c.id()));
     Ok(all
         .iter()
         .copied()

@@ -11,7 +11,10 @@ pub const MAX_LEN: usize = 1024;
 /// No control characters (newline, NUL, escape…) and a sane length.
 pub fn plain_text(text: &str) -> Result<(), String> {
     if text.len() > MAX_LEN {
-        return Err(format!("value is {} bytes long (at most {MAX_LEN})", text.len()));
+        return Err(format!(
+            "value is {} bytes long (at most {MAX_LEN})",
+            text.len()
+        ));
     }
     if let Some(c) = text.chars().find(|c| c.is_control()) {
         return Err(format!("value contains the control character {c:?}"));
@@ -116,7 +119,16 @@ mod tests {
                 assert!(interface(good).is_ok(), "{good}");
             }
         }
-        for bad in ["", "this-is-too-long0", "a/b", "a b", "eth0\n", "..", "a:1", "x\0"] {
+        for bad in [
+            "",
+            "this-is-too-long0",
+            "a/b",
+            "a b",
+            "eth0\n",
+            "..",
+            "a:1",
+            "x\0",
+        ] {
             assert!(interface(bad).is_err(), "{bad:?}");
         }
     }
@@ -128,7 +140,16 @@ mod tests {
         assert_eq!(host_maybe_port("[fd00::1]:8443").unwrap(), "fd00::1");
         assert_eq!(host_maybe_port("fd00::1").unwrap(), "fd00::1");
         assert_eq!(host_maybe_port("spx1.lan").unwrap(), "spx1.lan");
-        for bad in ["$(reboot)", "a;b", "`id`", "x\ny", "h:0", "h:port", "-bad", ""] {
+        for bad in [
+            "$(reboot)",
+            "a;b",
+            "`id`",
+            "x\ny",
+            "h:0",
+            "h:port",
+            "-bad",
+            "",
+        ] {
             assert!(host_maybe_port(bad).is_err(), "{bad:?}");
         }
         assert!(host_maybe_port(&"a".repeat(10_000)).is_err());

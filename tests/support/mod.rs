@@ -50,10 +50,14 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 pub fn run_json(cmd: &mut Command) -> (i32, Value) {
     cmd.args(["--format", "json"]);
     let (code, stdout, stderr) = run(cmd);
-    let doc: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}"));
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}")
+    });
     assert_valid(&doc);
-    assert_eq!(doc["exit_code"], code, "JSON exit_code vs process; stderr: {stderr}");
+    assert_eq!(
+        doc["exit_code"], code,
+        "JSON exit_code vs process; stderr: {stderr}"
+    );
     (code, doc)
 }
 
@@ -73,11 +77,18 @@ pub fn assert_valid(doc: &Value) {
     let validator = SCHEMA.get_or_init(|| {
         let path = repo_root().join("schema/report-v1.schema.json");
         let schema: Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file")).expect("schema JSON");
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
+                .expect("schema JSON");
         jsonschema::validator_for(&schema).expect("valid schema")
     });
-    let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
-    assert!(errors.is_empty(), "JSON does not match schema/report-v1.schema.json: {errors:#?}\n{doc:#}");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "JSON does not match schema/report-v1.schema.json: {errors:#?}\n{doc:#}"
+    );
 }
 
 pub fn is_root() -> bool {

@@ -72,7 +72,18 @@ impl Netns {
     /// Connect this namespace to `other` with a veth pair, `here` in this
     /// namespace and `there` in the other, both up.
     pub fn veth(&self, here: &str, other: &Netns, there: &str) {
-        self.ip(&["link", "add", here, "type", "veth", "peer", "name", there, "netns", &other.name]);
+        self.ip(&[
+            "link",
+            "add",
+            here,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            there,
+            "netns",
+            &other.name,
+        ]);
         self.ip(&["link", "set", here, "up"]);
         other.ip(&["link", "set", there, "up"]);
     }

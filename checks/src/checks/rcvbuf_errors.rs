@@ -70,9 +70,8 @@ impl Check for RcvbufErrors {
         };
         let t0 = Instant::now();
         let journal_bound = ctx.bounded(Duration::from_secs(2));
-        let journal = std::thread::spawn(move || {
-            grep_unit(PREDASTORE_UNIT, QUIC_WARNING, journal_bound)
-        });
+        let journal =
+            std::thread::spawn(move || grep_unit(PREDASTORE_UNIT, QUIC_WARNING, journal_bound));
         ctx.wait_for_window_end();
         let end = match read_udp_rcvbuf_errors() {
             Ok(c) => c,
@@ -116,7 +115,9 @@ pub fn judge(s: &Sample) -> Finding {
         ))
         .fix("watch under load: `nstat -az UdpRcvbufErrors Udp6RcvbufErrors` must not advance")
     } else {
-        Finding::pass(format!("no UDP receive-buffer drops since boot ({window_ms} ms window)"))
+        Finding::pass(format!(
+            "no UDP receive-buffer drops since boot ({window_ms} ms window)"
+        ))
     };
     let mut finding = finding
         .with("rcvbuf_errors_total", total)
@@ -148,8 +149,14 @@ mod tests {
 
     fn sample(start: u64, end: u64) -> Sample {
         Sample {
-            start: UdpRcvbufErrors { udp: start, udp6: Some(0) },
-            end: UdpRcvbufErrors { udp: end, udp6: Some(0) },
+            start: UdpRcvbufErrors {
+                udp: start,
+                udp6: Some(0),
+            },
+            end: UdpRcvbufErrors {
+                udp: end,
+                udp6: Some(0),
+            },
             window: Duration::from_secs(1),
             rmem_max: Some(212_992),
             journal: None,

@@ -88,7 +88,10 @@ pub fn judge(facts: BufferCeilings) -> Finding {
         } else {
             "setup.sh's sysctl stage did not run or something overrode it".to_owned()
         };
-        Finding::fail(format!("{}, below the {REQUIRED} Spinifex requires: {consequence}", low.join(" and ")))
+        Finding::fail(format!(
+            "{}, below the {REQUIRED} Spinifex requires: {consequence}",
+            low.join(" and ")
+        ))
         .fixes(remediation())
     };
     finding
@@ -120,7 +123,11 @@ mod tests {
             wmem_max: 212_992,
         });
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.contains("net.core.rmem_max is 212992"), "{}", f.summary);
+        assert!(
+            f.summary.contains("net.core.rmem_max is 212992"),
+            "{}",
+            f.summary
+        );
         assert!(f.summary.contains("416 KiB"), "{}", f.summary);
         assert_eq!(f.remediation[1], "sysctl --system");
         assert_eq!(f.evidence["required"], 16_777_216);

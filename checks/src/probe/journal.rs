@@ -28,7 +28,13 @@ pub fn grep_unit(unit: &str, needle: &str, bound: Duration) -> Result<JournalLoo
         return Ok(JournalLookup::Unavailable);
     };
     let mut child = Command::new(program)
-        .args(["--boot", "--no-pager", "--quiet", "--output=cat", "--lines=5"])
+        .args([
+            "--boot",
+            "--no-pager",
+            "--quiet",
+            "--output=cat",
+            "--lines=5",
+        ])
         .arg(format!("--unit={unit}"))
         .arg(format!("--grep={needle}"))
         .stdin(Stdio::null())

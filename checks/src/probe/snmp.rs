@@ -42,7 +42,9 @@ fn display(p: &Option<std::path::PathBuf>) -> String {
 
 /// Read the live counters of this process's network namespace.
 pub fn read_udp_rcvbuf_errors() -> Result<UdpRcvbufErrors, ProbeError> {
-    let udp = procfs::net::snmp().map_err(from_proc_error)?.udp_rcvbuf_errors;
+    let udp = procfs::net::snmp()
+        .map_err(from_proc_error)?
+        .udp_rcvbuf_errors;
     let udp6 = match procfs::net::snmp6() {
         Ok(s) => Some(s.udp_rcvbuf_errors),
         Err(ProcError::NotFound(_)) => None,
@@ -97,7 +99,13 @@ UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InC
 UdpLite: 0 0 0 0 0 0 0 0 0
 ";
         let c = parse_udp_rcvbuf_errors(snmp.as_bytes(), None).unwrap();
-        assert_eq!(c, UdpRcvbufErrors { udp: 80_412, udp6: None });
+        assert_eq!(
+            c,
+            UdpRcvbufErrors {
+                udp: 80_412,
+                udp6: None
+            }
+        );
         assert!(parse_udp_rcvbuf_errors("garbage\n".as_bytes(), None).is_err());
     }
 }
