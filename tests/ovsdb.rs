@@ -263,3 +263,83 @@ fn a_raft_member_not_connected_to_its_cluster_is_passed_over() {
         ans.passed_over
     );
 }
+
+/// A scripted OVSDB peer on 127.0.0.1: each request line gets `answer`'s
+/// bytes back (none: no reply). Serves one connection.
+fn scripted(
+    answer: impl Fn(&serde_json::Value) -> Option<Vec<u8>> + Send + 'static,
+) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ep = format!("tcp:127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let handle = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap_or(0) > 0 {
+            let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+            line.clear();
+            match answer(&req) {
+                Some(bytes) => {
+                    if s.write_all(&bytes).is_err() {
+                        return;
+                    }
+                }
+                None => return,
+            }
+        }
+    });
+    (ep, handle)
+}
+
+#[test]
+fn a_server_without_the_server_database_is_asked_list_dbs() {
+    // ovsdb-server before 2.9 has no _Server database.
+    let (addr, server) = scripted(|req| {
+        let id = &req["id"];
+        let reply = match (req["method"].as_str(), req["params"][0].as_str()) {
+            (Some("transact"), Some("_Server")) => serde_json::json!({"id": id, "result": null,
+                "error": {"error": "unknown database", "details": "No database named _Server."}}),
+            (Some("list_dbs"), _) => {
+                serde_json::json!({"id": id, "result": ["Open_vSwitch"], "error": null})
+            }
+            (Some("transact"), Some("Open_vSwitch")) => serde_json::json!({"id": id, "error": null,
+                "result": [{"rows": [{"other_config": ["map", []],
+                                      "external_ids": ["map", [["ovn-encap-ip", "198.18.0.7"]]]}]}]}),
+            _ => return None,
+        };
+        Some(serde_json::to_vec(&reply).unwrap())
+    });
+    let got = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2)).unwrap();
+    assert_eq!(got, ips(&["198.18.0.7"]));
+    server.join().unwrap();
+}
+
+#[test]
+fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
+    let (addr, server) = scripted(|_| Some(b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec()));
+    let err = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not JSON-RPC"), "{err}");
+    server.join().unwrap();
+
+    // The server reads the request and hangs up without a word.
+    let (addr, server) = scripted(|req| {
+        let _ = req;
+        None
+    });
+    let started = Instant::now();
+    let err = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("closed the connection before answering"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "did not wait for the bound"
+    );
+    server.join().unwrap();
+}
