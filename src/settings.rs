@@ -143,7 +143,11 @@ fn select_checks(
     let Some(profile) = profile else {
         return Ok(chosen);
     };
-    let skipped = select::select(CHECKS, exclude, &[]).map_err(|e| UsageError(e.to_string()))?;
+    let skipped = if exclude.is_empty() {
+        Vec::new()
+    } else {
+        select::select(CHECKS, exclude, &[]).map_err(|e| UsageError(e.to_string()))?
+    };
     if let Some(c) = skipped.iter().find(|c| profile.required.contains(&c.id())) {
         return Err(UsageError(format!(
             "--skip {}: the {} preflight requires it",

@@ -6,6 +6,7 @@ mod cli;
 mod monitoring;
 mod ipsec;
 mod ovsdb;
+mod preflight;
 mod qemu;
 mod udp;
 mod nic;

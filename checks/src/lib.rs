@@ -41,6 +41,7 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::ipsec_xfrm::IpsecXfrm,
     &checks::overlay_mtu::OverlayMtu,
     &checks::path_mtu::PathMtu,
+    &checks::underlay_on_link::UnderlayOnLink,
 ];
 
 /// Look a check up by id.

@@ -198,7 +198,7 @@ mod tests {
         for p in PROFILES {
             for id in p.required {
                 assert!(
-                    crate::find(id).is_some() || *id == "underlay.on-link",
+                    crate::find(id).is_some(),
                     "{} requires unknown {id}",
                     p.name
                 );

@@ -1,0 +1,185 @@
+//! Preflight profiles on a real netns fabric: `--for enable-jumbo` gives go
+//! only when every peer carries the target, and `--for disable-ipsec` names
+//! a peer behind a router hop.
+
+use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, ROUTER_V4};
+use crate::support::{self, check, run, run_json};
+
+const BLACKHOLE: NodeSpec = NodeSpec {
+    mtu: 9000,
+    port_mtu: 1500,
+    ipv6: false,
+};
+
+fn runbook(doc: &serde_json::Value) -> Vec<String> {
+    doc["runbook"]
+        .as_array()
+        .expect("a preflight carries a runbook")
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
+    if !support::root_or_skip("enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(BLACKHOLE);
+    let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
+
+    let (code, doc) = run_json(s.spx().args([
+        "doctor",
+        "--for",
+        "enable-jumbo",
+        "--peer",
+        &b.v4,
+        "--peer",
+        &h.v4,
+    ]));
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["profile"], "enable-jumbo");
+    assert_eq!(check(&doc, "mtu.path")["status"], "fail");
+    assert_eq!(
+        doc["checks"].as_array().unwrap().len(),
+        1,
+        "only the profile's checks"
+    );
+    let steps = runbook(&doc);
+    let stop = steps
+        .iter()
+        .find(|s| s.starts_with("STOP"))
+        .expect("a STOP step");
+    assert!(
+        stop.contains(&format!("{} (blackhole, carries 1500)", b.v4)),
+        "{stop}"
+    );
+    assert!(
+        !stop.contains(&h.v4),
+        "the healthy peer is not named: {stop}"
+    );
+    assert!(steps.iter().any(|s| s.contains("underlay_mtu = 9000")));
+
+    // The table prints the runbook after the checks.
+    let (code, out, _) = run(s
+        .spx()
+        .args(["doctor", "--for", "enable-jumbo", "--peer", &b.v4]));
+    assert_eq!(code, 1);
+    let table_end = out.find("(preflight enable-jumbo)").expect("summary line");
+    let runbook_at = out.find("Runbook:").expect("runbook printed");
+    assert!(runbook_at > table_end, "{out}");
+
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["doctor", "--for", "enable-jumbo", "--peer", &h.v4]),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(check(&doc, "mtu.path")["status"], "pass");
+    assert!(!runbook(&doc).iter().any(|s| s.starts_with("STOP")));
+}
+
+#[test]
+fn enable_jumbo_without_peers_is_inconclusive() {
+    if !support::root_or_skip("enable_jumbo_without_peers_is_inconclusive") {
+        return;
+    }
+    let fabric = {
+        let mut f = Fabric::new();
+        f.add_node(NodeSpec::jumbo());
+        f
+    };
+    let (code, doc) = run_json(
+        fabric
+            .node(0)
+            .spx()
+            .args(["doctor", "--for", "enable-jumbo"]),
+    );
+    assert_eq!(
+        code, 2,
+        "a preflight never passes on missing evidence: {doc:#}"
+    );
+    assert_eq!(check(&doc, "mtu.path")["status"], "skip");
+    assert!(!runbook(&doc).is_empty());
+}
+
+#[test]
+fn disable_ipsec_names_a_peer_behind_a_router() {
+    if !support::root_or_skip("disable_ipsec_names_a_peer_behind_a_router") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let lan = fabric.add_node(NodeSpec::jumbo());
+    fabric.add_router(9000);
+    let (s, l) = (fabric.node(src), fabric.node(lan));
+    let (code, doc) = run_json(s.spx().args([
+        "doctor",
+        "--for",
+        "disable-ipsec",
+        "--peer",
+        &l.v4,
+        "--peer",
+        FAR_V4,
+    ]));
+    let c = check(&doc, "underlay.on-link");
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{FAR_V4} via {ROUTER_V4} dev eth0")),
+        "{c:#}"
+    );
+    let peers = c["evidence"]["peers"].as_array().unwrap();
+    let far = peers.iter().find(|p| p["address"] == FAR_V4).unwrap();
+    assert_eq!(far["on_link"], false);
+    assert_eq!(far["via"], ROUTER_V4);
+    let near = peers
+        .iter()
+        .find(|p| p["address"] == l.v4.as_str())
+        .unwrap();
+    assert_eq!(near["on_link"], true);
+    assert!(near["via"].is_null());
+    // No config, so no NB to read: the preflight cannot conclude.
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(doc["profile"], "disable-ipsec");
+    assert!(
+        runbook(&doc)[0].starts_with("STOP and decide"),
+        "{:?}",
+        runbook(&doc)
+    );
+}
+
+#[test]
+fn a_preflight_refuses_to_skip_what_it_requires() {
+    let (code, _, err) =
+        run(support::spx().args(["doctor", "--for", "enable-jumbo", "--skip", "mtu"]));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--skip mtu.path: the enable-jumbo preflight requires it"),
+        "{err}"
+    );
+    // Skipping something else is fine, and --check adds to the profile.
+    let (code, doc) = run_json(support::spx().args([
+        "doctor",
+        "--for",
+        "enable-jumbo",
+        "--check",
+        "udp",
+        "--skip",
+        "sysctl",
+        "--sample",
+        "100ms",
+    ]));
+    assert_eq!(code, 2, "no peers: inconclusive");
+    let ids: Vec<&str> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["udp.rcvbuf-errors", "mtu.path"]);
+}
