@@ -12,6 +12,9 @@ use crate::expect;
 use crate::finding::{Finding, Status};
 use crate::probe::sysfs_net;
 
+/// Each check's id and finding, in report order.
+pub type Results<'a> = [(&'a str, &'a Finding)];
+
 pub struct Profile {
     pub name: &'static str,
     /// The checks this preflight runs; each must conclude.
@@ -19,7 +22,7 @@ pub struct Profile {
     /// The target underlay MTU when `--mtu` is not given.
     pub default_mtu: Option<u32>,
     /// The steps of the change, given what the checks found.
-    pub runbook: fn(&Ctx, &[(&str, &Finding)]) -> Vec<String>,
+    pub runbook: fn(&Ctx, &Results) -> Vec<String>,
 }
 
 pub static PROFILES: &[Profile] = &[
@@ -41,7 +44,7 @@ pub fn find(name: &str) -> Option<&'static Profile> {
     PROFILES.iter().find(|p| p.name == name)
 }
 
-fn finding<'a>(results: &'a [(&str, &'a Finding)], id: &str) -> Option<&'a Finding> {
+fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
     results.iter().find(|(i, _)| *i == id).map(|(_, f)| *f)
 }
 
@@ -59,7 +62,7 @@ fn underlay_devices() -> Vec<String> {
     }
 }
 
-fn enable_jumbo(ctx: &Ctx, results: &[(&str, &Finding)]) -> Vec<String> {
+fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
     let target = ctx.opts.mtu.unwrap_or(9000);
     let ipsec = ctx.expect.as_ref().map(|e| e.ipsec_enabled);
     let devices = underlay_devices();
@@ -135,7 +138,7 @@ fn enable_jumbo(ctx: &Ctx, results: &[(&str, &Finding)]) -> Vec<String> {
     steps
 }
 
-fn disable_ipsec(ctx: &Ctx, results: &[(&str, &Finding)]) -> Vec<String> {
+fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
     let nb = ctx
         .opts
         .nb_db
