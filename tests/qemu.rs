@@ -96,7 +96,6 @@ fn an_untuned_guest_fails_on_every_item() {
         ),
         ("host_mtu", "host_mtu=absent, expected host_mtu=1442"),
         ("queues", "queues=1, expected 2"),
-        ("num-queues", "num-queues=absent, expected num-queues=2"),
     ] {
         assert!(
             problems.iter().any(|p| p.contains(expected)),
@@ -104,8 +103,17 @@ fn an_untuned_guest_fails_on_every_item() {
         );
         assert!(summary.contains(word), "{word} not in summary: {summary}");
     }
-    // The host side agrees with QEMU: one queue held, one enabled.
+    // num-queues left off: this QEMU (≥ 5.2, version read over QMP) gives
+    // the default machine type one queue per vCPU, so it is not a problem.
     let ok = strings(&me["ok"]);
+    assert!(
+        ok.iter().any(
+            |o| o.starts_with("boot disk os: num-queues absent, machine default (QEMU ")
+                && o.ends_with("defaults it to the vCPU count (2)")
+        ),
+        "{ok:#?}"
+    );
+    // The host side agrees with QEMU: one queue held.
     assert!(
         ok.iter()
             .any(|o| o.contains("QEMU holds 1 queue(s) of tap tapeni-old0")),

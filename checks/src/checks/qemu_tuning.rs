@@ -17,6 +17,7 @@ use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::expect::{Expectations, MAX_NIC_QUEUES};
 use crate::finding::{Finding, SkipReason};
+use crate::probe::qemu::cmdline::machine_type_version;
 use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::opts::Opts;
 use crate::probe::qemu::process::{self, Unreadable};
@@ -28,6 +29,12 @@ pub struct QemuTuning;
 
 /// The receive ring the daemon asks for (QEMU's default is 256).
 pub const RX_QUEUE_SIZE: u64 = 1024;
+/// Machine types from 6.0 give virtio-net-pci `vectors` = 2×queues+2 when
+/// it is left off (3 before); measured with QEMU 7.2 on pc-i440fx-5.2/6.0.
+pub const AUTO_NET_VECTORS_SINCE: (u32, u32) = (6, 0);
+/// Machine types from 5.2 give virtio-blk-pci `num-queues` = the vCPU count
+/// when it is left off (1 before); measured with QEMU 7.2 on pc-i440fx-5.1/5.2.
+pub const AUTO_BLK_QUEUES_SINCE: (u32, u32) = (5, 2);
 /// Management taps are `mg` + instance id; VPC taps are `tap` + ENI id.
 pub const MGMT_TAP_PREFIX: &str = "mg";
 
@@ -65,6 +72,10 @@ pub struct InstanceAudit {
     pub name: Option<String>,
     pub uuid: Option<String>,
     pub vcpus: u32,
+    /// The machine type whose defaults fill properties left off the
+    /// command line: `pc-q35-5.2`, or an alias with the QEMU version
+    /// (from QMP) it stands for, `q35 (QEMU 7.2)`.
+    pub machine: String,
     pub problems: Vec<String>,
     pub ok: Vec<String>,
     /// What could not be judged, and why.
@@ -75,6 +86,9 @@ pub struct InstanceAudit {
     pub tags: Vec<&'static str>,
     #[serde(skip)]
     pub unparsable: bool,
+    /// The version of [`InstanceAudit::machine`], when known.
+    #[serde(skip)]
+    pub machine_version: Option<(u32, u32)>,
 }
 
 impl InstanceAudit {
@@ -124,6 +138,12 @@ impl Check for QemuTuning {
          ESP and costs 12% with it; a host_mtu other than the overlay MTU makes large segments \
          vanish. A guest keeps the command line it was started with, so after a daemon update \
          a host runs a mix: this check names which instances still run the old one.\n\
+         \n\
+         Properties left off the command line take QEMU's defaults, which depend on the \
+         machine type: vectors is 2×queues+2 from machine types 6.0 on (3 before), \
+         num-queues is the vCPU count from 5.2 on (1 before), rx_queue_size is 256 and mq \
+         is off everywhere. An alias (q35, pc) is the binary's newest type, whose version \
+         the QMP greeting tells; without it those two items are reported as not judged.\n\
          \n\
          Queues and host_mtu depend on the config (IPsec setting, underlay MTU). Without a \
          readable config the check still audits everything else: any problem found is a \
@@ -346,6 +366,11 @@ pub fn audit_instance(
     a.name = cl.name.clone();
     a.uuid = cl.uuid.clone();
     a.vcpus = cl.vcpus();
+    let qemu_version = facts
+        .qmp
+        .iter()
+        .find_map(|(_, r)| r.as_ref().ok().and_then(|f| f.qemu_version));
+    (a.machine, a.machine_version) = machine(cl, qemu_version);
     for file in &cl.readconfig {
         a.not_judged.push(format!(
             "-readconfig {file}: options in that file are not read"
@@ -362,6 +387,25 @@ pub fn audit_instance(
     audit_data_volumes(cl, boot, &mut a);
     audit_qmp(cl, facts, &mut a);
     a
+}
+
+/// The machine type and the version whose defaults apply. A versioned type
+/// names it; an alias (`q35`, `pc`, or no -machine at all) is the binary's
+/// newest type, so its version is QEMU's own, known only through QMP.
+fn machine(cl: &QemuCommandLine, qemu: Option<(u32, u32)>) -> (String, Option<(u32, u32)>) {
+    let written = cl.machine_type();
+    if let Some(v) = written.and_then(machine_type_version) {
+        return (written.unwrap_or_default().to_owned(), Some(v));
+    }
+    let name = written.unwrap_or("default");
+    let alias = !name.contains('-');
+    match qemu.filter(|_| alias) {
+        Some((major, minor)) => (
+            format!("{name} (QEMU {major}.{minor})"),
+            Some((major, minor)),
+        ),
+        None => (name.to_owned(), None),
+    }
 }
 
 fn is_virtio_net(driver: &str) -> bool {
@@ -452,7 +496,7 @@ fn audit_nics(
             );
             continue;
         }
-        audit_nic_device(cl, device, &subject, target, expect, a);
+        audit_nic_device(cl, device, &subject, queues, target, expect, a);
     }
 }
 
@@ -571,6 +615,7 @@ fn audit_nic_device(
     cl: &QemuCommandLine,
     device: &Opts,
     subject: &str,
+    queues: u32,
     target: u32,
     expect: Option<&Expectations>,
     a: &mut InstanceAudit,
@@ -590,13 +635,35 @@ fn audit_nic_device(
         let want = 2 * u64::from(target) + 2;
         match cl.device_number(device, "vectors") {
             Some(v) if v == want => a.ok.push(format!("{subject}: vectors={v}")),
-            other => a.problem(
+            Some(v) => a.problem(
                 "vectors",
-                format!(
-                    "{subject}: vectors={}, expected vectors={want} (2×{target}+2)",
-                    other.map_or("absent".to_owned(), |v| v.to_string())
-                ),
+                format!("{subject}: vectors={v}, expected vectors={want} (2×{target}+2)"),
             ),
+            None => match a.machine_version {
+                Some(m) if m >= AUTO_NET_VECTORS_SINCE => {
+                    let auto = 2 * u64::from(queues) + 2;
+                    let text = format!(
+                        "{subject}: vectors absent, machine {} computes 2×{queues}+2 = {auto}",
+                        a.machine
+                    );
+                    if auto == want {
+                        a.ok.push(text);
+                    } else {
+                        a.problem("vectors", format!("{text}, expected vectors={want} (2×{target}+2)"));
+                    }
+                }
+                Some(_) => a.problem(
+                    "vectors",
+                    format!(
+                        "{subject}: vectors absent (3 on machine {}), expected vectors={want} (2×{target}+2)",
+                        a.machine
+                    ),
+                ),
+                None => a.not_judged.push(format!(
+                    "{subject}: vectors absent: machine types from 6.0 compute 2×queues+2, older ones use 3, and the version of machine {} is unknown without QMP",
+                    a.machine
+                )),
+            },
         }
     }
     match cl.device_number(device, "rx_queue_size") {
@@ -771,20 +838,31 @@ fn audit_boot_disk<'a>(cl: &'a QemuCommandLine, a: &mut InstanceAudit) -> Option
         return Some(device);
     }
     audit_iothread(cl, device, &subject, a);
+    let vcpus = a.vcpus;
     match cl.device_number(device, "num-queues") {
-        Some(n) if n == u64::from(a.vcpus) => {
-            a.ok.push(format!("{subject}: num-queues={n} (vCPUs)"))
-        }
-        other => {
-            let vcpus = a.vcpus;
-            a.problem(
+        Some(n) if n == u64::from(vcpus) => a.ok.push(format!("{subject}: num-queues={n} (vCPUs)")),
+        Some(n) => a.problem(
+            "num-queues",
+            format!("{subject}: num-queues={n}, expected num-queues={vcpus} (vCPUs)"),
+        ),
+        None if vcpus <= 1 => a.ok.push(format!("{subject}: num-queues absent, 1 = vCPUs")),
+        None => match a.machine_version {
+            Some(m) if m >= AUTO_BLK_QUEUES_SINCE => a.ok.push(format!(
+                "{subject}: num-queues absent, machine {} defaults it to the vCPU count ({vcpus})",
+                a.machine
+            )),
+            Some(_) => a.problem(
                 "num-queues",
                 format!(
-                    "{subject}: num-queues={}, expected num-queues={vcpus} (vCPUs)",
-                    other.map_or("absent".to_owned(), |v| v.to_string())
+                    "{subject}: num-queues absent (1 on machine {}), expected num-queues={vcpus} (vCPUs)",
+                    a.machine
                 ),
-            )
-        }
+            ),
+            None => a.not_judged.push(format!(
+                "{subject}: num-queues absent: machine types from 5.2 default it to the vCPU count, older ones to 1, and the version of machine {} is unknown without QMP",
+                a.machine
+            )),
+        },
     }
     Some(device)
 }
@@ -958,12 +1036,10 @@ mod tests {
             "vhost",
             "queues",
             "mq",
-            "vectors",
             "rx_queue_size",
             "host_mtu",
             "iothread",
             "cache",
-            "num-queues",
         ] {
             assert!(f.summary.contains(tag), "{tag} missing from {}", f.summary);
         }
@@ -981,24 +1057,90 @@ mod tests {
         );
         assert!(
             all.iter()
-                .any(|p| p.contains("vectors=absent, expected vectors=6")),
-            "{all:#?}"
-        );
-        assert!(
-            all.iter()
                 .any(|p| p.contains("cache absent (writeback), expected cache=none")),
             "{all:#?}"
         );
+        // `-M q35` without QMP: the defaults of vectors and num-queues
+        // depend on a QEMU version nothing here tells.
+        let not_judged = f.evidence["instances"][0]["not_judged"].to_string();
         assert!(
-            all.iter()
-                .any(|p| p.contains("num-queues=absent, expected num-queues=2")),
-            "{all:#?}"
+            not_judged.contains("vectors absent: machine types from 6.0"),
+            "{not_judged}"
         );
+        assert!(
+            not_judged.contains("num-queues absent: machine types from 5.2"),
+            "{not_judged}"
+        );
+        assert_eq!(f.evidence["instances"][0]["machine"], "q35");
         assert_eq!(f.evidence["instances"][0]["vcpus"], 2);
         assert!(f
             .remediation
             .iter()
             .any(|r| r.contains("stop, then start instance pid 4242")));
+    }
+
+    /// Vectors and num-queues left off: QEMU fills them in on new machine
+    /// types (measured with QEMU 7.2: vectors 2×queues+2 from 6.0,
+    /// num-queues = vCPUs from 5.2) and not on old ones.
+    #[test]
+    fn defaults_follow_the_machine_type() {
+        let argv = |machine: &str| {
+            words(
+                &AFTER
+                    .replace(",vectors=6", "")
+                    .replace(",num-queues=2", "")
+                    .replace("-M q35", machine),
+            )
+        };
+        let audit = |machine: &str| {
+            audit_instance(
+                &instance(1, &argv(machine), &[("tapeni-0abc", mq_tap(2))]),
+                true,
+                Some(&ipsec_off()),
+            )
+        };
+        let new = audit("-M pc-q35-6.0");
+        assert!(new.problems.is_empty(), "{new:#?}");
+        assert!(
+            new.ok
+                .iter()
+                .any(|o| o.ends_with("vectors absent, machine pc-q35-6.0 computes 2×2+2 = 6")),
+            "{new:#?}"
+        );
+        assert!(new.ok.iter().any(|o| o
+            .ends_with("num-queues absent, machine pc-q35-6.0 defaults it to the vCPU count (2)")));
+        let mid = audit("-machine pc-i440fx-5.2,accel=kvm");
+        assert_eq!(mid.tags, ["vectors"], "{mid:#?}");
+        assert!(mid.problems[0]
+            .ends_with("vectors absent (3 on machine pc-i440fx-5.2), expected vectors=6 (2×2+2)"));
+        let old = audit("-M pc-q35-5.1");
+        assert_eq!(old.tags, ["vectors", "num-queues"], "{old:#?}");
+        assert!(old.problems[1].ends_with(
+            "num-queues absent (1 on machine pc-q35-5.1), expected num-queues=2 (vCPUs)"
+        ));
+        // An alias is the binary's newest type: QEMU's version, from QMP.
+        let mut i = instance(1, &argv("-M q35"), &[("tapeni-0abc", mq_tap(2))]);
+        i.qmp.push((
+            "/run/q.sock".into(),
+            Ok(QmpFacts {
+                qemu_version: Some((7, 2)),
+                ..QmpFacts::default()
+            }),
+        ));
+        let alias = audit_instance(&i, true, Some(&ipsec_off()));
+        assert!(alias.problems.is_empty(), "{alias:#?}");
+        assert_eq!(alias.machine, "q35 (QEMU 7.2)");
+        // Vendor machine types carry no version we can read.
+        let vendor = audit("-M pc-q35-rhel9.2.0");
+        assert_eq!(vendor.machine_version, None);
+        assert_eq!(
+            vendor
+                .not_judged
+                .iter()
+                .filter(|n| n.contains("unknown without QMP"))
+                .count(),
+            2
+        );
     }
 
     #[test]
@@ -1198,6 +1340,7 @@ mod tests {
         i.qmp.push((
             "/run/q.sock".into(),
             Ok(QmpFacts {
+                qemu_version: Some((7, 2)),
                 iothreads: vec!["ioth-os".into(), "ioth-vol-1".into()],
                 block: vec![
                     block("vdisk-vol-1", Some("ioth-vol-1")),

@@ -118,6 +118,8 @@ pub struct QemuCommandLine {
     pub name: Option<String>,
     pub uuid: Option<String>,
     pub smp: Smp,
+    /// `-machine`/`-M` options merged; the type is `type`.
+    pub machine: Opts,
     pub netdevs: Vec<Opts>,
     pub devices: Vec<Opts>,
     pub objects: Vec<Opts>,
@@ -170,6 +172,7 @@ impl QemuCommandLine {
                 "chardev" => cl.chardevs.push(Opts::parse(option, value)?),
                 "mon" => cl.monitors.push(Opts::parse(option, value)?),
                 "smp" => smp_pairs.extend(Opts::parse(option, value)?.pairs),
+                "machine" | "M" => cl.machine.pairs.extend(Opts::parse(option, value)?.pairs),
                 "name" => {
                     if let Some(guest) = Opts::parse(option, value)?.get("guest") {
                         cl.name = Some(guest.to_owned());
@@ -216,6 +219,11 @@ impl QemuCommandLine {
 
     pub fn vcpus(&self) -> u32 {
         self.smp.vcpus()
+    }
+
+    /// The machine type as written, None when QEMU's default applies.
+    pub fn machine_type(&self) -> Option<&str> {
+        self.machine.get("type").filter(|t| !t.is_empty())
     }
 
     pub fn netdev(&self, id: &str) -> Option<&Opts> {
@@ -306,6 +314,19 @@ impl QemuCommandLine {
     }
 }
 
+/// The version of a versioned machine type: `pc-q35-5.2` → (5, 2),
+/// `pc-i440fx-7.2` → (7, 2). Aliases (`q35`, `pc`, `virt`) and vendor
+/// types (`pc-q35-rhel9.2.0`) have none.
+pub fn machine_type_version(machine: &str) -> Option<(u32, u32)> {
+    let (_, last) = machine.rsplit_once('-')?;
+    let (major, minor) = last.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(major) || !digits(minor) {
+        return None;
+    }
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 /// `-global DRIVER.PROP=VALUE` or `-global driver=D,property=P,value=V`.
 fn parse_global(text: &str) -> Option<(String, String, String)> {
     let opts = Opts::parse_keyval(text, None);
@@ -385,6 +406,22 @@ mod tests {
             cl.drive("drive-virtio0").unwrap().get("aio"),
             Some("io_uring")
         );
+    }
+
+    #[test]
+    fn machine_types() {
+        let cl = QemuCommandLine::parse(&words(HIVE_AFTER)).unwrap();
+        assert_eq!(cl.machine_type(), Some("q35"));
+        assert_eq!(machine_type_version("q35"), None);
+        assert_eq!(machine_type_version("pc-q35-5.2"), Some((5, 2)));
+        assert_eq!(machine_type_version("pc-i440fx-10.1"), Some((10, 1)));
+        assert_eq!(machine_type_version("pc-q35-rhel9.2.0"), None);
+        assert_eq!(machine_type_version("virt-"), None);
+        let m = QemuCommandLine::parse(&["q", "-machine", "pc-q35-6.0,accel=kvm"]).unwrap();
+        assert_eq!(m.machine_type(), Some("pc-q35-6.0"));
+        let m = QemuCommandLine::parse(&["q", "-machine", "type=pc,smm=off"]).unwrap();
+        assert_eq!(m.machine_type(), Some("pc"));
+        assert_eq!(QemuCommandLine::parse(&["q"]).unwrap().machine_type(), None);
     }
 
     #[test]

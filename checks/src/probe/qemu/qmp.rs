@@ -31,6 +31,8 @@ pub enum QmpError {
 }
 
 pub struct QmpClient {
+    /// QEMU's (major, minor) from the greeting.
+    pub version: Option<(u32, u32)>,
     stream: UnixStream,
     started: Instant,
     deadline: Instant,
@@ -68,6 +70,7 @@ impl QmpClient {
             .set_nonblocking(false)
             .map_err(|e| cerr(e.to_string()))?;
         let mut client = QmpClient {
+            version: None,
             stream,
             started,
             deadline,
@@ -79,6 +82,7 @@ impl QmpClient {
                 "expected a greeting, got {greeting}"
             )));
         }
+        client.version = greeting_version(&greeting);
         client.execute("qmp_capabilities", None)?;
         Ok(client)
     }
@@ -212,8 +216,17 @@ impl QmpBlock {
     }
 }
 
+/// `{"QMP": {"version": {"qemu": {"major": 7, "minor": 2, …}}}}` → (7, 2).
+pub fn greeting_version(greeting: &Value) -> Option<(u32, u32)> {
+    let qemu = &greeting["QMP"]["version"]["qemu"];
+    let n = |k: &str| qemu[k].as_u64().and_then(|v| u32::try_from(v).ok());
+    Some((n("major")?, n("minor")?))
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QmpFacts {
+    /// QEMU's (major, minor), from the greeting.
+    pub qemu_version: Option<(u32, u32)>,
     /// `query-iothreads` ids.
     pub iothreads: Vec<String>,
     /// `query-block` entries that have a guest device and media.
@@ -226,6 +239,7 @@ pub fn gather(path: &Path, bound: Duration) -> Result<QmpFacts, QmpError> {
     let iothreads = qmp.execute("query-iothreads", None)?;
     let block = qmp.execute("query-block", None)?;
     let mut facts = parse_facts(&iothreads, &block);
+    facts.qemu_version = qmp.version;
     for b in &mut facts.block {
         let Some(qdev) = b.qdev.clone() else { continue };
         // Only virtio devices have the property; others answer an error.
@@ -271,7 +285,11 @@ pub fn parse_facts(iothreads: &Value, block: &Value) -> QmpFacts {
                 .collect()
         })
         .unwrap_or_default();
-    QmpFacts { iothreads, block }
+    QmpFacts {
+        qemu_version: None,
+        iothreads,
+        block,
+    }
 }
 
 #[cfg(test)]
@@ -329,9 +347,19 @@ mod tests {
                 .unwrap();
         });
         let mut c = QmpClient::connect(&path, Duration::from_secs(5)).unwrap();
+        assert_eq!(c.version, None);
         let r = c.execute("query-iothreads", None).unwrap();
         assert_eq!(r[0]["id"], "ioth-os");
         server.join().unwrap();
+    }
+
+    #[test]
+    fn greeting_version_reads_major_minor() {
+        // QEMU 7.2's greeting (Debian 12), abridged.
+        let g = json!({"QMP": {"version": {"qemu": {"micro": 22, "minor": 2, "major": 7},
+                       "package": "Debian 1:7.2+dfsg-7+deb12u18+b3"}, "capabilities": ["oob"]}});
+        assert_eq!(greeting_version(&g), Some((7, 2)));
+        assert_eq!(greeting_version(&json!({"QMP": {}})), None);
     }
 
     #[test]
