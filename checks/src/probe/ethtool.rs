@@ -14,7 +14,7 @@
 //! not as many as the caller sized its buffer for (the count can grow
 //! between ETHTOOL_GSSET_INFO and the read when channels change). Every
 //! buffer handed to the kernel therefore ends exactly at a PROT_NONE guard
-//! page ([`GuardedBuf`]): an overrun becomes EFAULT, which is retried once,
+//! page (`GuardedBuf`): an overrun becomes EFAULT, which is retried once,
 //! never a write past the allocation.
 //!
 //! The byte layouts are parsed by pure functions over `&[u8]`
@@ -135,7 +135,7 @@ impl Feature {
     }
 
     /// The value exactly as `ethtool -k` prints it: "on", "off",
-    /// "off [fixed]", "on [fixed]", "off [requested on]"…
+    /// `off [fixed]`, `on [fixed]`, `off [requested on]`…
     pub fn state(&self) -> String {
         let value = if self.active { "on" } else { "off" };
         if self.fixed() {
