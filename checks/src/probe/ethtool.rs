@@ -883,6 +883,26 @@ mod tests {
     }
 
     #[test]
+    fn errnos_map_to_the_verdicts_they_imply() {
+        match errno_error(Errno::EPERM, "eth0", "statistics") {
+            ProbeError::PermissionDenied { needs, .. } => {
+                assert!(needs.starts_with("CAP_NET_ADMIN"), "{needs}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            errno_error(Errno::ENODEV, "eth0", "features"),
+            ProbeError::NotFound(_)
+        ));
+        assert!(matches!(
+            errno_error(Errno::EIO, "eth0", "features"),
+            ProbeError::Other(_)
+        ));
+        let f: crate::finding::Finding = errno_error(Errno::EACCES, "eth0", "rings").into();
+        assert_eq!(f.status, crate::finding::Status::Skip);
+    }
+
+    #[test]
     fn loopback_answers_through_the_ioctl() {
         let e = Ethtool::open().unwrap();
         let f = e
