@@ -468,6 +468,12 @@ mod tests {
         for cut in [1, 15, 16, 100, 239, whole.len() - 1] {
             assert!(parse_dump(&whole[..cut]).is_err(), "cut {cut}");
         }
+        // A NEWSA whose own length is too short for xfrm_usersa_info (the
+        // crate would slice past it).
+        let mut short = whole[..100].to_vec();
+        short[..4].copy_from_slice(&100u32.to_ne_bytes());
+        let err = parse_dump(&short).unwrap_err().to_string();
+        assert!(err.contains("shorter than xfrm_usersa_info"), "{err}");
     }
 
     #[test]
@@ -619,5 +625,30 @@ mod tests {
             f.evidence["algorithms"],
             serde_json::json!(["cbc(aes)", OVN_ALGORITHM])
         );
+    }
+
+    #[test]
+    fn mutated_dumps_never_panic() {
+        // A poor man's fuzzer (issue 8 adds the real one): flip bytes and
+        // cut a valid dump anywhere; every outcome must be Ok or Err.
+        let mut valid = mesh(3);
+        valid.extend(newsa("fd00::2", "fd00::1", 9, None));
+        valid.extend(hex(DONE));
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let mut bytes = valid.clone();
+            for _ in 0..(next() % 6 + 1) {
+                let i = (next() as usize) % bytes.len();
+                bytes[i] = next() as u8;
+            }
+            let cut = (next() as usize) % (bytes.len() + 1);
+            let _ = parse_dump(&bytes[..cut]);
+        }
     }
 }

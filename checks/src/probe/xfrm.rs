@@ -20,10 +20,15 @@ use netlink_packet_core::{
     NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
 };
 use netlink_packet_xfrm::state::GetDumpMessage;
-use netlink_packet_xfrm::{XfrmAttrs, XfrmMessage, AF_INET, AF_INET6};
+use netlink_packet_xfrm::{
+    XfrmAttrs, XfrmMessage, AF_INET, AF_INET6, XFRM_MSG_NEWSA, XFRM_USER_SA_INFO_LEN,
+};
 use netlink_sys::{protocols::NETLINK_XFRM, Socket, SocketAddr};
 
 use super::ProbeError;
+
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
 
 /// IP protocol number of ESP.
 pub const IPPROTO_ESP: u8 = 50;
@@ -80,9 +85,23 @@ pub fn parse_dump(bytes: &[u8]) -> Result<DumpChunk, ProbeError> {
                 format!("message length {len} with {} bytes left", rest.len()),
             ));
         }
-        let msg = NetlinkMessage::<XfrmMessage>::deserialize(&rest[..len])
-            .map_err(|e| ProbeError::parse("xfrm netlink message", e.to_string()))?;
+        let kind = u16::from_ne_bytes([rest[4], rest[5]]);
         offset += (len + 3) & !3;
+        match kind {
+            NLMSG_ERROR | NLMSG_DONE | XFRM_MSG_NEWSA => {}
+            // Not part of a state dump (and the crate need not see it).
+            _ => continue,
+        }
+        // The crate slices the fixed header without checking its length.
+        if kind == XFRM_MSG_NEWSA && len < 16 + XFRM_USER_SA_INFO_LEN {
+            return Err(ProbeError::parse(
+                "xfrm netlink message",
+                format!("XFRM_MSG_NEWSA of {len} bytes, shorter than xfrm_usersa_info"),
+            ));
+        }
+        let bytes = &rest[..len];
+        let msg = NetlinkMessage::<XfrmMessage>::deserialize(bytes)
+            .map_err(|e| ProbeError::parse("xfrm netlink message", e.to_string()))?;
         match msg.payload {
             NetlinkPayload::Done(_) => {
                 chunk.done = true;
