@@ -258,3 +258,49 @@ fn mtu_path_without_peers_skips() {
         "{c:#}"
     );
 }
+
+#[test]
+fn mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs() {
+    if !support::root_or_skip("mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let (s, h) = (fabric.node(src), fabric.node(healthy));
+    let as_nobody = || {
+        let mut cmd = s.ns.command("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(support::bin())
+            .args([
+                "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4,
+            ])
+            .env("HOME", "/nonexistent-spx-test-home");
+        cmd
+    };
+    // A new namespace's ping_group_range is "1 0": no ping sockets, and
+    // nobody has no CAP_NET_RAW.
+    let (_, doc) = run_json(&mut as_nobody());
+    let c = check(&doc, "mtu.path");
+    assert_eq!(c["status"], "skip", "{c:#}");
+    assert!(
+        c["summary"].as_str().unwrap().contains("ping_group_range"),
+        "{c:#}"
+    );
+
+    s.allow_ping_sockets();
+    let (code, doc) = run_json(&mut as_nobody());
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 0, "{c:#}");
+    assert_eq!(c["evidence"]["socket"], "icmp-datagram");
+    assert_eq!(peer(c, &h.v4)["verdict"], "ok");
+}
+
+#[test]
+fn mtu_path_refuses_a_target_outside_576_65535() {
+    for bad in ["575", "65536", "0"] {
+        let (code, _, stderr) =
+            support::run(support::spx().args(["doctor", "--check", "mtu.path", "--mtu", bad]));
+        assert_eq!(code, 2, "--mtu {bad}: {stderr}");
+    }
+}

@@ -731,8 +731,9 @@ struct Engine<'a> {
     peers: Vec<PeerState>,
     probes: Vec<Probe>,
     /// (is v6, seq) → index in `probes`.
-    by_seq: HashMap<(bool, u16), usize>,
-    next_seq: [u32; 2],
+    by_seq: HashMap<(IpAddr, u16), usize>,
+    /// Next sequence number per destination: each has its own 16-bit space.
+    next_seq: HashMap<IpAddr, u32>,
     round: u32,
     /// Set when the last round closed: nothing more is sent.
     finished: bool,
@@ -759,7 +760,7 @@ impl<'a> Engine<'a> {
             peers: targets.iter().map(|_| PeerState::default()).collect(),
             probes: Vec::new(),
             by_seq: HashMap::new(),
-            next_seq: [0, 0],
+            next_seq: HashMap::new(),
             round: 0,
             finished: false,
             buf: vec![0u8; 65536 + 1],
@@ -859,11 +860,10 @@ impl<'a> Engine<'a> {
 
     fn send(&mut self, peer: usize, size: u32) {
         let addr = self.targets[peer].addr;
-        let v6 = addr.is_ipv6();
         let size = size.max(min_probe(addr).min(self.targets[peer].target_mtu));
-        let counter = &mut self.next_seq[usize::from(v6)];
+        let counter = self.next_seq.entry(addr).or_insert(0);
         if *counter > u32::from(u16::MAX) {
-            return; // sequence space used up: no more probes this run
+            return; // this destination's sequence space is used up
         }
         let seq = *counter as u16;
         *counter += 1;
@@ -921,7 +921,7 @@ impl<'a> Engine<'a> {
             }
         }
         self.probes.push(probe);
-        self.by_seq.insert((v6, seq), idx);
+        self.by_seq.insert((addr, seq), idx);
     }
 
     /// The egress MTU towards a peer, read from the error queue's local
@@ -1094,14 +1094,11 @@ impl<'a> Engine<'a> {
             return; // someone else's ping
         }
         let seq = u16::from_be_bytes([msg[6], msg[7]]);
-        let Some(&idx) = self.by_seq.get(&(v6, seq)) else {
+        let Some(&idx) = self.by_seq.get(&(src, seq)) else {
             return;
         };
         let probe = &self.probes[idx];
         let addr = self.targets[probe.peer].addr;
-        if src != addr {
-            return;
-        }
         // Exactly the size sent, and the pattern intact.
         let data = &msg[8..];
         if data.len() as u32 + overhead(addr) != probe.size
@@ -1144,14 +1141,11 @@ impl<'a> Engine<'a> {
         if sock.kind == SocketKind::Raw && e.ident != Some(sock.ident) {
             return;
         }
-        let Some(&idx) = self.by_seq.get(&(v6, seq)) else {
+        let Some(dst) = e.dst else { return };
+        let Some(&idx) = self.by_seq.get(&(dst, seq)) else {
             return;
         };
         let (peer, size) = (self.probes[idx].peer, self.probes[idx].size);
-        let addr = self.targets[peer].addr;
-        if e.dst.is_some_and(|d| d != addr) {
-            return;
-        }
         if self.probes[idx].outcome == Outcome::Pending {
             self.probes[idx].outcome = Outcome::Refused;
         }
