@@ -14,7 +14,7 @@ use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
 use crate::expect;
 use crate::finding::Finding;
-use crate::probe::ovsdb::{self, endpoints, Answer, Budget, OvsRow};
+use crate::probe::ovsdb::{self, endpoints, Answer, OvsRow};
 use crate::probe::ProbeError;
 
 pub struct IpsecFlags;
@@ -76,7 +76,7 @@ impl Check for IpsecFlags {
             Ok(x) => x,
             Err(f) => return f,
         };
-        let budget = Budget::within(ctx.opts.probe_timeout, ctx.deadline());
+        let budget = endpoints::budget(ctx);
         // The two servers are independent: ask both at once, so a hung NB
         // member does not eat the OVS read's time.
         let (nb, ovs) = std::thread::scope(|s| {

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::Finding;
-use crate::probe::ovsdb::{self, endpoints, Budget};
+use crate::probe::ovsdb::{self, endpoints};
 use crate::probe::xfrm::{self, SecurityAssociation};
 
 pub struct IpsecXfrm;
@@ -110,7 +110,7 @@ impl Check for IpsecXfrm {
 }
 
 fn gather_peers(ctx: &Ctx) -> PeerView {
-    let budget = Budget::within(ctx.opts.probe_timeout, ctx.deadline());
+    let budget = endpoints::budget(ctx);
     let unknown = |why: String| PeerView::Unknown { why };
     let (sb, _) = match endpoints::sb(ctx) {
         Ok(x) => x,

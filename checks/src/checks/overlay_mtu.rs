@@ -16,7 +16,7 @@ use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
 use crate::expect;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::ovsdb::{self, endpoints, Answer, Budget, DhcpOptions};
+use crate::probe::ovsdb::{self, endpoints, Answer, DhcpOptions};
 use crate::probe::{sysfs_net, ProbeError};
 
 pub struct OverlayMtu;
@@ -93,7 +93,7 @@ impl Check for OverlayMtu {
         let expected_guest_mtu = expect::guest_mtu(underlay_mtu, expect.ipsec_enabled, false);
         let (nb_endpoints, dhcp) = match endpoints::nb(ctx) {
             Ok((list, _)) => {
-                let budget = Budget::within(ctx.opts.probe_timeout, ctx.deadline());
+                let budget = endpoints::budget(ctx);
                 let dhcp = match ovsdb::dhcp_options(&list, budget) {
                     Ok(a) => DhcpFacts::Read(a),
                     Err(e) => DhcpFacts::Unreadable(e),

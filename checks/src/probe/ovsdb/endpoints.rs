@@ -2,11 +2,28 @@
 //! given, else the config's raft lists (`ovn_nb_addr`, `ovn_sb_addr`), else
 //! (for the local Open_vSwitch database only) the standard socket.
 
+use std::time::Duration;
+
 use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
 use crate::finding::{Finding, SkipReason};
 
-use super::DEFAULT_OVS_ENDPOINT;
+use super::{Budget, DEFAULT_OVS_ENDPOINT};
+
+/// Stop this long before the run's deadline, so that the check reports
+/// which member failed how, rather than the runner a bare time-out.
+pub const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
+
+/// Each member gets `--probe-timeout`; everything ends just before the
+/// run's deadline.
+pub fn budget(ctx: &Ctx) -> Budget {
+    let deadline = ctx.deadline();
+    let margin = DEADLINE_MARGIN.min(ctx.opts.timeout / 10);
+    Budget::within(
+        ctx.opts.probe_timeout,
+        deadline.checked_sub(margin).unwrap_or(deadline),
+    )
+}
 
 /// Where a list came from, for evidence and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
