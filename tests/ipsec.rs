@@ -280,6 +280,26 @@ fn a_member_that_accepts_and_never_answers_is_bounded() {
         took < Duration::from_secs(3) + Duration::from_secs(2),
         "{took:?}"
     );
+
+    // Two hung members and a deadline that cuts the second short: the check
+    // still ends first and says what each member did.
+    let cfg = c.config(false, 3, &format!("{hung},{hung},{}", c.nb.unix()), "");
+    let (_, doc) = c.run(
+        "ipsec.flags",
+        &cfg,
+        &["--probe-timeout", "1s", "--timeout", "1500ms"],
+    );
+    let f = check(&doc, "ipsec.flags");
+    assert_eq!(f["status"], "error", "{f:#}");
+    let s = f["summary"].as_str().unwrap();
+    assert!(s.contains("no answer within 1000ms"), "{s}");
+    assert!(
+        s.contains(&format!(
+            "{}: not tried: the run's deadline had passed",
+            c.nb.unix()
+        )),
+        "{s}"
+    );
 }
 
 #[test]
