@@ -30,6 +30,8 @@ pub struct PathMtu;
 /// At most this many probe rounds (a ladder, then refinement).
 pub const MAX_ROUNDS: u32 = 3;
 const CONFIG_FILE: &str = "/etc/spinifex/spinifex.toml";
+/// Time kept back from the run's deadline to judge and report.
+const JUDGE_MARGIN: Duration = Duration::from_millis(100);
 
 /// What one peer's path was found to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -118,6 +120,8 @@ pub struct PathFacts {
     pub peers: Vec<PeerFacts>,
     pub socket: SocketKind,
     pub discovery: PeerSet,
+    /// `--probe-timeout`: one round's bound.
+    pub probe_timeout: Duration,
 }
 
 /// One row of the `peers` evidence.
@@ -242,9 +246,15 @@ pub fn gather(
             target_mtu,
         })
         .collect();
+    // Stop probing a little before the run's deadline so that the verdict
+    // (with what was cut short) is reported instead of a bare timeout.
+    let deadline = ctx
+        .deadline()
+        .checked_sub(JUDGE_MARGIN)
+        .unwrap_or_else(std::time::Instant::now);
     let settings = Settings {
         round_timeout: ctx.opts.probe_timeout,
-        deadline: ctx.deadline(),
+        deadline,
         max_rounds: MAX_ROUNDS,
     };
     let (probes, socket) = icmp_probe::measure(&targets, &settings)?;
@@ -266,6 +276,7 @@ pub fn gather(
         peers,
         socket,
         discovery,
+        probe_timeout: ctx.opts.probe_timeout,
     })
 }
 
@@ -356,7 +367,31 @@ pub fn judge(facts: &PathFacts) -> Finding {
         .filter(|r| r.verdict == PeerVerdict::Unreachable)
         .collect();
 
-    let finding = if !failing.is_empty() {
+    // Silence within a round the deadline cut short proves nothing.
+    let cut: Vec<String> = facts
+        .peers
+        .iter()
+        .zip(&reports)
+        .filter(|(p, r)| {
+            p.probe.cut_short
+                && matches!(r.verdict, PeerVerdict::BlackHole | PeerVerdict::Unreachable)
+        })
+        .map(|(_, r)| r.address.to_string())
+        .collect();
+
+    let finding = if !cut.is_empty() {
+        Finding::error(format!(
+            "the run's --timeout ended probing before {} answered or proved silent; nothing is concluded for {}",
+            cut.join(", "),
+            if cut.len() == 1 { "it" } else { "them" }
+        ))
+        .fix(format!(
+            "re-run with more time: `spx doctor --check mtu.path --timeout {}s` (each of up to {MAX_ROUNDS} rounds takes --probe-timeout)",
+            (facts.probe_timeout.as_secs_f64() * f64::from(MAX_ROUNDS) + 2.0)
+                .ceil()
+                .max(10.0)
+        ))
+    } else if !failing.is_empty() {
         let mut parts: Vec<String> = failing
             .iter()
             .take(3)
@@ -599,6 +634,7 @@ mod tests {
             other_error: None,
             rounds: 1,
             probes_sent: 4,
+            cut_short: false,
         }
     }
 
@@ -621,6 +657,7 @@ mod tests {
             peers,
             socket: SocketKind::Raw,
             discovery: PeerSet::default(),
+            probe_timeout: Duration::from_secs(1),
         }
     }
 
@@ -772,6 +809,22 @@ mod tests {
         assert_eq!(f.evidence["peers"][1]["verdict"], "ok");
         assert_eq!(f.evidence["peers"][1]["path_mtu"], 9000);
         assert!(f.remediation.is_empty());
+    }
+
+    #[test]
+    fn silence_in_a_round_cut_by_the_deadline_is_not_a_black_hole() {
+        let mut p = probe("198.18.0.3", Some(1500), Some(1501));
+        p.cut_short = true;
+        let f = judge(&facts(vec![peer("198.18.0.3", br_vpc(), p)]));
+        assert_eq!(f.status, Status::Error, "{}", f.summary);
+        assert!(f.summary.contains("--timeout"), "{}", f.summary);
+        // An answered target is proof even when a round was cut.
+        let mut ok = probe("198.18.0.2", Some(9000), None);
+        ok.cut_short = true;
+        assert_eq!(
+            judge(&facts(vec![peer("198.18.0.2", br_vpc(), ok)])).status,
+            Status::Pass
+        );
     }
 
     #[test]

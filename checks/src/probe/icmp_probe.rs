@@ -127,6 +127,9 @@ pub struct PathProbe {
     /// Rounds this target took part in.
     pub rounds: u32,
     pub probes_sent: u32,
+    /// The run's deadline ended a round early (or prevented one) while
+    /// probes to this target were unanswered: silence proves nothing then.
+    pub cut_short: bool,
 }
 
 impl PathProbe {
@@ -720,6 +723,7 @@ struct PeerState {
     /// Round 1: when to send the ladder (after the minimal probe answered).
     ladder_at: Option<Instant>,
     ladder_sent: bool,
+    cut_short: bool,
 }
 
 struct Engine<'a> {
@@ -781,6 +785,12 @@ impl<'a> Engine<'a> {
                 break;
             }
             if Instant::now() >= self.settings.deadline {
+                // Out of time with work left: what is unknown stays unknown.
+                for (peer, sizes) in plan.iter().enumerate() {
+                    if !sizes.is_empty() {
+                        self.peers[peer].cut_short = true;
+                    }
+                }
                 break;
             }
             self.round = round;
@@ -799,9 +809,10 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            let end = (Instant::now() + self.settings.round_timeout).min(self.settings.deadline);
+            let intended = Instant::now() + self.settings.round_timeout;
+            let end = intended.min(self.settings.deadline);
             self.wait_round(end);
-            self.close_round();
+            self.close_round(end < intended);
         }
     }
 
@@ -1189,10 +1200,12 @@ impl<'a> Engine<'a> {
     }
 
     /// Probes of this round still pending are silent.
-    fn close_round(&mut self) {
+    fn close_round(&mut self, cut_by_deadline: bool) {
         for probe in self.probes.iter_mut().filter(|p| p.round == self.round) {
             if probe.outcome == Outcome::Pending {
-                *self.peers[probe.peer].silent.entry(probe.size).or_insert(0) += 1;
+                let peer = &mut self.peers[probe.peer];
+                *peer.silent.entry(probe.size).or_insert(0) += 1;
+                peer.cut_short |= cut_by_deadline;
             }
         }
         for p in &mut self.peers {
@@ -1223,6 +1236,7 @@ impl<'a> Engine<'a> {
                     other_error: p.other_error.clone(),
                     rounds: p.rounds,
                     probes_sent: p.probes_sent,
+                    cut_short: p.cut_short,
                 }
             })
             .collect()
@@ -1349,6 +1363,7 @@ mod tests {
             other_error: None,
             rounds: 1,
             probes_sent: 3,
+            cut_short: false,
         };
         assert_eq!(p.exact_path_mtu(), Some(1500));
         p.smallest_refused = Some(1600);

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Benchmark for mtu.path (issue 3). Not a test: prints a table.
+#
+# Builds a netns fabric (a Linux bridge "switch" at 9000, a source node and
+# N peers; black-holed peers sit behind a 1500 switch port, dead peers ignore
+# echo) and measures, side by side, the whole-process wall time and peak RSS
+# of:
+#   spx      spx doctor --check mtu.path --mtu 9000 --peer ... (probe timeout 1s)
+#   manual   ping -M do -s 8972 -c 3 <peer>, one peer after the other
+#   tracepath  tracepath -n <black-holed peer>
+# for 4 peers (2 healthy, 1 black hole, 1 dead), 64 peers (60 healthy, 2 black
+# holes, 2 dead), and healthy-only fabrics of 4 and 64 peers (spx only).
+#
+# Packets go only to addresses inside the namespaces this script creates
+# (198.18.0.0/15); every namespace is deleted on exit.
+#
+# Needs: root, iproute2, iputils-ping, iputils-tracepath, time (GNU
+# /usr/bin/time). Usage: bench/mtu_path.sh [--quick]   (--quick skips the
+# slow manual and tracepath runs for 64 peers)
+set -euo pipefail
+
+QUICK=0
+[[ "${1:-}" == "--quick" ]] && QUICK=1
+[[ $(id -u) -eq 0 ]] || { echo "bench/mtu_path.sh: needs root (network namespaces)" >&2; exit 2; }
+for tool in ip ping tracepath /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "bench/mtu_path.sh: $tool not found (apt-get install iproute2 iputils-ping iputils-tracepath time)" >&2; exit 2; }
+done
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SPX=${SPX:-$ROOT/target/release/spx}
+if [[ ! -x $SPX ]]; then
+    (cd "$ROOT" && cargo build --release --quiet)
+fi
+
+P="spxb$$"
+NAMESPACES=()
+cleanup() {
+    for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+mkns() {
+    ip netns add "$1"
+    NAMESPACES+=("$1")
+    ip -n "$1" link set lo up
+}
+
+# build_fabric HEALTHY HOLES DEAD: sets PEERS (space-separated) and HOLE (one
+# black-holed peer, if any). Tears down any previous fabric first.
+build_fabric() {
+    cleanup
+    NAMESPACES=()
+    local healthy=$1 holes=$2 dead=$3
+    local sw="$P-sw" i=0 kind
+    mkns "$sw"
+    ip -n "$sw" link add sw type bridge
+    ip -n "$sw" link set sw mtu 9000 up
+    plug() { # ns port node-mtu port-mtu addr
+        ip -n "$1" link add eth0 type veth peer name "$2" netns "$sw"
+        ip -n "$1" link set eth0 mtu "$3" up
+        ip -n "$sw" link set "$2" mtu "$4" master sw up
+        ip -n "$1" addr add "$5/16" dev eth0
+    }
+    SRC="$P-src"
+    mkns "$SRC"
+    plug "$SRC" psrc 9000 9000 198.18.0.1
+    PEERS=""
+    HOLE=""
+    local n=0
+    local kinds=()
+    for ((i = 0; i < healthy; i++)); do kinds+=(h); done
+    for ((i = 0; i < holes; i++)); do kinds+=(b); done
+    for ((i = 0; i < dead; i++)); do kinds+=(d); done
+    for kind in "${kinds[@]}"; do
+        n=$((n + 1))
+        local ns="$P-n$n" addr="198.18.$((n / 250 + 1)).$((n % 250 + 2))"
+        mkns "$ns"
+        case $kind in
+            h) plug "$ns" "p$n" 9000 9000 "$addr" ;;
+            b) plug "$ns" "p$n" 9000 1500 "$addr"; HOLE=${HOLE:-$addr} ;;
+            d) plug "$ns" "p$n" 9000 9000 "$addr"
+               ip netns exec "$ns" sysctl -qw net.ipv4.icmp_echo_ignore_all=1 ;;
+        esac
+        PEERS="$PEERS $addr"
+    done
+    PEERS=${PEERS# }
+}
+
+# measure CMD...: prints "wall_s peak_rss_kib" of the whole process tree.
+measure() {
+    local out
+    out=$(mktemp)
+    /usr/bin/time -o "$out" -f '%e %M' "$@" >/dev/null 2>&1 || true
+    tail -1 "$out"
+    rm -f "$out"
+}
+
+spx_run() {
+    local args=()
+    for p in $PEERS; do args+=(--peer "$p"); done
+    measure ip netns exec "$SRC" "$SPX" doctor --check mtu.path --mtu 9000 --probe-timeout 1s --format json "${args[@]}"
+}
+
+manual_run() {
+    local script='for p in "$@"; do ping -n -q -M do -s 8972 -c 3 "$p"; done; true'
+    # shellcheck disable=SC2086
+    measure ip netns exec "$SRC" bash -c "$script" manual $PEERS
+}
+
+tracepath_run() {
+    measure ip netns exec "$SRC" tracepath -n "$HOLE"
+}
+
+row() { # scenario tool "wall rss"
+    read -r wall rss <<<"$3"
+    printf '%-34s %-10s %9s %10s\n' "$1" "$2" "$wall" "$(awk -v k="$rss" 'BEGIN{printf "%.1f", k/1024}')"
+}
+
+verdicts() { # the per-peer verdict counts of one spx run, as a sanity line
+    local args=()
+    for p in $PEERS; do args+=(--peer "$p"); done
+    ip netns exec "$SRC" "$SPX" doctor --check mtu.path --mtu 9000 --format json "${args[@]}" |
+        python3 -c 'import json,sys,collections; d=json.load(sys.stdin); c=d["checks"][0]; print("   spx says:", c["status"], dict(collections.Counter((p["verdict"], p["path_mtu"]) for p in c["evidence"]["peers"])))' || true
+}
+
+printf '%-34s %-10s %9s %10s\n' "scenario" "tool" "wall_s" "peak_MiB"
+printf '%-34s %-10s %9s %10s\n' "--------" "----" "------" "--------"
+
+build_fabric 2 1 1
+row "4 peers (1 black hole, 1 dead)" spx "$(spx_run)"
+row "4 peers (1 black hole, 1 dead)" manual "$(manual_run)"
+row "4 peers (1 black hole, 1 dead)" tracepath "$(tracepath_run)"
+verdicts
+
+build_fabric 60 2 2
+row "64 peers (2 black holes, 2 dead)" spx "$(spx_run)"
+if [[ $QUICK -eq 0 ]]; then
+    row "64 peers (2 black holes, 2 dead)" manual "$(manual_run)"
+    row "64 peers (2 black holes, 2 dead)" tracepath "$(tracepath_run)"
+fi
+verdicts
+
+build_fabric 4 0 0
+row "4 healthy peers" spx "$(spx_run)"
+build_fabric 64 0 0
+row "64 healthy peers" spx "$(spx_run)"
