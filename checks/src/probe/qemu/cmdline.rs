@@ -112,7 +112,7 @@ fn clamp_u32(v: u64) -> u32 {
 /// One guest's command line, with the options the doctor audits parsed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QemuCommandLine {
-    /// argv[0].
+    /// `argv[0]`.
     pub program: String,
     /// `-name guest=…` or `-name NAME`.
     pub name: Option<String>,
@@ -139,7 +139,7 @@ pub struct QemuCommandLine {
 }
 
 impl QemuCommandLine {
-    /// Parse argv. argv[0] is the program; `--opt` is `-opt`; a word that
+    /// Parse argv. `argv[0]` is the program; `--opt` is `-opt`; a word that
     /// does not start with `-` is a disk image (QEMU's `-hda`).
     pub fn parse<S: AsRef<str>>(argv: &[S]) -> Result<QemuCommandLine, CmdlineError> {
         let (program, rest) = argv.split_first().ok_or(CmdlineError::Empty)?;

@@ -1,4 +1,4 @@
-//! Finding running QEMU guests in /proc: a process is QEMU when argv[0] or
+//! Finding running QEMU guests in /proc: a process is QEMU when `argv[0]` or
 //! its executable is `qemu-system-*`. `/proc/PID/cmdline` is read as bytes
 //! and split on NUL ourselves, because empty arguments (`-append ""`) must
 //! stay in place or every later option shifts by one.
