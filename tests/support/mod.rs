@@ -99,6 +99,7 @@ pub fn is_root() -> bool {
 /// Tests that need root call this first: it returns false (and says why)
 /// when not root locally, and fails the test under CI=true, where every
 /// test must run.
+#[allow(clippy::disallowed_macros)] // the skip reason belongs in the test log
 pub fn root_or_skip(test: &str) -> bool {
     if is_root() {
         return true;
