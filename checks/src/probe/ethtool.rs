@@ -92,12 +92,12 @@ impl Channels {
     /// Queue pairs in use: combined channels plus the pairs that separate rx
     /// and tx channels can form.
     pub fn current_pairs(&self) -> u32 {
-        self.combined + self.rx.min(self.tx)
+        self.combined.saturating_add(self.rx.min(self.tx))
     }
 
     /// Queue pairs the device offers at most.
     pub fn max_pairs(&self) -> u32 {
-        self.max_combined + self.max_rx.min(self.max_tx)
+        self.max_combined.saturating_add(self.max_rx.min(self.max_tx))
     }
 }
 
@@ -900,6 +900,20 @@ mod tests {
         ));
         let f: crate::finding::Finding = errno_error(Errno::EACCES, "eth0", "rings").into();
         assert_eq!(f.status, crate::finding::Status::Skip);
+    }
+
+    // Found by `fuzz/run.sh ethtool_stats` (issue 8): a driver reporting
+    // u32::MAX channels overflowed the pair count (a panic in debug builds,
+    // a wrapped count in release).
+    #[test]
+    fn huge_channel_counts_saturate() {
+        let mut b = vec![0u8; CHANNELS_LEN];
+        for i in 1..9 {
+            b[4 * i..4 * i + 4].copy_from_slice(&u32::MAX.to_ne_bytes());
+        }
+        let c = parse_channels(&b).unwrap();
+        assert_eq!(c.current_pairs(), u32::MAX);
+        assert_eq!(c.max_pairs(), u32::MAX);
     }
 
     #[test]
