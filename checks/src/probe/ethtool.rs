@@ -97,7 +97,8 @@ impl Channels {
 
     /// Queue pairs the device offers at most.
     pub fn max_pairs(&self) -> u32 {
-        self.max_combined.saturating_add(self.max_rx.min(self.max_tx))
+        self.max_combined
+            .saturating_add(self.max_rx.min(self.max_tx))
     }
 }
 
