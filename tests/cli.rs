@@ -235,3 +235,15 @@ fn spx_ids() -> Vec<String> {
         .filter(|s| s.contains('.'))
         .collect()
 }
+
+#[test]
+fn readme_lists_every_check_and_its_two_commands() {
+    let readme = std::fs::read_to_string(support::repo_root().join("README.md")).unwrap();
+    for id in spx_ids() {
+        assert!(readme.contains(&format!("| `{id}` |")), "README's check table lacks {id}");
+    }
+    assert!(readme.contains("cargo run --release -- doctor"));
+    assert!(readme.contains("bash .ci/run"));
+    let ci = std::fs::read_to_string(support::repo_root().join(".ci/run")).unwrap();
+    assert!(ci.contains("cargo test --workspace --locked"));
+}
