@@ -16,7 +16,9 @@
 #
 # Needs: root, iproute2, iputils-ping, iputils-tracepath, time (GNU
 # /usr/bin/time). Usage: bench/mtu_path.sh [--quick]   (--quick skips the
-# slow manual and tracepath runs for 64 peers)
+# slow manual and tracepath runs for 64 peers; SPX=path uses that binary
+# instead of building target/release/spx). A full run takes about 7 minutes,
+# nearly all of it the manual procedure and tracepath.
 set -euo pipefail
 
 QUICK=0
@@ -27,17 +29,18 @@ for tool in ip ping tracepath /usr/bin/time; do
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SPX=${SPX:-$ROOT/target/release/spx}
-if [[ ! -x $SPX ]]; then
+if [[ -z "${SPX:-}" ]]; then
     (cd "$ROOT" && cargo build --release --quiet)
+    SPX=$ROOT/target/release/spx
 fi
 
 P="spxb$$"
+WORK=$(mktemp -d)
 NAMESPACES=()
 cleanup() {
     for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
 }
-trap cleanup EXIT
+trap 'cleanup; rm -rf "$WORK"' EXIT
 
 mkns() {
     ip netns add "$1"
@@ -89,10 +92,9 @@ build_fabric() {
 # measure CMD...: prints "wall_s peak_rss_kib" of the whole process tree.
 measure() {
     local out
-    out=$(mktemp)
+    out="$WORK/time.out"
     /usr/bin/time -o "$out" -f '%e %M' "$@" >/dev/null 2>&1 || true
     tail -1 "$out"
-    rm -f "$out"
 }
 
 spx_run() {
@@ -108,7 +110,12 @@ manual_run() {
 }
 
 tracepath_run() {
-    measure ip netns exec "$SRC" tracepath -n "$HOLE"
+    TRACEPATH_OUT="$WORK/tracepath.out"
+    measure ip netns exec "$SRC" bash -c 'tracepath -n "$1" >"$2" 2>&1' tracepath "$HOLE" "$TRACEPATH_OUT"
+}
+
+tracepath_says() { # what tracepath concluded about the black-holed path
+    echo "   tracepath says: $(grep -i 'resume' "$TRACEPATH_OUT" | sed 's/^ *//')"
 }
 
 row() { # scenario tool "wall rss"
@@ -129,14 +136,16 @@ printf '%-34s %-10s %9s %10s\n' "--------" "----" "------" "--------"
 build_fabric 2 1 1
 row "4 peers (1 black hole, 1 dead)" spx "$(spx_run)"
 row "4 peers (1 black hole, 1 dead)" manual "$(manual_run)"
-row "4 peers (1 black hole, 1 dead)" tracepath "$(tracepath_run)"
+tracepath_run >"$WORK/tp"; row "4 peers (1 black hole, 1 dead)" tracepath "$(cat "$WORK/tp")"; rm -f "$WORK/tp"
 verdicts
+tracepath_says
 
 build_fabric 60 2 2
 row "64 peers (2 black holes, 2 dead)" spx "$(spx_run)"
 if [[ $QUICK -eq 0 ]]; then
     row "64 peers (2 black holes, 2 dead)" manual "$(manual_run)"
-    row "64 peers (2 black holes, 2 dead)" tracepath "$(tracepath_run)"
+    tracepath_run >"$WORK/tp"; row "64 peers (2 black holes, 2 dead)" tracepath "$(cat "$WORK/tp")"; rm -f "$WORK/tp"
+    tracepath_says
 fi
 verdicts
 

@@ -749,19 +749,39 @@ impl<'a> Engine<'a> {
         let ident = u16::from_be_bytes(random_bytes::<2>());
         let needs_v4 = targets.iter().any(|t| t.addr.is_ipv4());
         let needs_v6 = targets.iter().any(|t| t.addr.is_ipv6());
-        let v4 = needs_v4
-            .then(|| IcmpSocket::open(false, ident))
-            .transpose()?;
-        let v6 = needs_v6
-            .then(|| IcmpSocket::open(true, ident))
-            .transpose()?;
+        // No privilege ends the run (a skip); a family that cannot be used
+        // (no IPv6 stack) only makes its peers unreachable, with the reason.
+        let open =
+            |needed: bool, v6: bool| -> Result<(Option<IcmpSocket>, Option<String>), ProbeError> {
+                if !needed {
+                    return Ok((None, None));
+                }
+                match IcmpSocket::open(v6, ident) {
+                    Ok(s) => Ok((Some(s), None)),
+                    Err(e @ ProbeError::PermissionDenied { .. }) => Err(e),
+                    Err(e) => Ok((None, Some(e.to_string()))),
+                }
+            };
+        let (v4, v4_err) = open(needs_v4, false)?;
+        let (v6, v6_err) = open(needs_v6, true)?;
+        let peers = targets
+            .iter()
+            .map(|t| PeerState {
+                other_error: if t.addr.is_ipv4() {
+                    v4_err.clone()
+                } else {
+                    v6_err.clone()
+                },
+                ..PeerState::default()
+            })
+            .collect();
         Ok(Engine {
             targets,
             settings: *settings,
             v4,
             v6,
             nonce: random_bytes::<NONCE_LEN>(),
-            peers: targets.iter().map(|_| PeerState::default()).collect(),
+            peers,
             probes: Vec::new(),
             by_seq: HashMap::new(),
             next_seq: HashMap::new(),
