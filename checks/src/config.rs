@@ -158,10 +158,20 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
     };
     let de = toml::Deserializer::new(text);
     let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
-        let key = e.path().to_string();
+        // A `Spanned` value adds toml's private field to the path.
+        let key = e
+            .path()
+            .to_string()
+            .replace(".$__serde_spanned_private_value", "");
         let key = (!key.is_empty() && key != ".").then_some(key);
         let inner = e.into_inner();
-        err_at(inner.span(), key, inner.message().trim().to_owned())
+        // toml's messages may span lines; a refusal is one line.
+        let message = inner
+            .message()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        err_at(inner.span(), key, message)
     })?;
     raw.validate()
         .map_err(|(span, key, message)| err_at(span, Some(key), message))
@@ -375,6 +385,17 @@ host = "10.1.3.182:8443"
                 .starts_with("spinifex.toml:3:17: key `network.ipsec_enabled`"),
             "{e}"
         );
+    }
+
+    // Found by tests/hardening.rs's bad-input table (issue 8): a `Spanned`
+    // value leaked `$__serde_spanned_private_value` into the key, and
+    // toml's two-line messages broke the one-line refusal.
+    #[test]
+    fn spanned_keys_are_clean_and_messages_one_line() {
+        let e = p("[network]\nunderlay_mtu = \"9000\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("network.underlay_mtu"), "{e}");
+        let e = p("node = \"a\"\n[network\n").unwrap_err();
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
     }
 
     #[test]
