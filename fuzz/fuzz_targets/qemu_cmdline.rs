@@ -1,0 +1,45 @@
+//! QEMU command lines: the bytes of /proc/PID/cmdline split into argv, then
+//! parsed the way QEMU parses them, and every accessor the qemu.tuning
+//! check uses driven over the result.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use spx_checks::probe::qemu::process::{is_qemu_program, split_cmdline};
+use spx_checks::probe::qemu::QemuCommandLine;
+
+fuzz_target!(|data: &[u8]| {
+    let argv = split_cmdline(data);
+    if let Some(p) = argv.first() {
+        let _ = is_qemu_program(p);
+    }
+    let Ok(cl) = QemuCommandLine::parse(&argv) else {
+        return;
+    };
+    let _ = cl.vcpus();
+    let _ = cl.qmp_sockets();
+    for id in cl.iothreads() {
+        let _ = cl.object(id);
+    }
+    for dev in &cl.devices {
+        for key in [
+            "netdev",
+            "drive",
+            "queues",
+            "vectors",
+            "mq",
+            "iothread",
+            "num-queues",
+        ] {
+            let _ = cl.device_prop(dev, key);
+            let _ = cl.device_number(dev, key);
+            let _ = cl.device_flag(dev, key);
+        }
+        if let Some(id) = dev.get("netdev") {
+            let _ = cl.netdev(id);
+        }
+        if let Some(id) = dev.get("drive") {
+            let _ = cl.drive(id);
+            let _ = cl.blockdev(id);
+        }
+    }
+});
