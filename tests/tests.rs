@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod hardening;
 mod monitoring;
 mod ipsec;
 mod ovsdb;
