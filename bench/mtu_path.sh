@@ -89,12 +89,17 @@ build_fabric() {
     PEERS=${PEERS# }
 }
 
-# measure CMD...: prints "wall_s peak_rss_kib" of the whole process tree.
+# measure CMD...: prints "wall_s peak_rss_kib" of the whole process tree
+# (peak RSS: GNU time's %M, the largest resident set of the process or any
+# child it waited for).
 measure() {
-    local out
+    local out start end
     out="$WORK/time.out"
-    /usr/bin/time -o "$out" -f '%e %M' "$@" >/dev/null 2>&1 || true
-    tail -1 "$out"
+    start=$(date +%s%N)
+    /usr/bin/time -o "$out" -f '%M' "$@" >/dev/null 2>&1 || true
+    end=$(date +%s%N)
+    # Wall time to the millisecond (GNU time's %e has 10 ms steps).
+    echo "$(awk -v ns=$((end - start)) 'BEGIN{printf "%.3f", ns/1e9}') $(tail -1 "$out")"
 }
 
 spx_run() {
