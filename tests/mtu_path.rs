@@ -304,3 +304,124 @@ fn mtu_path_refuses_a_target_outside_576_65535() {
         assert_eq!(code, 2, "--mtu {bad}: {stderr}");
     }
 }
+
+#[test]
+fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
+    if !support::root_or_skip("mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host")
+    {
+        return;
+    }
+    use crate::support::ovsdb_server::OvsdbServer;
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(BLACKHOLE);
+    let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
+
+    // The SB lists every chassis, this one included (its encap IP is not on
+    // any interface here, so only ovn-encap-ip can exclude it); one row
+    // carries this host's own address.
+    let sb = OvsdbServer::sb();
+    for (name, ip) in [
+        ("spx1", "198.18.0.77"),
+        ("spx2", h.v4.as_str()),
+        ("spx3", b.v4.as_str()),
+        ("spx4", s.v4.as_str()),
+    ] {
+        sb.sbctl(&["chassis-add", name, "geneve", ip]);
+    }
+    let ovs = OvsdbServer::ovs();
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:ovn-encap-ip=198.18.0.77",
+    ]);
+
+    // Config nodes name other addresses: the SB, a better source, wins.
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"spx1\"\n[network]\nunderlay_mtu = 9000\n\
+             [nodes.spx1]\nhost = \"198.18.0.77\"\n\
+             [nodes.spx1.vpcd]\novn_sb_addr = \"{}\"\n\
+             [nodes.spx5]\nhost = \"198.18.0.99\"\n",
+            sb.unix()
+        ),
+    );
+    let (code, doc) = run_json(
+        s.spx()
+            .args([
+                "doctor",
+                "--check",
+                "mtu.path",
+                "--ovs-db",
+                &ovs.unix(),
+                "--config",
+            ])
+            .arg(&config),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let peers = c["evidence"]["peers"].as_array().unwrap();
+    assert_eq!(peers.len(), 2, "{c:#}");
+    assert_eq!(peer(c, &h.v4)["source"], "ovn-sb");
+    assert_eq!(peer(c, &h.v4)["verdict"], "ok");
+    assert_eq!(peer(c, &b.v4)["verdict"], "blackhole");
+    assert_eq!(peer(c, &b.v4)["path_mtu"], 1500);
+    let excluded = c["evidence"]["excluded"].as_array().unwrap();
+    let reason = |addr: &str| {
+        excluded
+            .iter()
+            .find(|e| e["address"] == addr)
+            .unwrap_or_else(|| panic!("{addr} not excluded: {c:#}"))["reason"]
+            .clone()
+    };
+    assert_eq!(reason("198.18.0.77"), "this host's ovn-encap-ip");
+    assert_eq!(reason(&s.v4), "this host's own address");
+    assert_eq!(c["evidence"]["peer_discovery"][0]["source"], "ovn-sb");
+    assert_eq!(c["evidence"]["peer_discovery"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn mtu_path_discovery_falls_back_in_order_to_the_config() {
+    // peers.nft is read from a fixed path tests must not write, so parsing
+    // it is covered by the library (probe::peers unit tests); here: with no
+    // SB and no peers.nft, the binary says it looked at each, in order, and
+    // took the config's nodes.
+    if !support::root_or_skip("mtu_path_discovery_falls_back_in_order_to_the_config") {
+        return;
+    }
+    if std::path::Path::new("/etc/spinifex/firewall/peers.nft").exists() {
+        println!("skipping: this host has a real /etc/spinifex/firewall/peers.nft");
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let (s, h) = (fabric.node(src), fabric.node(healthy));
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"a\"\n[network]\nunderlay_mtu = 9000\n[nodes.a]\nhost = \"{}\"\n[nodes.b]\nhost = \"{}\"\n",
+            s.v4, h.v4
+        ),
+    );
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["doctor", "--check", "mtu.path", "--config"])
+            .arg(&config),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 0, "{c:#}");
+    let notes: Vec<&str> = c["evidence"]["peer_discovery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes, ["ovn-sb", "peers.nft", "config"]);
+    assert_eq!(peer(c, &h.v4)["source"], "config");
+}
