@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, ROUTER_V4};
+use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, FAR_V6, ROUTER_V4, ROUTER_V6};
 use crate::support::{self, check, run_json};
 
 fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
@@ -170,14 +170,15 @@ fn mtu_path_local_link_below_target_is_local_mtu() {
 }
 
 #[test]
-fn mtu_path_ipv6_peers_ok_and_black_hole() {
-    if !support::root_or_skip("mtu_path_ipv6_peers_ok_and_black_hole") {
+fn mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big() {
+    if !support::root_or_skip("mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big") {
         return;
     }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
     let hole = fabric.add_node(BLACKHOLE);
+    fabric.add_router(4000);
     let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
     let (h6, b6) = (h.v6.clone().unwrap(), b.v6.clone().unwrap());
     assert!(s.ping_df(&h6, 8952), "IPv6: 9000 - 48");
@@ -185,9 +186,11 @@ fn mtu_path_ipv6_peers_ok_and_black_hole() {
         s.ping_df(&b6, 1452) && !s.ping_df(&b6, 1453),
         "IPv6 black hole at 1500"
     );
+    assert!(s.ping_df(FAR_V6, 3952), "IPv6 far link carries 4000");
 
     let (code, doc) = run_json(s.spx().args([
-        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h6, "--peer", &b6,
+        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h6, "--peer", &b6, "--peer",
+        FAR_V6,
     ]));
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
@@ -195,6 +198,11 @@ fn mtu_path_ipv6_peers_ok_and_black_hole() {
     assert_eq!(peer(c, &h6)["path_mtu"], 9000);
     assert_eq!(peer(c, &b6)["verdict"], "blackhole");
     assert_eq!(peer(c, &b6)["path_mtu"], 1500);
+    let far = peer(c, FAR_V6);
+    assert_eq!(far["verdict"], "too-big", "{c:#}");
+    assert_eq!(far["path_mtu"], 4000);
+    assert_eq!(far["reported_by"], ROUTER_V6);
+    assert_eq!(far["rounds"], 1, "packet too big names the MTU at once");
 }
 
 #[test]

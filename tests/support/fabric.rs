@@ -6,8 +6,9 @@
 //!
 //! Addresses (benchmarking range and ULA only): the switch LAN is
 //! 198.18.0.0/24 and fd00:198:18::/64, node `i` (from 0) gets .i+1 and
-//! ::i+1; the router is .254 / ::fe on the LAN and 198.18.1.1 on its far
-//! link, whose one node is 198.18.1.2.
+//! ::i+1; the router is .254 / ::fe on the LAN and 198.18.1.1 /
+//! fd00:198:19::1 on its far link, whose one node is 198.18.1.2 /
+//! fd00:198:19::2.
 //!
 //! A switch port at 1500 behaves like a real 1500-byte switch: a frame
 //! carrying more than 1500 bytes of IP is dropped without a word (measured
@@ -20,7 +21,9 @@ use super::netns::Netns;
 pub const LAN_V4_PREFIX: &str = "198.18.0";
 pub const LAN_V6_PREFIX: &str = "fd00:198:18:";
 pub const ROUTER_V4: &str = "198.18.0.254";
+pub const ROUTER_V6: &str = "fd00:198:18::fe";
 pub const FAR_V4: &str = "198.18.1.2";
+pub const FAR_V6: &str = "fd00:198:19::2";
 
 /// How a node is plugged in.
 #[derive(Clone, Copy, Debug)]
@@ -97,7 +100,7 @@ pub struct Fabric {
 impl Fabric {
     /// A switch (bridge `sw`, MTU 9000) with nothing plugged in.
     pub fn new() -> Fabric {
-        let switch = Netns::new();
+        let switch = quiet_ns();
         switch.ip(&["link", "add", "sw", "type", "bridge"]);
         switch.ip(&["link", "set", "sw", "mtu", "9000", "up"]);
         Fabric {
@@ -112,7 +115,7 @@ impl Fabric {
     pub fn add_node(&mut self, spec: NodeSpec) -> usize {
         let i = self.nodes.len();
         assert!(i < 200, "the LAN has room for 200 nodes");
-        let ns = Netns::new();
+        let ns = quiet_ns();
         let port = format!("p{i}");
         self.plug(&ns, &port, spec.mtu, spec.port_mtu);
         let v4 = format!("{LAN_V4_PREFIX}.{}", i + 1);
@@ -131,7 +134,7 @@ impl Fabric {
             v6
         });
         if self.router.is_some() {
-            ns.ip(&["route", "add", "198.18.1.0/24", "via", ROUTER_V4]);
+            route_far(&ns);
         }
         self.nodes.push(Node { ns, v4, v6 });
         i
@@ -143,26 +146,55 @@ impl Fabric {
     /// "fragmentation needed" from the router.
     pub fn add_router(&mut self, far_mtu: u32) {
         assert!(self.router.is_none(), "one router per fabric");
-        let router = Netns::new();
+        let router = quiet_ns();
         self.plug(&router, "prt", 9000, 9000);
         router.ip(&["addr", "add", &format!("{ROUTER_V4}/24"), "dev", "eth0"]);
+        router.ip(&[
+            "-6",
+            "addr",
+            "add",
+            &format!("{ROUTER_V6}/64"),
+            "dev",
+            "eth0",
+            "nodad",
+        ]);
         router.sysctl("net.ipv4.ip_forward=1");
-        let far = Netns::new();
+        router.sysctl("net.ipv6.conf.all.forwarding=1");
+        let far = quiet_ns();
         router.veth("far", &far, "eth0");
         let m = far_mtu.to_string();
         router.ip(&["link", "set", "far", "mtu", &m]);
         far.ip(&["link", "set", "eth0", "mtu", &m]);
         router.ip(&["addr", "add", "198.18.1.1/24", "dev", "far"]);
+        router.ip(&[
+            "-6",
+            "addr",
+            "add",
+            "fd00:198:19::1/64",
+            "dev",
+            "far",
+            "nodad",
+        ]);
         far.ip(&["addr", "add", &format!("{FAR_V4}/24"), "dev", "eth0"]);
+        far.ip(&[
+            "-6",
+            "addr",
+            "add",
+            &format!("{FAR_V6}/64"),
+            "dev",
+            "eth0",
+            "nodad",
+        ]);
         far.ip(&["route", "add", "default", "via", "198.18.1.1"]);
+        far.ip(&["-6", "route", "add", "default", "via", "fd00:198:19::1"]);
         for n in &self.nodes {
-            n.ns.ip(&["route", "add", "198.18.1.0/24", "via", ROUTER_V4]);
+            route_far(&n.ns);
         }
         self.router = Some(router);
         self.far = Some(Node {
             ns: far,
             v4: FAR_V4.to_owned(),
-            v6: None,
+            v6: Some(FAR_V6.to_owned()),
         });
     }
 
@@ -185,6 +217,22 @@ impl Fabric {
     pub fn node(&self, i: usize) -> &Node {
         &self.nodes[i]
     }
+}
+
+/// A namespace whose new interfaces skip IPv6 duplicate address detection,
+/// so link-local addresses (neighbour discovery's source) are usable at once
+/// instead of "tentative" for a second or two.
+fn quiet_ns() -> Netns {
+    let ns = Netns::new();
+    ns.sysctl("net.ipv6.conf.all.accept_dad=0");
+    ns.sysctl("net.ipv6.conf.default.accept_dad=0");
+    ns
+}
+
+/// Reach the router's far network (both families) through the router.
+fn route_far(ns: &Netns) {
+    ns.ip(&["route", "add", "198.18.1.0/24", "via", ROUTER_V4]);
+    ns.ip(&["-6", "route", "add", "fd00:198:19::/64", "via", ROUTER_V6]);
 }
 
 impl Default for Fabric {
