@@ -240,10 +240,70 @@ fn spx_ids() -> Vec<String> {
 fn readme_lists_every_check_and_its_two_commands() {
     let readme = std::fs::read_to_string(support::repo_root().join("README.md")).unwrap();
     for id in spx_ids() {
-        assert!(readme.contains(&format!("| `{id}` |")), "README's check table lacks {id}");
+        assert!(
+            readme.contains(&format!("| `{id}` |")),
+            "README's check table lacks {id}"
+        );
     }
     assert!(readme.contains("cargo run --release -- doctor"));
     assert!(readme.contains("bash .ci/run"));
     let ci = std::fs::read_to_string(support::repo_root().join(".ci/run")).unwrap();
     assert!(ci.contains("cargo test --workspace --locked"));
+}
+
+/// `--output /dev/null` once replaced the device with a regular file: the
+/// atomic rename must never land on anything but a regular file.
+#[test]
+fn output_to_a_device_or_a_link_keeps_what_is_there() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    if support::is_root() {
+        // A null device of our own, so a regression cannot break the host's.
+        let null = dir.path().join("null");
+        nix::sys::stat::mknod(
+            &null,
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(1, 3),
+        )
+        .unwrap();
+        let (code, out, err) = run(spx()
+            .args(["doctor", "--check", "sysctl", "--output"])
+            .arg(&null));
+        assert!(code < 2, "{err}");
+        assert!(out.is_empty());
+        let meta = std::fs::metadata(&null).unwrap();
+        assert!(
+            meta.file_type().is_char_device(),
+            "the device is still a device"
+        );
+        std::fs::remove_file(&null).unwrap();
+    }
+
+    let real = dir.path().join("real.json");
+    std::fs::write(&real, "old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (code, _, err) = run(spx()
+        .args([
+            "doctor", "--check", "sysctl", "--format", "json", "--output",
+        ])
+        .arg(&link));
+    assert!(code < 2, "{err}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link stays"
+    );
+    assert!(std::fs::read_to_string(&real)
+        .unwrap()
+        .contains("\"schema_version\": 1"));
+
+    let (code, _, err) = run(spx()
+        .args(["doctor", "--check", "sysctl", "--output"])
+        .arg(dir.path()));
+    assert_eq!(code, 2);
+    assert!(err.contains("is a directory"), "{err}");
 }

@@ -31,8 +31,28 @@ pub fn render(report: &Report, format: Format, style: &Style) -> String {
 /// Write to `path` by way of a temporary file in the same directory and a
 /// rename, so a reader (node_exporter's textfile collector, a monitoring
 /// script) never sees half a report, and nothing else is left behind.
+///
+/// Only a regular file (or a new one) is replaced that way. A device or a
+/// pipe (`--output /dev/null`, `--output /dev/stdout`) is written to in
+/// place: renaming over it would replace the device with a file. A link to
+/// a regular file is followed, so the link stays and its target is replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
+    let target = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a directory",
+            ))
+        }
+        Ok(meta) if !meta.is_file() => {
+            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+            return f.write_all(bytes).and_then(|()| f.flush());
+        }
+        Ok(_) => std::fs::canonicalize(path)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_owned(),
+        Err(e) => return Err(e),
+    };
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
@@ -42,7 +62,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
 }
 
