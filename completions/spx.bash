@@ -73,11 +73,11 @@ _spx() {
             fi
             case "${prev}" in
                 --check)
-                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors sysctl udp" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning sysctl udp mtu underlay ipsec nic cpu tcp qemu" -- "${cur}"))
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors sysctl udp" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning sysctl udp mtu underlay ipsec nic cpu tcp qemu" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -148,7 +148,7 @@ _spx() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__explain)
-            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors"
+            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -30,18 +30,18 @@ pub use finding::{Finding, SkipReason, Status};
 pub static CHECKS: &[&dyn Check] = &[
     &checks::udp_buffers::UdpBuffers,
     &checks::rcvbuf_errors::RcvbufErrors,
-    &checks::qemu_tuning::QemuTuning,
+    &checks::path_mtu::PathMtu,
+    &checks::overlay_mtu::OverlayMtu,
+    &checks::underlay_on_link::UnderlayOnLink,
+    &checks::ipsec_flags::IpsecFlags,
+    &checks::ipsec_xfrm::IpsecXfrm,
     &checks::nic_offloads::NicOffloads,
     &checks::nic_tso::NicTso,
     &checks::nic_queues::NicQueues,
     &checks::nic_rings::NicRings,
     &checks::cpu_softirq::CpuSoftirq,
     &checks::tcp_reordering::TcpReordering,
-    &checks::ipsec_flags::IpsecFlags,
-    &checks::ipsec_xfrm::IpsecXfrm,
-    &checks::overlay_mtu::OverlayMtu,
-    &checks::path_mtu::PathMtu,
-    &checks::underlay_on_link::UnderlayOnLink,
+    &checks::qemu_tuning::QemuTuning,
 ];
 
 /// Look a check up by id.
