@@ -209,14 +209,21 @@ pub fn judge(facts: FlagFacts) -> Finding {
         );
     }
     if !errors.is_empty() {
-        // Unreadable never passes. A lone permission problem is a skip.
-        if errors.len() == 1 {
-            if let Err(e @ ProbeError::PermissionDenied { .. }) = ovs {
-                return evidence(e.into());
-            }
-            if let Err(e @ ProbeError::PermissionDenied { .. }) = nb {
-                return evidence(e.into());
-            }
+        // Unreadable never passes. When every failure is a permission
+        // problem, it is a skip naming the privilege; anything else is an
+        // error.
+        let denied: Vec<&str> = [nb.as_ref().err(), ovs.as_ref().err()]
+            .into_iter()
+            .flatten()
+            .filter_map(|e| match e {
+                ProbeError::PermissionDenied { needs, .. } => Some(needs.as_str()),
+                _ => None,
+            })
+            .collect();
+        if denied.len() == errors.len() {
+            return evidence(Finding::skip(crate::finding::SkipReason::NeedsPrivilege(
+                denied.join(" and "),
+            )));
         }
         return evidence(Finding::error(errors.join("; ")));
     }
@@ -351,5 +358,27 @@ mod tests {
             needs: "root to connect to unix:/var/run/openvswitch/db.sock".into(),
         });
         assert_eq!(judge(x).status, Status::Skip);
+    }
+
+    #[test]
+    fn both_sockets_out_of_reach_skip_naming_both() {
+        let denied = |p: &str| ProbeError::PermissionDenied {
+            what: p.into(),
+            needs: format!("root to connect to {p}"),
+        };
+        let mut x = facts(false, None, None);
+        x.nb = Err(denied("unix:/run/ovn/ovnnb_db.sock"));
+        x.ovs = Err(denied("unix:/var/run/openvswitch/db.sock"));
+        let f = judge(x);
+        assert_eq!(f.status, Status::Skip);
+        assert_eq!(
+            f.summary,
+            "needs root to connect to unix:/run/ovn/ovnnb_db.sock and root to connect to unix:/var/run/openvswitch/db.sock"
+        );
+        // One denied and one down is an error: the outage is not a privilege matter.
+        let mut x = facts(false, None, None);
+        x.nb = Err(denied("unix:/run/ovn/ovnnb_db.sock"));
+        x.ovs = Err(ProbeError::Other("down".into()));
+        assert_eq!(judge(x).status, Status::Error);
     }
 }

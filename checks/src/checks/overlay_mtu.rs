@@ -163,6 +163,7 @@ pub fn judge(facts: OverlayFacts) -> Finding {
 
     let mut dhcp_note = None;
     let mut dhcp_error = None;
+    let mut dhcp_denied: Option<String> = None;
     let (dhcp_mtus, nb_endpoint) = match &facts.dhcp {
         DhcpFacts::Read(a) => {
             for row in &a.value {
@@ -198,6 +199,9 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             )
         }
         DhcpFacts::Unreadable(e) => {
+            if let ProbeError::PermissionDenied { needs, .. } = e {
+                dhcp_denied = Some(format!("{needs} (to read DHCP_Options)"));
+            }
             dhcp_error = Some(format!("DHCP_Options could not be read: {e}"));
             (None, None)
         }
@@ -257,6 +261,10 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             mismatches.join(", ")
         ))
         .fixes(fixes)
+    } else if let Some(needs) = dhcp_denied {
+        // The taps and the bridge were fine, but the DHCP rows were out of
+        // reach: not a pass, and a privilege matter, not an outage.
+        Finding::skip(SkipReason::NeedsPrivilege(needs))
     } else if let Some(err) = dhcp_error {
         Finding::error(err)
     } else if dhcp_mtus
@@ -408,6 +416,28 @@ mod tests {
             "{}",
             f.summary
         );
+    }
+
+    #[test]
+    fn an_nb_socket_we_may_not_open_skips_naming_the_privilege() {
+        let denied = || {
+            DhcpFacts::Unreadable(ProbeError::PermissionDenied {
+                what: "unix:/run/ovn/ovnnb_db.sock".into(),
+                needs: "root to connect to unix:/run/ovn/ovnnb_db.sock".into(),
+            })
+        };
+        let mut x = facts(false, vec![], &[("tapa", 1442)], None);
+        x.dhcp = denied();
+        let f = judge(x);
+        assert_eq!(f.status, Status::Skip);
+        assert_eq!(
+            f.summary,
+            "needs root to connect to unix:/run/ovn/ovnnb_db.sock (to read DHCP_Options)"
+        );
+        // A wrong tap is still a fail: what was read is judged.
+        let mut x = facts(false, vec![], &[("tapa", 1408)], None);
+        x.dhcp = denied();
+        assert_eq!(judge(x).status, Status::Fail);
     }
 
     #[test]
