@@ -86,6 +86,11 @@ pub struct InstanceAudit {
     pub tags: Vec<&'static str>,
     #[serde(skip)]
     pub unparsable: bool,
+    /// QMP monitors that were on the command line but did not answer: what
+    /// they would have said (hot-attached volumes) is unknown, so the
+    /// instance cannot pass.
+    #[serde(skip)]
+    pub qmp_silent: Vec<String>,
     /// The version of [`InstanceAudit::machine`], when known.
     #[serde(skip)]
     pub machine_version: Option<(u32, u32)>,
@@ -284,6 +289,19 @@ pub fn judge(
         Finding::error(format!(
             "could not parse the QEMU command line of pid {} (see evidence)",
             pids.join(", ")
+        ))
+    } else if audits.iter().any(|a| !a.qmp_silent.is_empty()) {
+        let silent: Vec<String> = audits
+            .iter()
+            .flat_map(|a| {
+                a.qmp_silent
+                    .iter()
+                    .map(move |q| format!("{} QMP {q}", a.label()))
+            })
+            .collect();
+        Finding::error(format!(
+            "the command lines are tuned, but hot-attached volumes could not be checked: {}",
+            silent.join("; ")
         ))
     } else if let (None, Some(skip)) = (expect, no_config) {
         Finding {
@@ -911,6 +929,7 @@ fn audit_qmp(cl: &QemuCommandLine, facts: &InstanceFacts, a: &mut InstanceAudit)
             Err(e) => {
                 a.not_judged
                     .push(format!("hot-attached volumes: QMP {}: {e}", path.display()));
+                a.qmp_silent.push(format!("{}: {e}", path.display()));
                 continue;
             }
         };
@@ -1379,6 +1398,15 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("QMP /run/q.sock: no answer")),
             "{a:#?}"
+        );
+        // Never a pass on what could not be asked: the run says error.
+        let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
+        assert_eq!(f.status, Status::Error, "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("/run/q.sock: no answer within 1s (greeting)"),
+            "{}",
+            f.summary
         );
     }
 
