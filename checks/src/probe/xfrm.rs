@@ -112,8 +112,11 @@ pub fn parse_dump(bytes: &[u8]) -> Result<DumpChunk, ProbeError> {
                     chunk.done = true;
                     break;
                 }
-                Some(_) => {
-                    let err = e.to_io();
+                Some(code) => {
+                    // -errno; not `e.to_io()`, whose `abs()` overflows on
+                    // i32::MIN (found by the xfrm_dump fuzz target).
+                    let errno = i32::try_from(code.get().unsigned_abs()).unwrap_or(i32::MAX);
+                    let err = io::Error::from_raw_os_error(errno);
                     return Err(match err.kind() {
                         io::ErrorKind::PermissionDenied => permission_denied(),
                         _ => ProbeError::Io {
@@ -254,5 +257,36 @@ fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_message(code: i32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&20u32.to_ne_bytes()); // length
+        b.extend_from_slice(&2u16.to_ne_bytes()); // NLMSG_ERROR
+        b.extend_from_slice(&0u16.to_ne_bytes()); // flags
+        b.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+        b.extend_from_slice(&0u32.to_ne_bytes()); // port id
+        b.extend_from_slice(&code.to_ne_bytes());
+        b
+    }
+
+    // Found by `fuzz/run.sh xfrm_dump` (issue 8): an NLMSG_ERROR carrying
+    // i32::MIN made netlink-packet-core's `to_io` overflow (a panic in
+    // debug builds).
+    #[test]
+    fn an_error_code_of_i32_min_is_an_error_not_a_panic() {
+        assert!(matches!(
+            parse_dump(&error_message(i32::MIN)),
+            Err(ProbeError::Io { .. })
+        ));
+        assert!(matches!(
+            parse_dump(&error_message(-libc::EPERM)),
+            Err(ProbeError::PermissionDenied { .. })
+        ));
     }
 }
