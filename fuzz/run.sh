@@ -4,10 +4,12 @@
 # target:   TARGET  RUNS  SECONDS  COVERAGE  RESULT
 #
 # Usage: fuzz/run.sh [-runs N] [-max_total_time S] [TARGET...]
-# Needs a nightly toolchain (`rustup toolchain install nightly`) and
-# cargo-fuzz (`cargo install cargo-fuzz --locked`). The binaries are run
-# directly after one build, so a tree that changes while this runs is not
-# rebuilt half-way through.
+# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`) and, for
+# AddressSanitizer, a nightly toolchain (`rustup toolchain install
+# nightly`); without one it builds on stable with RUSTC_BOOTSTRAP=1 and no
+# sanitizer (overflow checks and debug assertions stay on). The binaries
+# are run directly after one build, so a tree that changes while this runs
+# is not rebuilt half-way through.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -20,12 +22,21 @@ while [[ ${1:-} == -* ]]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+if rustup run nightly rustc -V >/dev/null 2>&1; then
+  fuzz=(cargo +nightly fuzz)
+  sanitizer=()
+else
+  echo "no nightly toolchain: building on stable (RUSTC_BOOTSTRAP=1, no sanitizer)" >&2
+  export RUSTC_BOOTSTRAP=1
+  fuzz=(cargo fuzz)
+  sanitizer=(-s none)
+fi
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  mapfile -t targets < <(cargo +nightly fuzz list)
+  mapfile -t targets < <("${fuzz[@]}" list)
 fi
 
-cargo +nightly fuzz build >/dev/null
+"${fuzz[@]}" build "${sanitizer[@]}" >/dev/null
 bin=target/x86_64-unknown-linux-gnu/release
 status=0
 mkdir -p logs  # ignored by fuzz/.gitignore
