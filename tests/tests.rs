@@ -4,11 +4,11 @@ mod support;
 
 mod cli;
 mod hardening;
-mod monitoring;
 mod ipsec;
+mod monitoring;
+mod mtu_path;
+mod nic;
 mod ovsdb;
 mod preflight;
 mod qemu;
 mod udp;
-mod nic;
-mod mtu_path;
