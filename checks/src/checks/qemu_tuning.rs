@@ -48,7 +48,39 @@ pub struct InstanceFacts {
     /// The tap queues and vhost-net descriptors the process holds.
     pub fds: Result<ProcessFds, String>,
     /// One entry per QMP unix socket on the command line.
-    pub qmp: Vec<(PathBuf, Result<QmpFacts, String>)>,
+    pub qmp: Vec<(PathBuf, Result<QmpFacts, QmpFailure>)>,
+}
+
+/// Why a QMP monitor told us nothing. A monitor we may not open is a
+/// privilege matter (skip); one that does not answer is an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QmpFailure {
+    pub message: String,
+    pub denied: bool,
+}
+
+impl std::fmt::Display for QmpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<&str> for QmpFailure {
+    fn from(message: &str) -> QmpFailure {
+        QmpFailure {
+            message: message.to_owned(),
+            denied: false,
+        }
+    }
+}
+
+impl From<qmp::QmpError> for QmpFailure {
+    fn from(e: qmp::QmpError) -> QmpFailure {
+        QmpFailure {
+            denied: matches!(e, qmp::QmpError::PermissionDenied { .. }),
+            message: e.to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +123,9 @@ pub struct InstanceAudit {
     /// instance cannot pass.
     #[serde(skip)]
     pub qmp_silent: Vec<String>,
+    /// QMP monitors this process may not open.
+    #[serde(skip)]
+    pub qmp_denied: Vec<String>,
     /// The version of [`InstanceAudit::machine`], when known.
     #[serde(skip)]
     pub machine_version: Option<(u32, u32)>,
@@ -225,7 +260,7 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
             scope.spawn(move || {
                 for path in sockets {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    let answer = qmp::gather(&path, left).map_err(|e| e.to_string());
+                    let answer = qmp::gather(&path, left).map_err(QmpFailure::from);
                     qmp.push((path, answer));
                 }
             });
@@ -303,6 +338,15 @@ pub fn judge(
             "the command lines are tuned, but hot-attached volumes could not be checked: {}",
             silent.join("; ")
         ))
+    } else if audits.iter().any(|a| !a.qmp_denied.is_empty()) {
+        let denied: Vec<String> = audits
+            .iter()
+            .flat_map(|a| a.qmp_denied.iter().cloned())
+            .collect();
+        Finding::skip(SkipReason::NeedsPrivilege(format!(
+            "root to open the QMP monitors {} (hot-attached volumes); the command lines are tuned",
+            denied.join(", ")
+        )))
     } else if let (None, Some(skip)) = (expect, no_config) {
         Finding {
             summary: format!(
@@ -929,7 +973,11 @@ fn audit_qmp(cl: &QemuCommandLine, facts: &InstanceFacts, a: &mut InstanceAudit)
             Err(e) => {
                 a.not_judged
                     .push(format!("hot-attached volumes: QMP {}: {e}", path.display()));
-                a.qmp_silent.push(format!("{}: {e}", path.display()));
+                if e.denied {
+                    a.qmp_denied.push(path.display().to_string());
+                } else {
+                    a.qmp_silent.push(format!("{}: {e}", path.display()));
+                }
                 continue;
             }
         };
@@ -1405,6 +1453,31 @@ mod tests {
         assert!(
             f.summary
                 .contains("/run/q.sock: no answer within 1s (greeting)"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn a_qmp_monitor_we_may_not_open_skips_naming_the_privilege() {
+        let mut i = instance(5, &words(AFTER), &[("tapeni-0abc", mq_tap(2))]);
+        i.cmdline
+            .as_mut()
+            .unwrap()
+            .qmp_args
+            .push("unix:/run/q.sock,server=on,wait=off".into());
+        i.qmp.push((
+            "/run/q.sock".into(),
+            Err(qmp::QmpError::PermissionDenied {
+                path: "/run/q.sock".into(),
+            }
+            .into()),
+        ));
+        let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
+        assert_eq!(f.status, Status::Skip, "{}", f.summary);
+        assert!(
+            f.summary
+                .starts_with("needs root to open the QMP monitors /run/q.sock"),
             "{}",
             f.summary
         );

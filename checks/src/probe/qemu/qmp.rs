@@ -22,6 +22,8 @@ const MAX_LINE: usize = 4 << 20;
 pub enum QmpError {
     #[error("connect {path}: {detail}")]
     Connect { path: String, detail: String },
+    #[error("connect {path}: permission denied (needs root or the socket's group)")]
+    PermissionDenied { path: String },
     #[error("no answer within {0:?} ({1}); another client may hold the monitor")]
     Timeout(Duration, &'static str),
     #[error("QMP protocol: {0}")]
@@ -63,6 +65,11 @@ impl QmpClient {
                 .map_err(|_| QmpError::Timeout(bound, "connect"))?,
             // A full accept backlog: the monitor is not accepting.
             Err(Errno::EAGAIN) => return Err(cerr("listen backlog full".to_owned())),
+            Err(Errno::EACCES | Errno::EPERM) => {
+                return Err(QmpError::PermissionDenied {
+                    path: path.display().to_string(),
+                })
+            }
             Err(e) => return Err(cerr(e.desc().to_owned())),
         }
         let stream = UnixStream::from(fd);
