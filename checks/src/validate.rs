@@ -8,6 +8,18 @@ use std::net::IpAddr;
 /// The longest value accepted for any single field.
 pub const MAX_LEN: usize = 1024;
 
+/// A value as quoted back in an error: cut to 64 characters, so a hostile
+/// 10 KB value gives a one-line refusal, not a 10 KB one.
+pub fn shown(text: &str) -> String {
+    const MAX: usize = 64;
+    if text.chars().count() <= MAX {
+        format!("{text:?}")
+    } else {
+        let head: String = text.chars().take(MAX).collect();
+        format!("{head:?}… ({} bytes)", text.len())
+    }
+}
+
 /// No control characters (newline, NUL, escape…) and a sane length.
 pub fn plain_text(text: &str) -> Result<(), String> {
     if text.len() > MAX_LEN {
@@ -26,16 +38,16 @@ pub fn plain_text(text: &str) -> Result<(), String> {
 /// no whitespace, no ':' and no control characters, not "." or "..".
 pub fn interface(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 15 {
-        return Err(format!("interface name {name:?} must be 1 to 15 bytes"));
+        return Err(format!("interface name {} must be 1 to 15 bytes", shown(name)));
     }
     if name == "." || name == ".." {
-        return Err(format!("{name:?} is not an interface name"));
+        return Err(format!("{} is not an interface name", shown(name)));
     }
     if let Some(c) = name
         .chars()
         .find(|c| *c == '/' || *c == ':' || c.is_whitespace() || c.is_control())
     {
-        return Err(format!("interface name {name:?} contains {c:?}"));
+        return Err(format!("interface name {} contains {c:?}", shown(name)));
     }
     Ok(())
 }
@@ -58,7 +70,7 @@ pub fn host(text: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("{text:?} is neither an IP address nor a host name"))
+        Err(format!("{} is neither an IP address nor a host name", shown(text)))
     }
 }
 
@@ -73,14 +85,14 @@ pub fn host_maybe_port(text: &str) -> Result<String, String> {
     let name = if let Some(rest) = text.strip_prefix('[') {
         let (h, port) = rest
             .split_once(']')
-            .ok_or_else(|| format!("{text:?}: unclosed '['"))?;
+            .ok_or_else(|| format!("{}: unclosed '['", shown(text)))?;
         if !(port.is_empty() || port.strip_prefix(':').is_some_and(is_port)) {
-            return Err(format!("{text:?}: bad port"));
+            return Err(format!("{}: bad port", shown(text)));
         }
         h
     } else if let Some((h, port)) = text.rsplit_once(':') {
         if !is_port(port) {
-            return Err(format!("{text:?}: bad port {port:?}"));
+            return Err(format!("{}: bad port {}", shown(text), shown(port)));
         }
         h
     } else {
@@ -97,13 +109,13 @@ fn is_port(p: &str) -> bool {
 /// A node name (a `[nodes.NAME]` key, `node = "…"`).
 pub fn node_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 64 {
-        return Err(format!("node name {name:?} must be 1 to 64 bytes"));
+        return Err(format!("node name {} must be 1 to 64 bytes", shown(name)));
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
     {
-        return Err(format!("node name {name:?} contains {c:?}"));
+        return Err(format!("node name {} contains {c:?}", shown(name)));
     }
     Ok(())
 }
@@ -153,6 +165,15 @@ mod tests {
             assert!(host_maybe_port(bad).is_err(), "{bad:?}");
         }
         assert!(host_maybe_port(&"a".repeat(10_000)).is_err());
+    }
+
+    #[test]
+    fn refusals_quote_at_most_64_characters() {
+        let long = "x".repeat(10_000);
+        let e = node_name(&long).unwrap_err();
+        assert!(e.len() < 120, "{e}");
+        assert!(e.contains("(10000 bytes)"), "{e}");
+        assert_eq!(shown("eth0"), "\"eth0\"");
     }
 
     #[test]
