@@ -103,11 +103,21 @@ pub struct RunArgs {
     pub color: ColorChoice,
 
     /// Global deadline: a check still running then is reported as an error.
-    #[arg(long, value_name = "DURATION", default_value = "10s", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     pub timeout: String,
 
     /// The one sample window every sampling check shares.
-    #[arg(long, value_name = "DURATION", default_value = "1s", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
     pub sample: String,
 
     /// A peer to probe (address or name); repeatable. Overrides discovery.
@@ -119,7 +129,12 @@ pub struct RunArgs {
     pub mtu: Option<u32>,
 
     /// Bound on one probe round.
-    #[arg(long, value_name = "DURATION", default_value = "1s", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
     pub probe_timeout: String,
 
     /// An interface to inspect; repeatable. Overrides discovery.

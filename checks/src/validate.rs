@@ -38,7 +38,10 @@ pub fn plain_text(text: &str) -> Result<(), String> {
 /// no whitespace, no ':' and no control characters, not "." or "..".
 pub fn interface(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 15 {
-        return Err(format!("interface name {} must be 1 to 15 bytes", shown(name)));
+        return Err(format!(
+            "interface name {} must be 1 to 15 bytes",
+            shown(name)
+        ));
     }
     if name == "." || name == ".." {
         return Err(format!("{} is not an interface name", shown(name)));
@@ -70,7 +73,10 @@ pub fn host(text: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("{} is neither an IP address nor a host name", shown(text)))
+        Err(format!(
+            "{} is neither an IP address nor a host name",
+            shown(text)
+        ))
     }
 }
 
