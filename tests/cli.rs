@@ -307,3 +307,20 @@ fn output_to_a_device_or_a_link_keeps_what_is_there() {
     assert_eq!(code, 2);
     assert!(err.contains("is a directory"), "{err}");
 }
+
+/// The README's bad-input table is the one the hardening test generates
+/// (docs/bad-input.md), row for row.
+#[test]
+fn readme_bad_input_table_is_the_generated_one() {
+    let root = support::repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let generated = std::fs::read_to_string(root.join("docs/bad-input.md")).unwrap();
+    let rows: Vec<&str> = generated.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(rows.len() > 10);
+    for row in rows {
+        assert!(
+            readme.contains(row),
+            "README.md lacks this row of docs/bad-input.md (copy the table over):\n{row}"
+        );
+    }
+}
