@@ -1016,7 +1016,7 @@ const BAD_INPUT: &[BadInput] = &[
     BadInput {
         what: "endpoint without a port in the config",
         args: &["doctor", "--config", "spinifex.toml"],
-        config: Some("[nodes.spx1.vpcd]\novn_nb_addr = \"tcp:10.1.3.181\"\n"),
+        config: Some("[nodes.spx1.vpcd]\novn_nb_addr = \"tcp:198.18.3.181\"\n"),
         unreadable: false,
     },
     BadInput {
@@ -1129,7 +1129,7 @@ const BAD_INPUT: &[BadInput] = &[
     },
     BadInput {
         what: "unknown endpoint kind",
-        args: &["doctor", "--nb-db", "http://10.1.3.181:6641"],
+        args: &["doctor", "--nb-db", "http://198.18.3.181:6641"],
         config: None,
         unreadable: false,
     },

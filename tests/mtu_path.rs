@@ -18,12 +18,6 @@ fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no peer {addr} in {check:#}"))
 }
 
-const BLACKHOLE: NodeSpec = NodeSpec {
-    mtu: 9000,
-    port_mtu: 1500,
-    ipv6: true,
-};
-
 #[test]
 fn mtu_path_names_every_failure_mode_exactly() {
     if !support::root_or_skip("mtu_path_names_every_failure_mode_exactly") {
@@ -32,7 +26,7 @@ fn mtu_path_names_every_failure_mode_exactly() {
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
-    let hole = fabric.add_node(BLACKHOLE);
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
     let deaf = fabric.add_node(NodeSpec::jumbo());
     fabric.add_router(4000);
     fabric.node(deaf).ignore_echo();
@@ -177,7 +171,7 @@ fn mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big() {
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
-    let hole = fabric.add_node(BLACKHOLE);
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
     fabric.add_router(4000);
     let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
     let (h6, b6) = (h.v6.clone().unwrap(), b.v6.clone().unwrap());
@@ -323,7 +317,7 @@ fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
-    let hole = fabric.add_node(BLACKHOLE);
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
     let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
 
     // The SB lists every chassis, this one included (its encap IP is not on

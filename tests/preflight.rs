@@ -5,12 +5,6 @@
 use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, ROUTER_V4};
 use crate::support::{self, check, run, run_json};
 
-const BLACKHOLE: NodeSpec = NodeSpec {
-    mtu: 9000,
-    port_mtu: 1500,
-    ipv6: false,
-};
-
 fn runbook(doc: &serde_json::Value) -> Vec<String> {
     doc["runbook"]
         .as_array()
@@ -28,7 +22,7 @@ fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
-    let hole = fabric.add_node(BLACKHOLE);
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
     let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
 
     let (code, doc) = run_json(s.spx().args([

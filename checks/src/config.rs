@@ -333,16 +333,16 @@ email = "ops@example.com"
 ipsec_enabled = true
 underlay_mtu = 1500
 [nodes.spx1]
-host = "10.1.3.181"
-advertise = "10.1.3.181"
+host = "198.18.3.181"
+advertise = "198.18.3.181"
 [nodes.spx1.vpcd]
-ovn_nb_addr = "tcp:10.1.3.181:6641,tcp:10.1.3.182:6641,tcp:10.1.3.183:6641"
-ovn_sb_addr = "tcp:10.1.3.181:6642,tcp:10.1.3.182:6642,tcp:10.1.3.183:6642"
+ovn_nb_addr = "tcp:198.18.3.181:6641,tcp:198.18.3.182:6641,tcp:198.18.3.183:6641"
+ovn_sb_addr = "tcp:198.18.3.181:6642,tcp:198.18.3.182:6642,tcp:198.18.3.183:6642"
 external_interface = "br-wan"
 [nodes.spx1.nats]
 port = 4222
 [nodes.spx2]
-host = "10.1.3.182:8443"
+host = "198.18.3.182:8443"
 "#;
 
     #[test]
@@ -352,7 +352,7 @@ host = "10.1.3.182:8443"
         assert!(c.network.ipsec_enabled);
         assert_eq!(c.network.underlay_mtu, 1500);
         assert_eq!(c.nodes.len(), 2);
-        assert_eq!(c.nodes["spx2"].host.as_deref(), Some("10.1.3.182"));
+        assert_eq!(c.nodes["spx2"].host.as_deref(), Some("198.18.3.182"));
         assert_eq!(c.nb_endpoints().len(), 3);
         assert_eq!(
             c.this_node()

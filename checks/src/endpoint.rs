@@ -112,11 +112,11 @@ mod tests {
     #[test]
     fn parses_the_forms_spinifex_writes() {
         // recorded: spinifex-facts.md, [nodes.spx1.vpcd] ovn_nb_addr
-        let list = Endpoint::parse_list("tcp:10.1.3.181:6641,tcp:10.1.3.182:6641").unwrap();
+        let list = Endpoint::parse_list("tcp:198.18.3.181:6641,tcp:198.18.3.182:6641").unwrap();
         assert_eq!(
             list[1],
             Endpoint::Tcp {
-                host: "10.1.3.182".into(),
+                host: "198.18.3.182".into(),
                 port: 6641
             }
         );
@@ -132,7 +132,7 @@ mod tests {
             Endpoint::parse("ssl:127.0.0.1:6641").unwrap(),
             Endpoint::Ssl { .. }
         ));
-        assert_eq!(join(&list), "tcp:10.1.3.181:6641,tcp:10.1.3.182:6641");
+        assert_eq!(join(&list), "tcp:198.18.3.181:6641,tcp:198.18.3.182:6641");
     }
 
     #[test]

@@ -80,8 +80,8 @@ pub fn host(text: &str) -> Result<(), String> {
     }
 }
 
-/// A host with an optional port, as in `[nodes.X] host`: `10.1.3.181`,
-/// `10.1.3.181:8443`, `[fd00::1]:8443`, `fd00::1`, `spx1.lan`. Returns the
+/// A host with an optional port, as in `[nodes.X] host`: `198.18.3.181`,
+/// `198.18.3.181:8443`, `[fd00::1]:8443`, `fd00::1`, `spx1.lan`. Returns the
 /// host part.
 pub fn host_maybe_port(text: &str) -> Result<String, String> {
     plain_text(text)?;
@@ -153,8 +153,11 @@ mod tests {
 
     #[test]
     fn hosts_and_ports() {
-        assert_eq!(host_maybe_port("10.1.3.181").unwrap(), "10.1.3.181");
-        assert_eq!(host_maybe_port("10.1.3.181:8443").unwrap(), "10.1.3.181");
+        assert_eq!(host_maybe_port("198.18.3.181").unwrap(), "198.18.3.181");
+        assert_eq!(
+            host_maybe_port("198.18.3.181:8443").unwrap(),
+            "198.18.3.181"
+        );
         assert_eq!(host_maybe_port("[fd00::1]:8443").unwrap(), "fd00::1");
         assert_eq!(host_maybe_port("fd00::1").unwrap(), "fd00::1");
         assert_eq!(host_maybe_port("spx1.lan").unwrap(), "spx1.lan");

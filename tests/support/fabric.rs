@@ -37,6 +37,14 @@ pub struct NodeSpec {
 }
 
 impl NodeSpec {
+    /// A jumbo node behind a switch port that carries only 1500: the
+    /// measured black hole (no "fragmentation needed" comes back).
+    pub const BLACK_HOLE: NodeSpec = NodeSpec {
+        mtu: 9000,
+        port_mtu: 1500,
+        ipv6: true,
+    };
+
     pub fn jumbo() -> NodeSpec {
         NodeSpec {
             mtu: 9000,

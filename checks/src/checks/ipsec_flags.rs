@@ -244,7 +244,8 @@ mod tests {
     }
 
     fn nb_list() -> Vec<Endpoint> {
-        Endpoint::parse_list("tcp:10.1.3.181:6641,tcp:10.1.3.182:6641,tcp:10.1.3.183:6641").unwrap()
+        Endpoint::parse_list("tcp:198.18.3.181:6641,tcp:198.18.3.182:6641,tcp:198.18.3.183:6641")
+            .unwrap()
     }
 
     fn facts(wanted: bool, nb: Option<bool>, ovs: Option<&str>) -> FlagFacts {
@@ -255,7 +256,7 @@ mod tests {
             nb_endpoints: nb_list(),
             nb: Ok(Answer {
                 value: nb,
-                endpoint: ep("tcp:10.1.3.182:6641"),
+                endpoint: ep("tcp:198.18.3.182:6641"),
                 passed_over: vec![],
             }),
             ovs: Ok(Answer {
@@ -273,7 +274,7 @@ mod tests {
     fn consistent_states_pass() {
         let f = judge(facts(true, Some(true), Some("true")));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
-        assert_eq!(f.evidence["nb_endpoint"], "tcp:10.1.3.182:6641");
+        assert_eq!(f.evidence["nb_endpoint"], "tcp:198.18.3.182:6641");
         let f = judge(facts(false, Some(false), None));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(
@@ -289,7 +290,7 @@ mod tests {
         assert_eq!(f.status, Status::Fail);
         assert!(
             f.summary
-                .contains("NB_Global.ipsec is true (read from tcp:10.1.3.182:6641)"),
+                .contains("NB_Global.ipsec is true (read from tcp:198.18.3.182:6641)"),
             "{}",
             f.summary
         );
@@ -299,7 +300,7 @@ mod tests {
             f.summary
         );
         assert!(f.remediation[0].starts_with(
-            "ovn-nbctl --db=\"tcp:10.1.3.181:6641,tcp:10.1.3.182:6641,tcp:10.1.3.183:6641\" set NB_Global . ipsec=false"
+            "ovn-nbctl --db=\"tcp:198.18.3.181:6641,tcp:198.18.3.182:6641,tcp:198.18.3.183:6641\" set NB_Global . ipsec=false"
         ));
         assert!(f.remediation[1]
             .starts_with("ovs-vsctl remove Open_vSwitch . other_config ipsec_encapsulation"));

@@ -328,10 +328,11 @@ mod tests {
             ipsec_enabled: ipsec,
             underlay_mtu: 1500,
             expected_guest_mtu: expect::guest_mtu(1500, ipsec, false),
-            nb_endpoints: Endpoint::parse_list("tcp:10.1.3.181:6641,tcp:10.1.3.182:6641").unwrap(),
+            nb_endpoints: Endpoint::parse_list("tcp:198.18.3.181:6641,tcp:198.18.3.182:6641")
+                .unwrap(),
             dhcp: DhcpFacts::Read(Answer {
                 value: rows,
-                endpoint: Endpoint::parse("tcp:10.1.3.181:6641").unwrap(),
+                endpoint: Endpoint::parse("tcp:198.18.3.181:6641").unwrap(),
                 passed_over: vec![],
             }),
             taps: taps
@@ -354,7 +355,7 @@ mod tests {
         let f = judge(facts(
             false,
             vec![row(
-                "10.0.0.0/24",
+                "198.19.0.0/24",
                 "5d3c2b1a-0000-4000-8000-000000000001",
                 Some("1408"),
             )],
@@ -369,11 +370,11 @@ mod tests {
             f.summary
         );
         assert!(f.summary.contains(
-            "DHCP_Options 10.0.0.0/24 (5d3c2b1a-0000-4000-8000-000000000001) has options:mtu=1408"
+            "DHCP_Options 198.19.0.0/24 (5d3c2b1a-0000-4000-8000-000000000001) has options:mtu=1408"
         ));
         assert_eq!(
             f.remediation[0],
-            "ovn-nbctl --db=\"tcp:10.1.3.181:6641,tcp:10.1.3.182:6641\" set DHCP_Options 5d3c2b1a-0000-4000-8000-000000000001 options:mtu=1442"
+            "ovn-nbctl --db=\"tcp:198.18.3.181:6641,tcp:198.18.3.182:6641\" set DHCP_Options 5d3c2b1a-0000-4000-8000-000000000001 options:mtu=1442"
         );
         assert!(f.remediation.last().unwrap().contains("stop/start"));
         assert_eq!(f.evidence["expected_guest_mtu"], 1442);
@@ -384,7 +385,7 @@ mod tests {
     fn wrong_taps_and_a_low_bridge_are_named() {
         let f = judge(facts(
             true,
-            vec![row("10.0.0.0/24", "u1", Some("1408"))],
+            vec![row("198.19.0.0/24", "u1", Some("1408"))],
             &[("tapa", 1408), ("tapb", 1442)],
             Some(("br-lan", 1400)),
         ));
@@ -405,7 +406,7 @@ mod tests {
     fn consistent_host_passes() {
         let f = judge(facts(
             true,
-            vec![row("10.0.0.0/24", "u1", Some("1408"))],
+            vec![row("198.19.0.0/24", "u1", Some("1408"))],
             &[("tapa", 1408)],
             Some(("br-vpc", 1500)),
         ));
@@ -460,7 +461,7 @@ mod tests {
     fn a_row_without_mtu_is_a_mismatch() {
         let f = judge(facts(
             false,
-            vec![row("10.0.1.0/24", "u2", None)],
+            vec![row("198.19.1.0/24", "u2", None)],
             &[],
             None,
         ));

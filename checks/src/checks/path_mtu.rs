@@ -670,13 +670,13 @@ mod tests {
         // performance-tuning §4: NIC and br-vpc at 9000 on all four nodes,
         // switch not configured for jumbo: payload 1472 answered, 1972 and
         // 8972 did not. Three peers seen from one node.
-        let peers = ["10.1.3.182", "10.1.3.183", "10.1.3.184"]
+        let peers = ["198.18.3.182", "198.18.3.183", "198.18.3.184"]
             .iter()
             .map(|a| peer(a, br_vpc(), probe(a, Some(1500), Some(1501))))
             .collect();
         let f = judge(&facts(peers));
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.starts_with("3 of 3 peers cannot carry 9000 bytes: 10.1.3.182 black-holes packets above 1500 bytes"), "{}", f.summary);
+        assert!(f.summary.starts_with("3 of 3 peers cannot carry 9000 bytes: 198.18.3.182 black-holes packets above 1500 bytes"), "{}", f.summary);
         let p = &f.evidence["peers"][0];
         assert_eq!(p["verdict"], "blackhole");
         assert_eq!(p["path_mtu"], 1500);

@@ -521,15 +521,15 @@ mod tests {
     #[test]
     fn parses_the_define_the_daemon_writes() {
         // The form in spinifex-facts.md ("Who the peers are").
-        let text = "define spinifex_peers = { 10.1.3.181, 10.1.3.182 }\n\
-                    define spinifex_encap_peers = { 10.10.0.1, 10.10.0.2, 10.10.0.3 }\n";
+        let text = "define spinifex_peers = { 198.18.3.181, 198.18.3.182 }\n\
+                    define spinifex_encap_peers = { 198.18.20.1, 198.18.20.2, 198.18.20.3 }\n";
         assert_eq!(
             parse_nft_define(text, ENCAP_PEERS_DEFINE).unwrap().unwrap(),
-            vec![ip("10.10.0.1"), ip("10.10.0.2"), ip("10.10.0.3")]
+            vec![ip("198.18.20.1"), ip("198.18.20.2"), ip("198.18.20.3")]
         );
         assert_eq!(
             parse_nft_define(text, "spinifex_peers").unwrap().unwrap(),
-            vec![ip("10.1.3.181"), ip("10.1.3.182")]
+            vec![ip("198.18.3.181"), ip("198.18.3.182")]
         );
     }
 

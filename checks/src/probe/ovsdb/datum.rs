@@ -112,7 +112,7 @@ mod tests {
             "other_config": ["map", [["ipsec_encapsulation", "true"], ["x", "y"]]],
             "external_ids": ["map", []],
             "ipsec": false,
-            "cidr": "10.0.0.0/24",
+            "cidr": "198.19.0.0/24",
             "opt": ["set", []],
         }));
         assert_eq!(
@@ -124,7 +124,10 @@ mod tests {
         assert_eq!(map_get(&r, "external_ids", "ovn-encap-ip").unwrap(), None);
         assert_eq!(boolean(&r, "ipsec").unwrap(), Some(false));
         assert_eq!(boolean(&r, "opt").unwrap(), None);
-        assert_eq!(string(&r, "cidr").unwrap().as_deref(), Some("10.0.0.0/24"));
+        assert_eq!(
+            string(&r, "cidr").unwrap().as_deref(),
+            Some("198.19.0.0/24")
+        );
         assert_eq!(
             uuid(&r).as_deref(),
             Some("0b4c1f1e-3f0e-4a57-9a57-2f0f6c4a3a11")

@@ -384,14 +384,14 @@ mod tests {
     #[test]
     fn encap_ip_lists_parse() {
         assert_eq!(
-            parse_ip_list("10.1.3.181, fd00::1").unwrap(),
+            parse_ip_list("198.18.3.181, fd00::1").unwrap(),
             vec![
-                "10.1.3.181".parse::<IpAddr>().unwrap(),
+                "198.18.3.181".parse::<IpAddr>().unwrap(),
                 "fd00::1".parse().unwrap()
             ]
         );
         assert!(parse_ip_list("").unwrap().is_empty());
-        assert!(parse_ip_list("10.1.3.181,host").is_err());
+        assert!(parse_ip_list("198.18.3.181,host").is_err());
     }
 
     #[test]
