@@ -5,7 +5,7 @@
 # N peers; black-holed peers sit behind a 1500 switch port, dead peers ignore
 # echo) and measures, side by side, the whole-process wall time and peak RSS
 # of:
-#   spx      spx doctor --check mtu.path --mtu 9000 --peer ... (probe timeout 1s)
+#   spx      spx-doctor --check mtu.path --mtu 9000 --peer ... (probe timeout 1s)
 #   manual   ping -M do -s 8972 -c 3 <peer>, one peer after the other
 #   tracepath  tracepath -n <black-holed peer>
 # for 4 peers (2 healthy, 1 black hole, 1 dead), 64 peers (60 healthy, 2 black
@@ -17,7 +17,7 @@
 # Needs: root, iproute2, iputils-ping, iputils-tracepath, time (GNU
 # /usr/bin/time). Usage: bench/mtu_path.sh [--quick]   (--quick skips the
 # slow manual and tracepath runs for 64 peers; SPX=path uses that binary
-# instead of building target/release/spx). A full run takes about 7 minutes,
+# instead of building target/release/spx-doctor). A full run takes about 7 minutes,
 # nearly all of it the manual procedure and tracepath.
 set -euo pipefail
 
@@ -31,7 +31,7 @@ done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -z "${SPX:-}" ]]; then
     (cd "$ROOT" && cargo build --release --quiet)
-    SPX=$ROOT/target/release/spx
+    SPX=$ROOT/target/release/spx-doctor
 fi
 
 P="spxb$$"
@@ -105,7 +105,7 @@ measure() {
 spx_run() {
     local args=()
     for p in $PEERS; do args+=(--peer "$p"); done
-    measure ip netns exec "$SRC" "$SPX" doctor --check mtu.path --mtu 9000 --probe-timeout 1s --format json "${args[@]}"
+    measure ip netns exec "$SRC" "$SPX" --check mtu.path --mtu 9000 --probe-timeout 1s --format json "${args[@]}"
 }
 
 manual_run() {
@@ -131,7 +131,7 @@ row() { # scenario tool "wall rss"
 verdicts() { # the per-peer verdict counts of one spx run, as a sanity line
     local args=()
     for p in $PEERS; do args+=(--peer "$p"); done
-    ip netns exec "$SRC" "$SPX" doctor --check mtu.path --mtu 9000 --format json "${args[@]}" |
+    ip netns exec "$SRC" "$SPX" --check mtu.path --mtu 9000 --format json "${args[@]}" |
         python3 -c 'import json,sys,collections; d=json.load(sys.stdin); c=d["checks"][0]; print("   spx says:", c["status"], dict(collections.Counter((p["verdict"], p["path_mtu"]) for p in c["evidence"]["peers"])))' || true
 }
 

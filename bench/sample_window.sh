@@ -6,7 +6,7 @@
 # Touches nothing and sends no packets. Usage: bench/sample_window.sh [RUNS]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SPX=${SPX:-$ROOT/target/release/spx}
+SPX=${SPX:-$ROOT/target/release/spx-doctor}
 [[ -x $SPX ]] || (cd "$ROOT" && cargo build --release --quiet)
 RUNS=${1:-5}
 SAMPLING=(udp.rcvbuf-errors nic.tso cpu.softirq tcp.reordering)
@@ -18,7 +18,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { # args: check list -> "median_wall_s peak_rss_kib"
     local walls=() rss=0 out
     for ((i = 0; i < RUNS; i++)); do
-        out=$( { /usr/bin/time -f '%e %M' "$SPX" doctor --check "$1" --interface "$IFACE" \
+        out=$( { /usr/bin/time -f '%e %M' "$SPX" --check "$1" --interface "$IFACE" \
                   --sample 1s --format json >/dev/null; } 2>&1 | tail -1)
         walls+=("${out% *}")
         ((${out#* } > rss)) && rss=${out#* }

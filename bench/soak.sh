@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak (issue 8): N back-to-back runs (default 300) of the release binary in
 # the monitoring pattern of contrib/systemd/spx-doctor.service
-#   spx doctor --format prometheus --color never --timeout 20s --output FILE
+#   spx-doctor --format prometheus --color never --timeout 20s --output FILE
 # on a lab node: a network namespace with a bridge, a veth to a peer
 # namespace that answers pings, a tap, and a real ovsdb-server (NB, SB and
 # Open_vSwitch databases with rows) the config points at, so every run opens
@@ -29,7 +29,7 @@
 # Needs: root, iproute2, openvswitch-switch and ovn-central (ovsdb-server,
 # schemas, ovn-nbctl/ovn-sbctl/ovs-vsctl for the fixture rows), procps,
 # time. Usage: bench/soak.sh [RUNS]   (SPX=path uses that binary instead of
-# building target/release/spx; SAMPLE=1s sets --sample). 300 runs take
+# building target/release/spx-doctor; SAMPLE=1s sets --sample). 300 runs take
 # about 6 minutes (each run samples for 1 s).
 set -euo pipefail
 
@@ -43,7 +43,7 @@ done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [[ -z "${SPX:-}" ]]; then
     (cd "$ROOT" && cargo build --release --quiet)
-    SPX=$ROOT/target/release/spx
+    SPX=$ROOT/target/release/spx-doctor
 fi
 
 NODE="spxsoak$$"
@@ -51,8 +51,8 @@ PEER="spxsoakp$$"
 WORK=$(mktemp -d /tmp/spx-soak.XXXXXX)
 # A private copy: `pgrep -f` on its path finds this soak's runs and no one
 # else's.
-cp "$SPX" "$WORK/spx"
-SPX=$WORK/spx
+cp "$SPX" "$WORK/spx-doctor"
+SPX=$WORK/spx-doctor
 OVSDB_PID=""
 cleanup() {
     set +e
@@ -152,13 +152,13 @@ RSS=$WORK/rss
 WALL=$WORK/wall
 codes=$WORK/codes
 : >"$RSS"; : >"$WALL"; : >"$codes"
-echo "soak: $RUNS runs of $SPX doctor --format prometheus --output $PROM (--sample $SAMPLE) in netns $NODE"
+echo "soak: $RUNS runs of $SPX --format prometheus --output $PROM (--sample $SAMPLE) in netns $NODE"
 t_all=$(date +%s%N)
 for i in $(seq "$RUNS"); do
     set +e
     ip netns exec "$NODE" env TMPDIR="$SPXTMP" HOME=/nonexistent \
         /usr/bin/time -f '%M %e' -o "$WORK/time.$i" \
-        "$SPX" doctor --format prometheus --color never --timeout 20s --sample "$SAMPLE" \
+        "$SPX" --format prometheus --color never --timeout 20s --sample "$SAMPLE" \
         --config "$CFG" --ovs-db "$EP" --output "$PROM" 2>"$WORK/stderr"
     rc=$?
     set -e

@@ -24,13 +24,15 @@ if ! declare -F fatal >/dev/null; then
 fi
 
 stage_doctor() {
-  local spx=${SPX:-spx}
-  local args=(doctor --color never)
+  # The binary itself (not `spx doctor`): the stage runs before or without
+  # Spinifex's own spx, and a fixed path is what Spinifex's preflight prefers.
+  local doctor=${SPX_DOCTOR:-/usr/local/bin/spx-doctor}
+  local args=(--color never)
   if [[ -n ${SPX_DOCTOR_FOR:-} ]]; then args+=(--for "$SPX_DOCTOR_FOR"); fi
   if [[ -n ${SPX_DOCTOR_MTU:-} ]]; then args+=(--mtu "$SPX_DOCTOR_MTU"); fi
   if [[ -n ${SPX_DOCTOR_CONFIG:-} ]]; then args+=(--config "$SPX_DOCTOR_CONFIG"); fi
   local rc=0
-  "$spx" "${args[@]}" "$@" || rc=$?
+  "$doctor" "${args[@]}" "$@" || rc=$?
   case $rc in
     0) echo "spx doctor: go" ;;
     1) fatal "spx doctor: stop: a check failed (see the table above for what and the fix)" ;;

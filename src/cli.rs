@@ -1,36 +1,46 @@
 //! The command line, as close to the flags as possible. Turning these into
 //! working objects (durations checked, peers resolved, config loaded) happens
 //! in one place: `settings.rs`.
+//!
+//! `spx-doctor` takes exactly the words that follow `spx doctor`: Spinifex's
+//! `spx` execs it (contrib/spinifex/doctor.go) with `SPX_DOCTOR_VIA=spx`, and
+//! help, usage and errors then name `spx doctor` (see [`command`]).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+/// Check this node against what Spinifex needs: buffers, MTU, IPsec, NICs, guests.
+///
+/// Exit status: 0 no check failed; 1 at least one check failed (or warned,
+/// with --strict); 2 inconclusive (bad usage or config, or a check could
+/// not conclude and none failed).
 #[derive(Parser, Debug)]
 #[command(
-    name = "spx",
+    name = "spx-doctor",
     version,
-    about = "Spinifex node tooling",
-    long_about = None,
     propagate_version = true,
-    disable_help_subcommand = true
+    disable_help_subcommand = true,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub action: Option<Action>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
-// Parsed once per process: the size of the largest variant is of no account.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Check this node against what Spinifex needs: buffers, MTU, IPsec, NICs, guests.
-    ///
-    /// Exit status: 0 no check failed; 1 at least one check failed (or warned,
-    /// with --strict); 2 inconclusive (bad usage or config, or a check could
-    /// not conclude and none failed).
-    Doctor(DoctorArgs),
+pub enum Action {
+    /// List every check: id, category, title.
+    List,
+    /// Explain one check: what it measures, why it matters, how to fix it.
+    Explain {
+        #[arg(value_name = "ID", value_parser = CheckIdParser { categories: false })]
+        id: String,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -39,6 +49,28 @@ pub enum Command {
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,
+    /// Complete a partial command line, one candidate per line, for the
+    /// shell completion of Spinifex's `spx doctor` (cobra's __complete).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// The words after `spx doctor`, the last being the one to complete.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<OsString>,
+    },
+}
+
+/// The command as clap builds it, named the way the operator started it:
+/// `spx doctor` through Spinifex's `spx`, else `spx-doctor`.
+pub fn command() -> clap::Command {
+    let name = spx_checks::spinifex::doctor_command();
+    Cli::command().bin_name(name).display_name(name)
+}
+
+/// Parse the process's arguments (clap prints help, version and usage
+/// errors itself, with exit 2 for errors).
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -46,26 +78,6 @@ pub enum Shell {
     Bash,
     Zsh,
     Fish,
-}
-
-#[derive(Args, Debug)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct DoctorArgs {
-    #[command(subcommand)]
-    pub action: Option<DoctorAction>,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum DoctorAction {
-    /// List every check: id, category, title.
-    List,
-    /// Explain one check: what it measures, why it matters, how to fix it.
-    Explain {
-        #[arg(value_name = "ID", value_parser = CheckIdParser { categories: false })]
-        id: String,
-    },
 }
 
 #[derive(Args, Debug, Default)]
@@ -78,7 +90,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = CheckIdParser { categories: true }, hide_possible_values = true)]
     pub skip: Vec<String>,
 
-    /// The Spinifex config [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml].
+    /// The Spinifex config, found as Spinifex's `spx` finds it: this flag, else $SPINIFEX_CONFIG_PATH [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml].
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 

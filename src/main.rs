@@ -1,4 +1,4 @@
-//! `spx`: the Spinifex command line. This build carries `spx doctor`.
+//! `spx-doctor`: the binary behind Spinifex's `spx doctor`.
 //!
 //! `anyhow` lives only here; the library reports typed errors. Exit codes
 //! follow Spinifex's `spx admin node js-probe`: 0 ok, 1 a failure observed,
@@ -15,15 +15,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use spx_checks::{Ctx, CHECKS};
 
-use crate::cli::{Cli, ColorChoice, Command, DoctorAction, Format, Shell};
+use crate::cli::{Action, Cli, ColorChoice, Format, Shell};
 use crate::render::Style;
 use crate::settings::{Settings, UsageError};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -34,37 +34,39 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<u8> {
-    match cli.command {
-        Command::Completions { shell } => {
+    match cli.action {
+        Some(Action::Completions { shell }) => {
             render::to_stdout(&completions(shell))?;
             Ok(0)
         }
-        Command::Man => {
+        Some(Action::Man) => {
             render::to_stdout(&man_page()?)?;
             Ok(0)
         }
-        Command::Doctor(args) => match args.action {
-            Some(DoctorAction::List) => {
-                render::to_stdout(&render::catalog::list(CHECKS, terminal_width()))?;
-                Ok(0)
-            }
-            Some(DoctorAction::Explain { id }) => {
-                let check = spx_checks::select::select(CHECKS, std::slice::from_ref(&id), &[])
-                    .map_err(|e| UsageError(e.to_string()))?;
-                match check.as_slice() {
-                    [one] if one.id() == id => {
-                        render::to_stdout(&render::catalog::explain(*one))?;
-                        Ok(0)
-                    }
-                    _ => Err(UsageError(format!(
-                        "{id:?} is a category; explain takes a check id: {}",
-                        check.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ")
-                    ))
-                    .into()),
+        Some(Action::Complete { words }) => {
+            render::to_stdout(&complete(words)?)?;
+            Ok(0)
+        }
+        Some(Action::List) => {
+            render::to_stdout(&render::catalog::list(CHECKS, terminal_width()))?;
+            Ok(0)
+        }
+        Some(Action::Explain { id }) => {
+            let check = spx_checks::select::select(CHECKS, std::slice::from_ref(&id), &[])
+                .map_err(|e| UsageError(e.to_string()))?;
+            match check.as_slice() {
+                [one] if one.id() == id => {
+                    render::to_stdout(&render::catalog::explain(*one))?;
+                    Ok(0)
                 }
+                _ => Err(UsageError(format!(
+                    "{id:?} is a category; explain takes a check id: {}",
+                    check.iter().map(|c| c.id()).collect::<Vec<_>>().join(", ")
+                ))
+                .into()),
             }
-            None => doctor(Settings::from_args(args.run)?),
-        },
+        }
+        None => doctor(Settings::from_args(cli.run)?),
     }
 }
 
@@ -96,7 +98,12 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
         t0.elapsed(),
         &policy,
     );
-    report.runbook = runbook;
+    report.runbook = runbook.map(|steps| {
+        steps
+            .iter()
+            .map(|s| spx_checks::spinifex::as_invoked(s))
+            .collect()
+    });
     let to_file = settings.output.is_some();
     let color = match settings.color {
         ColorChoice::Always => true,
@@ -135,6 +142,9 @@ fn terminal_width() -> Option<u16> {
     std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok())
 }
 
+/// The completion script for the installed binary, `spx-doctor`. Through
+/// Spinifex's `spx`, `spx doctor` completes by cobra's own scripts, which
+/// ask `spx-doctor __complete` (see [`complete`]).
 pub fn completions(shell: Shell) -> String {
     let mut cmd = Cli::command();
     let mut buf = Vec::new();
@@ -143,31 +153,49 @@ pub fn completions(shell: Shell) -> String {
         Shell::Zsh => clap_complete::Shell::Zsh,
         Shell::Fish => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, "spx", &mut buf);
+    clap_complete::generate(shell, &mut cmd, spx_checks::spinifex::BINARY, &mut buf);
     String::from_utf8(buf).expect("completion scripts are UTF-8")
 }
 
-/// spx(1) with every subcommand's flags in one page.
+/// Candidates for the last of `words` (the words after `spx doctor`), one
+/// per line as `value<TAB>help`, the form cobra's `__complete` protocol
+/// takes from a command's completion function.
+fn complete(words: Vec<std::ffi::OsString>) -> anyhow::Result<String> {
+    let mut cmd = cli::command();
+    let mut args = vec![std::ffi::OsString::from(spx_checks::spinifex::BINARY)];
+    args.extend(words);
+    if args.len() == 1 {
+        args.push(std::ffi::OsString::new());
+    }
+    let index = args.len() - 1;
+    let candidates = clap_complete::engine::complete(&mut cmd, args, index, None)?;
+    let mut out = String::new();
+    for c in candidates.iter().filter(|c| !c.is_hide_set()) {
+        out.push_str(&c.get_value().to_string_lossy());
+        if let Some(help) = c.get_help() {
+            let help = help.to_string();
+            let first = help.lines().next().unwrap_or_default();
+            if !first.is_empty() {
+                out.push('\t');
+                out.push_str(first);
+            }
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// spx-doctor(1): the flags, the subcommands, the checks, the exit status.
 pub fn man_page() -> anyhow::Result<String> {
-    let cmd = Cli::command();
+    let cmd = cli::command();
     let mut buf = Vec::new();
     let man = clap_mangen::Man::new(cmd.clone());
     man.render_title(&mut buf)?;
     man.render_name_section(&mut buf)?;
     man.render_synopsis_section(&mut buf)?;
     man.render_description_section(&mut buf)?;
+    man.render_options_section(&mut buf)?;
     man.render_subcommands_section(&mut buf)?;
-    let doctor = cmd
-        .find_subcommand("doctor")
-        .cloned()
-        .expect("doctor subcommand")
-        .name("spx doctor");
-    let dman = clap_mangen::Man::new(doctor);
-    buf.extend_from_slice(b".SH \"SPX DOCTOR\"\n");
-    dman.render_synopsis_section(&mut buf)?;
-    dman.render_description_section(&mut buf)?;
-    dman.render_options_section(&mut buf)?;
-    dman.render_subcommands_section(&mut buf)?;
     buf.extend_from_slice(b".SH CHECKS\n");
     for c in CHECKS {
         buf.extend_from_slice(format!(".TP\n\\fB{}\\fR\n{}\n", c.id(), c.title()).as_bytes());

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use spx_checks::spinifex::as_invoked;
 use spx_checks::{ConfigState, Status};
 
 use crate::runner::Outcome;
@@ -114,9 +115,14 @@ pub fn build(
             id: o.check.id(),
             title: o.check.title(),
             status: o.finding.status,
-            summary: o.finding.summary,
+            summary: as_invoked(&o.finding.summary),
             evidence: o.finding.evidence,
-            remediation: o.finding.remediation,
+            remediation: o
+                .finding
+                .remediation
+                .iter()
+                .map(|s| as_invoked(s))
+                .collect(),
             duration_ms: o.duration.as_millis() as u64,
         })
         .collect();
@@ -131,7 +137,7 @@ pub fn build(
     Report {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
-            name: "spx",
+            name: spx_checks::spinifex::BINARY,
             version: env!("CARGO_PKG_VERSION"),
         },
         host: hostname(),

@@ -76,7 +76,7 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
                             .and_then(|mut m| m.remove(&name))
                             .unwrap_or_else(|| "panic".to_owned());
                         Finding::error(format!(
-                            "the check crashed (a bug in spx; please report it): {msg}"
+                            "the check crashed (a bug in spx-doctor; please report it): {msg}"
                         ))
                     }
                 };
@@ -136,7 +136,7 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
 fn police(f: Finding) -> Finding {
     if f.status == Status::Fail && f.remediation.is_empty() {
         let mut e = Finding::error(format!(
-            "{} (bug in spx: a fail without remediation)",
+            "{} (bug in spx-doctor: a fail without remediation)",
             f.summary
         ));
         e.evidence = f.evidence;

@@ -105,7 +105,7 @@ impl Settings {
             .for_change
             .map(|c| spx_checks::profile::find(c.name()).expect("every --for value has a profile"));
         let checks = select_checks(&include, &exclude, profile)?;
-        let config = load_config(args.config.as_deref())?;
+        let config = load_config(args.config.or_else(config_from_env).as_deref())?;
         let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));
         Ok(Settings {
             checks,
@@ -208,7 +208,17 @@ fn resolve_peer(text: &str) -> Result<Vec<IpAddr>, UsageError> {
     }
 }
 
-/// An explicit `--config` must be readable and valid. The default paths may
+/// Spinifex's `spx` reads `SPINIFEX_CONFIG_PATH` when `--config` is not
+/// given; so does the doctor. Empty means unset.
+fn config_from_env() -> Option<PathBuf> {
+    std::env::var_os(CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+const CONFIG_ENV: &str = "SPINIFEX_CONFIG_PATH";
+
+/// An explicit `--config` (or `SPINIFEX_CONFIG_PATH`) must be readable and valid. The default paths may
 /// be missing (checks that need the config skip) or unreadable to an
 /// unprivileged user (they skip, naming the privilege); a default config
 /// that is there but malformed is still an error.

@@ -4,8 +4,7 @@ use crate::support::{self, run, run_json, spx, write_config};
 
 #[test]
 fn no_config_runs_host_checks_and_validates() {
-    let (code, doc) =
-        run_json(spx().args(["doctor", "--check", "sysctl,udp", "--sample", "100ms"]));
+    let (code, doc) = run_json(spx().args(["--check", "sysctl,udp", "--sample", "100ms"]));
     assert!(code == 0 || code == 1, "exit {code}: {doc}");
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["profile"], "default");
@@ -31,7 +30,7 @@ fn exit_code_follows_the_buffer_verdict() {
         .trim()
         .parse()
         .unwrap();
-    let (code, doc) = run_json(spx().args(["doctor", "--check", "sysctl.udp-buffers"]));
+    let (code, doc) = run_json(spx().args(["--check", "sysctl.udp-buffers"]));
     let c = support::check(&doc, "sysctl.udp-buffers");
     assert_eq!(c["evidence"]["rmem_max"], rmem);
     assert_eq!(c["evidence"]["wmem_max"], wmem);
@@ -47,12 +46,7 @@ fn config_node_is_reported() {
         dir.path(),
         "node = \"spx1\"\n[nodes.spx1]\nhost = \"198.18.0.1\"\n",
     );
-    let (_, doc) = run_json(
-        spx()
-            .args(["doctor", "--check", "sysctl"])
-            .arg("--config")
-            .arg(&cfg),
-    );
+    let (_, doc) = run_json(spx().args(["--check", "sysctl"]).arg("--config").arg(&cfg));
     assert_eq!(doc["node"], "spx1");
 }
 
@@ -63,7 +57,7 @@ fn mistyped_config_is_exit_2_with_position_and_key() {
         dir.path(),
         "node = \"spx1\"\n[network]\nunderlay_mtu = \"9000\"\n",
     );
-    let (code, out, err) = run(spx().args(["doctor"]).arg("--config").arg(&cfg));
+    let (code, out, err) = run(spx().arg("--config").arg(&cfg));
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty());
     assert_eq!(err.lines().count(), 1, "one line: {err}");
@@ -78,14 +72,14 @@ fn malformed_config_is_exit_2_with_position() {
         dir.path(),
         "node = \"spx1\"\n[network\nipsec_enabled = true\n",
     );
-    let (code, _, err) = run(spx().args(["doctor"]).arg("--config").arg(&cfg));
+    let (code, _, err) = run(spx().arg("--config").arg(&cfg));
     assert_eq!(code, 2);
     assert!(err.contains("spinifex.toml:2:"), "{err}");
 }
 
 #[test]
 fn missing_explicit_config_is_exit_2() {
-    let (code, _, err) = run(spx().args(["doctor", "--config", "/nonexistent/spinifex.toml"]));
+    let (code, _, err) = run(spx().args(["--config", "/nonexistent/spinifex.toml"]));
     assert_eq!(code, 2);
     assert!(
         err.contains("cannot read config /nonexistent/spinifex.toml"),
@@ -95,41 +89,41 @@ fn missing_explicit_config_is_exit_2() {
 
 #[test]
 fn unknown_check_is_exit_2_with_suggestion_and_list() {
-    let (code, out, err) = run(spx().args(["doctor", "--check", "udp.rcvbuf-eror"]));
+    let (code, out, err) = run(spx().args(["--check", "udp.rcvbuf-eror"]));
     assert_eq!(code, 2);
     assert!(out.is_empty());
     assert!(err.contains("did you mean \"udp.rcvbuf-errors\""), "{err}");
     assert!(err.contains("sysctl.udp-buffers"), "{err}");
-    let (code, _, err) = run(spx().args(["doctor", "--skip", "nope"]));
+    let (code, _, err) = run(spx().args(["--skip", "nope"]));
     assert_eq!(code, 2, "{err}");
-    let (code, _, _) = run(spx().args(["doctor", "explain", "nope.nope"]));
+    let (code, _, _) = run(spx().args(["explain", "nope.nope"]));
     assert_eq!(code, 2);
 }
 
 #[test]
 fn bad_flags_are_exit_2() {
     for args in [
-        &["doctor", "--timeout", "soon"][..],
-        &["doctor", "--timeout", "0s"],
-        &["doctor", "--sample", "20s"],
-        &["doctor", "--probe-timeout", "-1s"],
-        &["doctor", "--mtu", "100"],
-        &["doctor", "--mtu", "70000"],
-        &["doctor", "--interface", "bad/name"],
-        &["doctor", "--interface", "waytoolonginterfacename"],
-        &["doctor", "--nb-db", "tcp:127.0.0.1"],
-        &["doctor", "--sb-db", "ssl:127.0.0.1:6642"],
-        &["doctor", "--ovs-db", "unix:relative"],
-        &["doctor", "--peer", "$(id)"],
-        &["doctor", "--peer", "no-such-host.invalid"],
-        &["doctor", "--format", "xml"],
-        &["doctor", "--for", "enable-everything"],
+        &["--timeout", "soon"][..],
+        &["--timeout", "0s"],
+        &["--sample", "20s"],
+        &["--probe-timeout", "-1s"],
+        &["--mtu", "100"],
+        &["--mtu", "70000"],
+        &["--interface", "bad/name"],
+        &["--interface", "waytoolonginterfacename"],
+        &["--nb-db", "tcp:127.0.0.1"],
+        &["--sb-db", "ssl:127.0.0.1:6642"],
+        &["--ovs-db", "unix:relative"],
+        &["--peer", "$(id)"],
+        &["--peer", "no-such-host.invalid"],
+        &["--format", "xml"],
+        &["--for", "enable-everything"],
     ] {
         let (code, out, err) = run(spx().args(args));
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(out.is_empty(), "{args:?}: {out}");
         assert!(
-            err.starts_with("spx: error: ") || err.starts_with("error: "),
+            err.starts_with("spx-doctor: error: ") || err.starts_with("error: "),
             "{args:?}: {err}"
         );
     }
@@ -137,25 +131,25 @@ fn bad_flags_are_exit_2() {
 
 #[test]
 fn list_and_explain_come_from_the_check_list() {
-    let (code, out, _) = run(spx().args(["doctor", "list"]));
+    let (code, out, _) = run(spx().args(["list"]));
     assert_eq!(code, 0);
     assert!(out.contains("sysctl.udp-buffers") && out.contains("udp.rcvbuf-errors"));
-    let (code, out, _) = run(spx().args(["doctor", "explain", "sysctl.udp-buffers"]));
+    let (code, out, _) = run(spx().args(["explain", "sysctl.udp-buffers"]));
     assert_eq!(code, 0);
     assert!(out.contains("416 KiB"), "{out}");
 }
 
 #[test]
 fn table_output_has_counts_and_no_color_when_piped() {
-    let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "--color", "auto"]));
+    let (_, out, _) = run(spx().args(["--check", "sysctl", "--color", "auto"]));
     assert!(
         out.contains("1 checks:") && out.contains("sysctl.udp-buffers"),
         "{out}"
     );
     assert!(!out.contains('\u{1b}'), "no escape codes when piped");
-    let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "--color", "always"]));
+    let (_, out, _) = run(spx().args(["--check", "sysctl", "--color", "always"]));
     assert!(out.contains('\u{1b}'), "colour forced");
-    let (_, out, _) = run(spx().args(["doctor", "--check", "sysctl", "-v"]));
+    let (_, out, _) = run(spx().args(["--check", "sysctl", "-v"]));
     assert!(
         out.contains("required: 16777216"),
         "evidence with -v: {out}"
@@ -167,9 +161,7 @@ fn output_file_is_written_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("doctor.json");
     let (code, out, err) = run(spx()
-        .args([
-            "doctor", "--check", "sysctl", "--format", "json", "--output",
-        ])
+        .args(["--check", "sysctl", "--format", "json", "--output"])
         .arg(&path));
     assert!(code < 2, "{err}");
     assert!(out.is_empty());
@@ -184,7 +176,7 @@ fn output_file_is_written_atomically() {
 fn broken_pipe_exits_quietly() {
     use std::process::Stdio;
     let mut child = spx()
-        .args(["doctor", "list"])
+        .args(["list"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -201,16 +193,17 @@ fn broken_pipe_exits_quietly() {
 }
 
 /// Generated files must match what the binary generates now. To refresh:
-/// `cargo run -q -- completions bash > completions/spx.bash` (zsh: `_spx`,
-/// fish: `spx.fish`) and `cargo run -q -- man > doc/spx.1`.
+/// `cargo run -q -- completions bash > completions/spx-doctor.bash` (zsh:
+/// `_spx-doctor`, fish: `spx-doctor.fish`) and `cargo run -q -- man >
+/// doc/spx-doctor.1`.
 #[test]
 fn completions_and_man_page_are_fresh() {
     let root = support::repo_root();
     for (args, file) in [
-        (&["completions", "bash"][..], "completions/spx.bash"),
-        (&["completions", "zsh"], "completions/_spx"),
-        (&["completions", "fish"], "completions/spx.fish"),
-        (&["man"], "doc/spx.1"),
+        (&["completions", "bash"][..], "completions/spx-doctor.bash"),
+        (&["completions", "zsh"], "completions/_spx-doctor"),
+        (&["completions", "fish"], "completions/spx-doctor.fish"),
+        (&["man"], "doc/spx-doctor.1"),
     ] {
         let (code, out, _) = run(spx().args(args));
         assert_eq!(code, 0);
@@ -221,14 +214,14 @@ fn completions_and_man_page_are_fresh() {
             args.join(" ")
         );
     }
-    let bash = std::fs::read_to_string(root.join("completions/spx.bash")).unwrap();
+    let bash = std::fs::read_to_string(root.join("completions/spx-doctor.bash")).unwrap();
     for c in spx_ids() {
         assert!(bash.contains(&c), "bash completion lacks check id {c}");
     }
 }
 
 fn spx_ids() -> Vec<String> {
-    let (_, out, _) = run(spx().args(["doctor", "list"]));
+    let (_, out, _) = run(spx().args(["list"]));
     out.lines()
         .filter_map(|l| l.split('┆').next())
         .map(|s| s.trim_start_matches('│').trim().to_owned())
@@ -245,7 +238,7 @@ fn readme_lists_every_check_and_its_two_commands() {
             "README's check table lacks {id}"
         );
     }
-    assert!(readme.contains("cargo run --release -- doctor"));
+    assert!(readme.contains("cargo run --release --\n"));
     assert!(readme.contains("bash .ci/run"));
     let ci = std::fs::read_to_string(support::repo_root().join(".ci/run")).unwrap();
     assert!(ci.contains("cargo test --workspace --locked"));
@@ -267,9 +260,7 @@ fn output_to_a_device_or_a_link_keeps_what_is_there() {
             nix::sys::stat::makedev(1, 3),
         )
         .unwrap();
-        let (code, out, err) = run(spx()
-            .args(["doctor", "--check", "sysctl", "--output"])
-            .arg(&null));
+        let (code, out, err) = run(spx().args(["--check", "sysctl", "--output"]).arg(&null));
         assert!(code < 2, "{err}");
         assert!(out.is_empty());
         let meta = std::fs::metadata(&null).unwrap();
@@ -285,9 +276,7 @@ fn output_to_a_device_or_a_link_keeps_what_is_there() {
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let (code, _, err) = run(spx()
-        .args([
-            "doctor", "--check", "sysctl", "--format", "json", "--output",
-        ])
+        .args(["--check", "sysctl", "--format", "json", "--output"])
         .arg(&link));
     assert!(code < 2, "{err}");
     assert!(
@@ -302,7 +291,7 @@ fn output_to_a_device_or_a_link_keeps_what_is_there() {
         .contains("\"schema_version\": 1"));
 
     let (code, _, err) = run(spx()
-        .args(["doctor", "--check", "sysctl", "--output"])
+        .args(["--check", "sysctl", "--output"])
         .arg(dir.path()));
     assert_eq!(code, 2);
     assert!(err.contains("is a directory"), "{err}");
@@ -322,5 +311,144 @@ fn readme_bad_input_table_is_the_generated_one() {
             readme.contains(row),
             "README.md lacks this row of docs/bad-input.md (copy the table over):\n{row}"
         );
+    }
+}
+
+/// Spinifex's `spx` takes its config from `--config` or
+/// `SPINIFEX_CONFIG_PATH`; the doctor resolves its default the same way.
+#[test]
+fn spinifex_config_path_is_read_like_spx_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), "node = \"from-env\"\n");
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "node = \"from-flag\"\n").unwrap();
+    let (_, doc) = run_json(
+        spx()
+            .args(["--check", "sysctl"])
+            .env("SPINIFEX_CONFIG_PATH", &cfg),
+    );
+    assert_eq!(doc["node"], "from-env");
+    // The flag wins over the environment, as in spx.
+    let (_, doc) = run_json(
+        spx()
+            .args(["--check", "sysctl", "--config"])
+            .arg(&other)
+            .env("SPINIFEX_CONFIG_PATH", &cfg),
+    );
+    assert_eq!(doc["node"], "from-flag");
+    // A path named in the environment must be readable, like --config.
+    let (code, out, err) = run(spx()
+        .args(["--check", "sysctl"])
+        .env("SPINIFEX_CONFIG_PATH", "/nonexistent/spinifex.toml"));
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("cannot read config /nonexistent/spinifex.toml"),
+        "{err}"
+    );
+    // An empty variable is no setting at all.
+    let (_, doc) = run_json(
+        spx()
+            .args(["--check", "sysctl"])
+            .env("SPINIFEX_CONFIG_PATH", ""),
+    );
+    assert_eq!(doc["node"], serde_json::Value::Null);
+}
+
+/// Help, usage, errors and the text of remediation name the command as the
+/// operator typed it: `spx doctor` through Spinifex's `spx` (which sets
+/// SPX_DOCTOR_VIA=spx), `spx-doctor` otherwise.
+#[test]
+fn names_follow_how_the_doctor_was_started() {
+    let (code, out, _) = run(spx().arg("--help"));
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: spx-doctor [OPTIONS]"), "{out}");
+    let (code, out, _) = run(spx().arg("--help").env("SPX_DOCTOR_VIA", "spx"));
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage: spx doctor [OPTIONS]"), "{out}");
+    assert!(!out.contains("spx-doctor"), "{out}");
+
+    let (code, _, err) = run(spx().args(["--check", "nope"]));
+    assert_eq!(code, 2);
+    assert!(err.starts_with("spx-doctor: error: unknown check"), "{err}");
+    let (code, _, err) = run(spx().args(["--check", "nope"]).env("SPX_DOCTOR_VIA", "spx"));
+    assert_eq!(code, 2);
+    assert!(err.starts_with("spx doctor: error: unknown check"), "{err}");
+    let (code, _, err) = run(spx().arg("--bogus").env("SPX_DOCTOR_VIA", "spx"));
+    assert_eq!(code, 2);
+    assert!(err.contains("Usage: spx doctor [OPTIONS]"), "{err}");
+
+    let (_, out, _) = run(spx().args(["explain", "cpu.softirq"]));
+    assert!(out.contains("`spx-doctor --for disable-ipsec`"), "{out}");
+    let (_, out, _) = run(spx()
+        .args(["explain", "cpu.softirq"])
+        .env("SPX_DOCTOR_VIA", "spx"));
+    assert!(out.contains("`spx doctor --for disable-ipsec`"), "{out}");
+
+    let (_, man, _) = run(spx().arg("man").env("SPX_DOCTOR_VIA", "spx"));
+    assert!(man.contains("\\fBspx doctor\\fR [\\fB\\-\\-check"), "{man}");
+    // Any other value is not Spinifex's hook.
+    let (_, out, _) = run(spx().arg("--help").env("SPX_DOCTOR_VIA", "kubectl"));
+    assert!(out.contains("Usage: spx-doctor [OPTIONS]"), "{out}");
+}
+
+/// `spx doctor <TAB>` completes through cobra's own completion scripts,
+/// which ask the hook, which asks `spx-doctor __complete WORDS…`.
+#[test]
+fn complete_offers_flags_subcommands_and_check_ids() {
+    let (code, out, _) = run(spx().args(["__complete", "--che"]));
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l.starts_with("--check\t")), "{out}");
+    let (_, out, _) = run(spx().args(["__complete", "--check", "mtu."]));
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got, ["mtu.path", "mtu.overlay"], "{out}");
+    let (_, out, _) = run(spx().args(["__complete", "--for", ""]));
+    assert!(out.lines().any(|l| l.starts_with("enable-jumbo")), "{out}");
+    let (_, out, _) = run(spx().args(["__complete", "ex"]));
+    assert!(out.lines().any(|l| l.starts_with("explain\t")), "{out}");
+    assert!(!out.contains("__complete"), "hidden: {out}");
+}
+
+/// Spinifex's CLI is `spx`: nothing here may build, install or tell an
+/// operator to install a binary of that name over it.
+#[test]
+fn no_binary_named_spx_is_built_or_installed() {
+    let root = support::repo_root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("[[bin]]\nname = \"spx-doctor\""),
+        "{manifest}"
+    );
+    assert_eq!(manifest.matches("[[bin]]").count(), 1, "{manifest}");
+    assert!(support::bin().ends_with("/spx-doctor"));
+    let mut files = vec![root.join("README.md")];
+    for dir in [
+        "contrib",
+        "contrib/systemd",
+        "contrib/spinifex",
+        "bench",
+        "docs",
+    ] {
+        if let Ok(rd) = std::fs::read_dir(root.join(dir)) {
+            files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            for bad in [
+                "/usr/local/bin/spx ",
+                "/usr/local/bin/spx\n",
+                "release/spx ",
+                "bin/spx`",
+            ] {
+                assert!(
+                    !format!("{line}\n").contains(bad),
+                    "{}:{}: installs a binary named spx: {line}",
+                    f.display(),
+                    n + 1
+                );
+            }
+        }
     }
 }

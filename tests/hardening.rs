@@ -260,7 +260,6 @@ impl Lab {
 
     fn doctor_args(&self) -> Vec<String> {
         vec![
-            "doctor".into(),
             "--config".into(),
             self.config.display().to_string(),
             "--ovs-db".into(),
@@ -515,10 +514,7 @@ fn hostile_config_values_are_refused_naming_the_key_and_nothing_runs() {
     for (shape, value) in hostile_values(&canary) {
         for (key, text) in configs_with(&value) {
             let cfg = support::write_config(dir.path(), &text);
-            let (code, out, err) = run(spx()
-                .current_dir(dir.path())
-                .args(["doctor", "--config"])
-                .arg(&cfg));
+            let (code, out, err) = run(spx().current_dir(dir.path()).args(["--config"]).arg(&cfg));
             assert_eq!(code, 2, "{shape} in {key}: exit {code}: {err}");
             assert!(out.is_empty(), "{shape} in {key}: {out}");
             assert_eq!(err.lines().count(), 1, "{shape} in {key}: one line: {err}");
@@ -540,7 +536,7 @@ fn hostile_config_values_are_refused_naming_the_key_and_nothing_runs() {
     // position.
     let cfg = dir.path().join("spinifex.toml");
     std::fs::write(&cfg, b"node = \"spx1\"\n[nodes.a]\nhost = \"x\0y\"\n").unwrap();
-    let (code, _, err) = run(spx().args(["doctor", "--config"]).arg(&cfg));
+    let (code, _, err) = run(spx().args(["--config"]).arg(&cfg));
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("spinifex.toml:3:"), "{err}");
     assert!(!canary.exists());
@@ -578,7 +574,7 @@ fn hostile_flags_are_refused_or_inert() {
         ("--check", format!("udp;touch {c}"), "unknown check"),
         ("--timeout", format!("1s;touch {c}"), "--timeout"),
     ] {
-        let (code, out, err) = run(spx().current_dir(dir.path()).args(["doctor", flag, &value]));
+        let (code, out, err) = run(spx().current_dir(dir.path()).args([flag, &value]));
         assert_eq!(code, 2, "{flag} {value:?}: {err}");
         assert!(out.is_empty());
         assert!(err.contains(says), "{flag} {value:?}: says {says:?}: {err}");
@@ -614,7 +610,7 @@ fn a_full_run_executes_no_shell() {
         .args(["-f", "-qq", "-e", "trace=execve,execveat", "-o"])
         .arg(&trace)
         .arg(support::bin())
-        .args(["doctor", "--config"])
+        .args(["--config"])
         .arg(&cfg)
         .args(["--interface", "e`id`", "--interface", "$(id)"])
         .arg("--ovs-db")
@@ -663,8 +659,8 @@ fn a_full_run_executes_no_shell() {
 
 /// The binary where uid 65534 can execute it (the build tree may not be).
 fn nobody_binary(dir: &Path) -> PathBuf {
-    let path = dir.join("spx");
-    std::fs::copy(support::bin(), &path).expect("copy spx");
+    let path = dir.join("spx-doctor");
+    std::fs::copy(support::bin(), &path).expect("copy spx-doctor");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
@@ -877,7 +873,7 @@ fn every_outside_party_misbehaving_at_once_ends_within_the_deadline() {
     );
     let timeout = Duration::from_secs(3);
     let mut cmd = node.spx();
-    cmd.args(["doctor", "--config"])
+    cmd.args(["--config"])
         .arg(&cfg)
         .arg("--ovs-db")
         .arg(format!("unix:{}", ovs_unix.display()))
@@ -979,175 +975,175 @@ struct BadInput {
 const BAD_INPUT: &[BadInput] = &[
     BadInput {
         what: "malformed config (TOML syntax)",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("node = \"spx1\"\n[network\nipsec_enabled = true\n"),
         unreadable: false,
     },
     BadInput {
         what: "mistyped config value",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("node = \"spx1\"\n[network]\nunderlay_mtu = \"9000\"\n"),
         unreadable: false,
     },
     BadInput {
         what: "config value out of range",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("[network]\nunderlay_mtu = 70000\n"),
         unreadable: false,
     },
     BadInput {
         what: "shell syntax in a config value",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("[nodes.spx1]\nhost = \"$(touch /tmp/pwned)\"\n"),
         unreadable: false,
     },
     BadInput {
         what: "control character in a config value",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("node = \"spx1\\nspx2\"\n"),
         unreadable: false,
     },
     BadInput {
         what: "bad interface name in the config",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("[nodes.spx1.vpcd]\nexternal_interface = \"br wan\"\n"),
         unreadable: false,
     },
     BadInput {
         what: "endpoint without a port in the config",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("[nodes.spx1.vpcd]\novn_nb_addr = \"tcp:198.18.3.181\"\n"),
         unreadable: false,
     },
     BadInput {
         what: "missing config file",
-        args: &["doctor", "--config", "nonexistent.toml"],
+        args: &["--config", "nonexistent.toml"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unreadable config file",
-        args: &["doctor", "--config", "spinifex.toml"],
+        args: &["--config", "spinifex.toml"],
         config: Some("node = \"spx1\"\n"),
         unreadable: true,
     },
     BadInput {
         what: "unknown check",
-        args: &["doctor", "--check", "udp.rcvbuf-eror"],
+        args: &["--check", "udp.rcvbuf-eror"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unknown check to skip",
-        args: &["doctor", "--skip", "nope"],
+        args: &["--skip", "nope"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "explain a category",
-        args: &["doctor", "explain", "udp"],
+        args: &["explain", "udp"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "--mtu below range",
-        args: &["doctor", "--mtu", "100"],
+        args: &["--mtu", "100"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "--mtu above range",
-        args: &["doctor", "--mtu", "70000"],
+        args: &["--mtu", "70000"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "bad duration",
-        args: &["doctor", "--timeout", "soon"],
+        args: &["--timeout", "soon"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "zero timeout",
-        args: &["doctor", "--timeout", "0s"],
+        args: &["--timeout", "0s"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "sample window not shorter than the timeout",
-        args: &["doctor", "--sample", "20s"],
+        args: &["--sample", "20s"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "negative probe timeout",
-        args: &["doctor", "--probe-timeout", "-1s"],
+        args: &["--probe-timeout", "-1s"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "interface name with '/'",
-        args: &["doctor", "--interface", "bad/name"],
+        args: &["--interface", "bad/name"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "interface name too long",
-        args: &["doctor", "--interface", "waytoolonginterfacename"],
+        args: &["--interface", "waytoolonginterfacename"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "peer that is shell syntax",
-        args: &["doctor", "--peer", "$(id)"],
+        args: &["--peer", "$(id)"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unresolvable peer name",
-        args: &["doctor", "--peer", "no-such-host.invalid"],
+        args: &["--peer", "no-such-host.invalid"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "endpoint without a port",
-        args: &["doctor", "--nb-db", "tcp:127.0.0.1"],
+        args: &["--nb-db", "tcp:127.0.0.1"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "ssl: endpoint",
-        args: &["doctor", "--sb-db", "ssl:127.0.0.1:6642"],
+        args: &["--sb-db", "ssl:127.0.0.1:6642"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "relative unix: socket path",
-        args: &["doctor", "--ovs-db", "unix:relative"],
+        args: &["--ovs-db", "unix:relative"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unknown endpoint kind",
-        args: &["doctor", "--nb-db", "http://198.18.3.181:6641"],
+        args: &["--nb-db", "http://198.18.3.181:6641"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unknown output format",
-        args: &["doctor", "--format", "xml"],
+        args: &["--format", "xml"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "unknown preflight",
-        args: &["doctor", "--for", "enable-everything"],
+        args: &["--for", "enable-everything"],
         config: None,
         unreadable: false,
     },
     BadInput {
         what: "skipping a check a preflight requires",
-        args: &["doctor", "--for", "enable-jumbo", "--skip", "mtu.path"],
+        args: &["--for", "enable-jumbo", "--skip", "mtu.path"],
         config: None,
         unreadable: false,
     },
@@ -1192,7 +1188,7 @@ fn markdown_code(s: &str) -> String {
 
 fn render_table(rows: &[(String, String, i32)]) -> String {
     let mut doc = String::from(
-        "# Bad input: what spx says\n\n\
+        "# Bad input: what spx-doctor says\n\n\
          Every refusal goes to stderr, nothing to stdout, and exits 2 (usage or\n\
          config error). The message column is stderr up to clap's \"For more\n\
          information\" hint. Generated by the test\n\
@@ -1201,8 +1197,8 @@ fn render_table(rows: &[(String, String, i32)]) -> String {
          message, regenerate with\n\
          `SPX_BLESS=1 cargo test --test tests hardening::bad_input_table_is_what_spx_says`.\n\
          A config file's contents are shown with `⏎` for line ends; the unreadable\n\
-         file is mode 0600 root and spx runs as uid 65534.\n\n\
-         | Input | What spx says | Exit |\n\
+         file is mode 0600 root and spx-doctor runs as uid 65534.\n\n\
+         | Input | What spx-doctor says | Exit |\n\
          | --- | --- | --- |\n",
     );
     for (input, message, code) in rows {
@@ -1233,11 +1229,11 @@ fn bad_input_table_is_what_spx_says() {
             .collect::<Vec<_>>()
             .join(" ");
         assert!(
-            first.starts_with("spx: error: ") || first.starts_with("error: "),
+            first.starts_with("spx-doctor: error: ") || first.starts_with("error: "),
             "{}: {err}",
             row.what
         );
-        if first.starts_with("spx: error: ") {
+        if first.starts_with("spx-doctor: error: ") {
             assert_eq!(err.lines().count(), 1, "{}: one line: {err}", row.what);
         }
         assert!(!err.contains("panicked"), "{}: {err}", row.what);
@@ -1255,7 +1251,7 @@ fn bad_input_table_is_what_spx_says() {
         let mut input = format!(
             "{}: {}",
             row.what,
-            markdown_code(&format!("spx {}", row.args.join(" ")))
+            markdown_code(&format!("spx-doctor {}", row.args.join(" ")))
         );
         if let Some(text) = row.config {
             input.push_str(&format!(

@@ -33,7 +33,7 @@ impl Cluster {
 
     fn run(&self, checks: &str, config: &Path, args: &[&str]) -> (i32, Value) {
         let mut cmd = spx();
-        cmd.args(["doctor", "--check", checks, "--config"])
+        cmd.args(["--check", checks, "--config"])
             .arg(config)
             .args(["--ovs-db", &self.ovs.unix()])
             .args(args);
@@ -345,8 +345,7 @@ fn dhcp_at_1408_with_ipsec_off_fails_expecting_1442() {
     let ns = Netns::new();
     let cfg = c.config(false, 2, &c.nb.unix(), "");
     let mut cmd = ns.spx();
-    cmd.args(["doctor", "--check", "mtu.overlay", "--config"])
-        .arg(&cfg);
+    cmd.args(["--check", "mtu.overlay", "--config"]).arg(&cfg);
     let (code, doc) = run_json(&mut cmd);
     let f = check(&doc, "mtu.overlay");
     assert_eq!(f["status"], "fail", "{f:#}");
@@ -374,8 +373,7 @@ fn dhcp_at_1408_with_ipsec_off_fails_expecting_1442() {
         "other options kept"
     );
     let mut cmd = ns.spx();
-    cmd.args(["doctor", "--check", "mtu.overlay", "--config"])
-        .arg(&cfg);
+    cmd.args(["--check", "mtu.overlay", "--config"]).arg(&cfg);
     let (_, doc) = run_json(&mut cmd);
     assert_eq!(check(&doc, "mtu.overlay")["status"], "pass", "{doc:#}");
 }
@@ -413,8 +411,7 @@ fn taps_with_wrong_mtus_and_a_low_bridge_are_named() {
     // IPsec on (the default), 2 nodes, underlay 1500: guests get 1408.
     let cfg = c.config(true, 2, &c.nb.unix(), "");
     let mut cmd = ns.spx();
-    cmd.args(["doctor", "--check", "mtu.overlay", "--config"])
-        .arg(&cfg);
+    cmd.args(["--check", "mtu.overlay", "--config"]).arg(&cfg);
     let (code, doc) = run_json(&mut cmd);
     let f = check(&doc, "mtu.overlay");
     assert_eq!(f["status"], "fail", "{f:#}");
@@ -455,8 +452,7 @@ fn xfrm_counts_the_real_kernel_zero_when_not_wanted() {
     let ns = Netns::new();
     let cfg = xfrm_config(&c, &sb, false);
     let mut cmd = ns.spx();
-    cmd.args(["doctor", "--check", "ipsec.xfrm", "--config"])
-        .arg(&cfg);
+    cmd.args(["--check", "ipsec.xfrm", "--config"]).arg(&cfg);
     let (code, doc) = run_json(&mut cmd);
     let f = check(&doc, "ipsec.xfrm");
     assert_eq!(f["status"], "pass", "{f:#}");
@@ -490,7 +486,7 @@ fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
     let ns = Netns::new();
     let cfg = xfrm_config(&c, &sb, true);
     let mut cmd = ns.spx();
-    cmd.args(["doctor", "--check", "ipsec.xfrm", "--config"])
+    cmd.args(["--check", "ipsec.xfrm", "--config"])
         .arg(&cfg)
         .args(["--ovs-db", &c.ovs.unix()]);
 
@@ -614,7 +610,7 @@ fn xfrm_without_cap_net_admin_skips_naming_it() {
         support::bin(),
     ])
     .env("HOME", "/nonexistent-spx-test-home")
-    .args(["doctor", "--check", "ipsec.xfrm", "--config"])
+    .args(["--check", "ipsec.xfrm", "--config"])
     .arg(&cfg);
     let (code, doc) = run_json(&mut cmd);
     let f = check(&doc, "ipsec.xfrm");

@@ -43,7 +43,6 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn prometheus_output_passes_promtool_and_carries_the_series() {
     let (code, text, err) = run(spx().args([
-        "doctor",
         "--check",
         "sysctl,udp",
         "--sample",
@@ -97,7 +96,7 @@ fn the_systemd_unit_command_line_is_valid_and_atomic() {
         .find_map(|l| l.strip_prefix("ExecStart="))
         .expect("ExecStart");
     let mut argv: Vec<String> = exec.split_whitespace().map(str::to_owned).collect();
-    assert_eq!(argv[0], "/usr/local/bin/spx");
+    assert_eq!(argv[0], "/usr/local/bin/spx-doctor");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("spx_doctor.prom");
     let i = argv.iter().position(|a| a == "--output").unwrap();
@@ -131,7 +130,7 @@ fn stage(ns: Option<&Netns>, env: &[(&str, &str)], args: &[&str]) -> (i32, Strin
     };
     cmd.arg(script)
         .args(args)
-        .env("SPX", support::bin())
+        .env("SPX_DOCTOR", support::bin())
         .env("HOME", "/nonexistent-spx-test-home");
     for (k, v) in env {
         cmd.env(k, v);

@@ -60,7 +60,7 @@ fn mtu_path_names_every_failure_mode_exactly() {
     );
     let (code, doc) = run_json(
         s.spx()
-            .args(["doctor", "--check", "mtu.path", "--config"])
+            .args(["--check", "mtu.path", "--config"])
             .arg(&config),
     );
     let c = check(&doc, "mtu.path");
@@ -142,9 +142,10 @@ fn mtu_path_local_link_below_target_is_local_mtu() {
     assert!(s.ping_df(&h.v4, 1472));
     assert!(!s.ping_df(&h.v4, 1473), "cannot leave a 1500 link");
 
-    let (code, doc) = run_json(s.spx().args([
-        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4,
-    ]));
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4]),
+    );
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
     assert_eq!(c["evidence"]["target_source"], "--mtu");
@@ -183,8 +184,7 @@ fn mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big() {
     assert!(s.ping_df(FAR_V6, 3952), "IPv6 far link carries 4000");
 
     let (code, doc) = run_json(s.spx().args([
-        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h6, "--peer", &b6, "--peer",
-        FAR_V6,
+        "--check", "mtu.path", "--mtu", "9000", "--peer", &h6, "--peer", &b6, "--peer", FAR_V6,
     ]));
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
@@ -213,7 +213,7 @@ fn mtu_path_healthy_fabric_passes_with_ping_sockets() {
     let (a4, b4) = (fabric.node(a).v4.clone(), fabric.node(b).v4.clone());
     let a6 = fabric.node(a).v6.clone().unwrap();
     let (code, doc) = run_json(s.spx().args([
-        "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &a4, "--peer", &b4, "--peer",
+        "--check", "mtu.path", "--mtu", "9000", "--peer", &a4, "--peer", &b4, "--peer",
         &a6, // This host's own address is never a peer.
         "--peer", &s.v4,
     ]));
@@ -247,7 +247,7 @@ fn mtu_path_without_peers_skips() {
     );
     let (_, doc) = run_json(
         s.spx()
-            .args(["doctor", "--check", "mtu.path", "--config"])
+            .args(["--check", "mtu.path", "--config"])
             .arg(&config),
     );
     let c = check(&doc, "mtu.path");
@@ -274,9 +274,7 @@ fn mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs() {
         let mut cmd = s.ns.command("setpriv");
         cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(support::bin())
-            .args([
-                "doctor", "--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4,
-            ])
+            .args(["--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4])
             .env("HOME", "/nonexistent-spx-test-home");
         cmd
     };
@@ -302,7 +300,7 @@ fn mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs() {
 fn mtu_path_refuses_a_target_outside_576_65535() {
     for bad in ["575", "65536", "0"] {
         let (code, _, stderr) =
-            support::run(support::spx().args(["doctor", "--check", "mtu.path", "--mtu", bad]));
+            support::run(support::spx().args(["--check", "mtu.path", "--mtu", bad]));
         assert_eq!(code, 2, "--mtu {bad}: {stderr}");
     }
 }
@@ -354,14 +352,7 @@ fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
     );
     let (code, doc) = run_json(
         s.spx()
-            .args([
-                "doctor",
-                "--check",
-                "mtu.path",
-                "--ovs-db",
-                &ovs.unix(),
-                "--config",
-            ])
+            .args(["--check", "mtu.path", "--ovs-db", &ovs.unix(), "--config"])
             .arg(&config),
     );
     let c = check(&doc, "mtu.path");
@@ -412,7 +403,7 @@ fn mtu_path_discovery_falls_back_in_order_to_the_config() {
     );
     let (code, doc) = run_json(
         s.spx()
-            .args(["doctor", "--check", "mtu.path", "--config"])
+            .args(["--check", "mtu.path", "--config"])
             .arg(&config),
     );
     let c = check(&doc, "mtu.path");

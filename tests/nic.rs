@@ -78,11 +78,10 @@ fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
     a.veth("nicva", &b, "nicvb");
     a.exec(&["ethtool", "-K", "nicva", "tx-udp_tnl-segmentation", "off"]);
 
-    let (code, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
-        );
+    let (code, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.offloads", "--interface", "nicva"]),
+    );
     let c = support::check(&doc, "nic.offloads");
     assert_eq!(c["status"], "fail", "{c:#}");
     assert_eq!(code, 1);
@@ -112,11 +111,10 @@ fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
         "gro",
         "on",
     ]);
-    let (code, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
-        );
+    let (code, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.offloads", "--interface", "nicva"]),
+    );
     let c = support::check(&doc, "nic.offloads");
     assert_eq!(c["status"], "pass", "{c:#}");
     assert_eq!(code, 0);
@@ -129,11 +127,10 @@ fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
 
     // GRO alone off: a warning with its own command.
     a.exec(&["ethtool", "-K", "nicva", "gro", "off"]);
-    let (_, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.offloads", "--interface", "nicva"]),
-        );
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.offloads", "--interface", "nicva"]),
+    );
     let c = support::check(&doc, "nic.offloads");
     assert_eq!(c["status"], "warn", "{c:#}");
     assert_eq!(c["remediation"][0], "ethtool -K nicva gro on");
@@ -151,10 +148,7 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
     a.ip(&["link", "add", "br-vpc", "type", "bridge"]);
     a.ip(&["link", "set", "nicport", "master", "br-vpc"]);
     a.ip(&["link", "set", "br-vpc", "up"]);
-    let (_, doc) = run_json(
-        a.spx()
-            .args(["doctor", "--check", "nic.offloads,nic.queues"]),
-    );
+    let (_, doc) = run_json(a.spx().args(["--check", "nic.offloads,nic.queues"]));
     for id in ["nic.offloads", "nic.queues"] {
         let c = support::check(&doc, id);
         assert_eq!(
@@ -169,11 +163,10 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
     let d = Netns::new();
     c.veth("nicroute", &d, "nicroutep");
     c.ip(&["addr", "add", "198.18.9.1/24", "dev", "nicroute"]);
-    let (_, doc) =
-        run_json(
-            c.spx()
-                .args(["doctor", "--check", "nic.offloads", "--peer", "198.18.9.2"]),
-        );
+    let (_, doc) = run_json(
+        c.spx()
+            .args(["--check", "nic.offloads", "--peer", "198.18.9.2"]),
+    );
     let check = support::check(&doc, "nic.offloads");
     assert_eq!(
         check["evidence"]["interface_source"], "routes to peers",
@@ -186,7 +179,7 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
 
     // No bridge, no peers, no --interface: nothing to inspect, and it says how.
     let empty = Netns::new();
-    let (code, doc) = run_json(empty.spx().args(["doctor", "--check", "nic.offloads"]));
+    let (code, doc) = run_json(empty.spx().args(["--check", "nic.offloads"]));
     let c = support::check(&doc, "nic.offloads");
     assert_eq!(c["status"], "skip");
     assert!(
@@ -227,22 +220,20 @@ fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
         &b.name,
     ]);
     a.ip(&["link", "set", "nicq", "up"]);
-    let (code, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.queues", "--interface", "nicq"]),
-        );
+    let (code, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.queues", "--interface", "nicq"]),
+    );
     let c = support::check(&doc, "nic.queues");
     assert_eq!(c["status"], "pass", "{c:#}");
     assert_eq!(code, 0);
     assert_eq!(c["evidence"]["interfaces"][0]["current"], 4);
 
     a.exec(&["ethtool", "-L", "nicq", "rx", "1", "tx", "1"]);
-    let (code, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.queues", "--interface", "nicq"]),
-        );
+    let (code, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.queues", "--interface", "nicq"]),
+    );
     let c = support::check(&doc, "nic.queues");
     assert_eq!(c["status"], "warn", "{c:#}");
     assert_eq!(code, 0);
@@ -272,11 +263,10 @@ fn veth_rings_are_not_reported_never_a_fail() {
     // (kernel 6.18); should a kernel start reporting rings, the check must
     // report the same numbers instead.
     let g = a.command("ethtool").args(["-g", "nicr"]).output().unwrap();
-    let (_, doc) =
-        run_json(
-            a.spx()
-                .args(["doctor", "--check", "nic.rings", "--interface", "nicr"]),
-        );
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["--check", "nic.rings", "--interface", "nicr"]),
+    );
     let c = support::check(&doc, "nic.rings");
     if g.status.success() {
         let text = String::from_utf8_lossy(&g.stdout);
@@ -339,10 +329,7 @@ fn a_udp_flood_between_namespaces_shows_in_net_rx() {
     ready_rx
         .recv_timeout(Duration::from_secs(3))
         .expect("flood started");
-    let (_, doc) = run_json(
-        b.spx()
-            .args(["doctor", "--check", "cpu.softirq", "--sample", "1s"]),
-    );
+    let (_, doc) = run_json(b.spx().args(["--check", "cpu.softirq", "--sample", "1s"]));
     stop.store(true, Ordering::Relaxed);
     let sent = flood.join().unwrap();
     let rx_after: u64 = b
@@ -387,13 +374,11 @@ fn tcp_reordering_reads_the_namespace_counters() {
     // A fresh namespace has sent no TCP: idle is a skip that says so, never
     // a pass.
     let a = Netns::new();
-    let (code, doc) = run_json(a.spx().args([
-        "doctor",
-        "--check",
-        "tcp.reordering,nic.tso",
-        "--sample",
-        "200ms",
-    ]));
+    let (code, doc) =
+        run_json(
+            a.spx()
+                .args(["--check", "tcp.reordering,nic.tso", "--sample", "200ms"]),
+        );
     let c = support::check(&doc, "tcp.reordering");
     assert_eq!(c["status"], "skip", "{c:#}");
     assert!(
@@ -416,7 +401,6 @@ fn nic_tso_on_veth_skips_for_want_of_counters() {
     let s = a.exec(&["ethtool", "-S", "nict"]);
     assert!(!s.contains("tso"), "{s}");
     let (_, doc) = run_json(a.spx().args([
-        "doctor",
         "--check",
         "nic.tso",
         "--interface",
@@ -466,10 +450,7 @@ fn a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues() {
     ]);
     a.ip(&["link", "add", "br-vpc", "type", "bridge"]);
     a.ip(&["link", "set", "nicstack", "master", "br-vpc"]);
-    let (_, doc) = run_json(
-        a.spx()
-            .args(["doctor", "--check", "nic.queues,nic.offloads"]),
-    );
+    let (_, doc) = run_json(a.spx().args(["--check", "nic.queues,nic.offloads"]));
     let q = support::check(&doc, "nic.queues");
     assert_eq!(
         q["evidence"]["interface_source"], "ports of br-vpc, lower devices",
@@ -486,22 +467,12 @@ fn a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues() {
 #[test]
 fn bad_or_absent_interface_names_are_inconclusive_exit_2() {
     for bad in ["a/b", "this-is-too-long0", "eth 0"] {
-        let (code, _, stderr) = support::run(support::spx().args([
-            "doctor",
-            "--check",
-            "nic.offloads",
-            "--interface",
-            bad,
-        ]));
+        let (code, _, stderr) =
+            support::run(support::spx().args(["--check", "nic.offloads", "--interface", bad]));
         assert_eq!(code, 2, "{bad:?}: {stderr}");
     }
-    let (code, doc) = run_json(support::spx().args([
-        "doctor",
-        "--check",
-        "nic.offloads",
-        "--interface",
-        "nosuchnic0",
-    ]));
+    let (code, doc) =
+        run_json(support::spx().args(["--check", "nic.offloads", "--interface", "nosuchnic0"]));
     let c = support::check(&doc, "nic.offloads");
     assert_eq!(c["status"], "error", "{c:#}");
     assert!(

@@ -25,15 +25,11 @@ fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
     let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
     let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
 
-    let (code, doc) = run_json(s.spx().args([
-        "doctor",
-        "--for",
-        "enable-jumbo",
-        "--peer",
-        &b.v4,
-        "--peer",
-        &h.v4,
-    ]));
+    let (code, doc) =
+        run_json(
+            s.spx()
+                .args(["--for", "enable-jumbo", "--peer", &b.v4, "--peer", &h.v4]),
+        );
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(doc["profile"], "enable-jumbo");
     assert_eq!(check(&doc, "mtu.path")["status"], "fail");
@@ -58,18 +54,13 @@ fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
     assert!(steps.iter().any(|s| s.contains("underlay_mtu = 9000")));
 
     // The table prints the runbook after the checks.
-    let (code, out, _) = run(s
-        .spx()
-        .args(["doctor", "--for", "enable-jumbo", "--peer", &b.v4]));
+    let (code, out, _) = run(s.spx().args(["--for", "enable-jumbo", "--peer", &b.v4]));
     assert_eq!(code, 1);
     let table_end = out.find("(preflight enable-jumbo)").expect("summary line");
     let runbook_at = out.find("Runbook:").expect("runbook printed");
     assert!(runbook_at > table_end, "{out}");
 
-    let (code, doc) = run_json(
-        s.spx()
-            .args(["doctor", "--for", "enable-jumbo", "--peer", &h.v4]),
-    );
+    let (code, doc) = run_json(s.spx().args(["--for", "enable-jumbo", "--peer", &h.v4]));
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(check(&doc, "mtu.path")["status"], "pass");
     assert!(!runbook(&doc).iter().any(|s| s.starts_with("STOP")));
@@ -85,12 +76,7 @@ fn enable_jumbo_without_peers_is_inconclusive() {
         f.add_node(NodeSpec::jumbo());
         f
     };
-    let (code, doc) = run_json(
-        fabric
-            .node(0)
-            .spx()
-            .args(["doctor", "--for", "enable-jumbo"]),
-    );
+    let (code, doc) = run_json(fabric.node(0).spx().args(["--for", "enable-jumbo"]));
     assert_eq!(
         code, 2,
         "a preflight never passes on missing evidence: {doc:#}"
@@ -109,15 +95,11 @@ fn disable_ipsec_names_a_peer_behind_a_router() {
     let lan = fabric.add_node(NodeSpec::jumbo());
     fabric.add_router(9000);
     let (s, l) = (fabric.node(src), fabric.node(lan));
-    let (code, doc) = run_json(s.spx().args([
-        "doctor",
-        "--for",
-        "disable-ipsec",
-        "--peer",
-        &l.v4,
-        "--peer",
-        FAR_V4,
-    ]));
+    let (code, doc) =
+        run_json(
+            s.spx()
+                .args(["--for", "disable-ipsec", "--peer", &l.v4, "--peer", FAR_V4]),
+        );
     let c = check(&doc, "underlay.on-link");
     assert_eq!(c["status"], "warn", "{c:#}");
     assert!(
@@ -149,8 +131,7 @@ fn disable_ipsec_names_a_peer_behind_a_router() {
 
 #[test]
 fn a_preflight_refuses_to_skip_what_it_requires() {
-    let (code, _, err) =
-        run(support::spx().args(["doctor", "--for", "enable-jumbo", "--skip", "mtu"]));
+    let (code, _, err) = run(support::spx().args(["--for", "enable-jumbo", "--skip", "mtu"]));
     assert_eq!(code, 2);
     assert!(
         err.contains("--skip mtu.path: the enable-jumbo preflight requires it"),
@@ -158,7 +139,6 @@ fn a_preflight_refuses_to_skip_what_it_requires() {
     );
     // Skipping something else is fine, and --check adds to the profile.
     let (code, doc) = run_json(support::spx().args([
-        "doctor",
         "--for",
         "enable-jumbo",
         "--check",

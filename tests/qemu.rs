@@ -15,7 +15,6 @@ const CONFIG: &str = "node = \"spx1\"\n[network]\nipsec_enabled = false\nunderla
 
 fn run_check(ns: &Netns, config: &std::path::Path) -> (i32, Value) {
     run_json(ns.spx().args([
-        "doctor",
         "--check",
         "qemu.tuning",
         "--config",

@@ -1,4 +1,4 @@
-//! The one integration-test binary: every test runs the real `spx` binary.
+//! The one integration-test binary: every test runs the real `spx-doctor` binary.
 
 mod support;
 

@@ -50,13 +50,11 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
         .recv_timeout(Duration::from_secs(5))
         .expect("flood started");
     // Measure inside the namespace while the flood runs.
-    let (code, doc) = run_json(ns.spx().args([
-        "doctor",
-        "--check",
-        "udp.rcvbuf-errors",
-        "--sample",
-        "500ms",
-    ]));
+    let (code, doc) =
+        run_json(
+            ns.spx()
+                .args(["--check", "udp.rcvbuf-errors", "--sample", "500ms"]),
+        );
     stop.store(true, Ordering::Relaxed);
     assert!(flood.join().unwrap() > 1000);
     let c = support::check(&doc, "udp.rcvbuf-errors");
@@ -76,10 +74,7 @@ fn a_fresh_namespace_has_no_drops() {
         return;
     }
     let ns = Netns::new();
-    let (code, doc) = run_json(
-        ns.spx()
-            .args(["doctor", "--check", "udp", "--sample", "200ms"]),
-    );
+    let (code, doc) = run_json(ns.spx().args(["--check", "udp", "--sample", "200ms"]));
     assert_eq!(support::check(&doc, "udp.rcvbuf-errors")["status"], "pass");
     assert_eq!(code, 0);
 }

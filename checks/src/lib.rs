@@ -20,6 +20,7 @@ pub mod finding;
 pub mod probe;
 pub mod profile;
 pub mod select;
+pub mod spinifex;
 pub mod validate;
 
 pub use check::Check;

@@ -1,4 +1,4 @@
-//! `spx doctor list` and `spx doctor explain ID`, both from `CHECKS`.
+//! `spx-doctor list` and `spx-doctor explain ID`, both from `CHECKS`.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
@@ -32,6 +32,6 @@ pub fn explain(check: &dyn Check) -> String {
         } else {
             "(a single reading)"
         },
-        check.explain()
+        spx_checks::spinifex::as_invoked(check.explain())
     )
 }

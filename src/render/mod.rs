@@ -77,5 +77,9 @@ pub fn to_stdout(text: &str) -> io::Result<()> {
 
 /// One line on stderr, the only form errors take.
 pub fn error_line(msg: &str) {
-    let _ = writeln!(io::stderr(), "spx: error: {msg}");
+    let _ = writeln!(
+        io::stderr(),
+        "{}: error: {msg}",
+        spx_checks::spinifex::doctor_command()
+    );
 }

@@ -1,4 +1,4 @@
-//! The harness every integration test uses: run the real `spx` binary, read
+//! The harness every integration test uses: run the real `spx-doctor` binary, read
 //! its JSON (validated against the committed schema every time), and build
 //! throw-away network namespaces that are always removed, even when a test
 //! fails (a Drop guard; names are unique so tests run in parallel).
@@ -19,7 +19,7 @@ use serde_json::Value;
 pub use netns::Netns;
 
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_spx")
+    env!("CARGO_BIN_EXE_spx-doctor")
 }
 
 pub fn repo_root() -> PathBuf {
@@ -31,6 +31,8 @@ pub fn repo_root() -> PathBuf {
 pub fn spx() -> Command {
     let mut cmd = Command::new(bin());
     cmd.env_remove("NO_COLOR")
+        .env_remove("SPX_DOCTOR_VIA")
+        .env_remove("SPINIFEX_CONFIG_PATH")
         .env("HOME", "/nonexistent-spx-test-home");
     cmd
 }

@@ -1,4 +1,4 @@
-_spx() {
+_spx__doctor() {
     local i cur prev opts cmd
     COMPREPLY=()
     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -14,22 +14,22 @@ _spx() {
     do
         case "${cmd},${i}" in
             ",$1")
-                cmd="spx"
+                cmd="spx__doctor"
                 ;;
-            spx,completions)
-                cmd="spx__subcmd__completions"
+            spx__doctor,__complete)
+                cmd="spx__doctor__subcmd____complete"
                 ;;
-            spx,doctor)
-                cmd="spx__subcmd__doctor"
+            spx__doctor,completions)
+                cmd="spx__doctor__subcmd__completions"
                 ;;
-            spx,man)
-                cmd="spx__subcmd__man"
+            spx__doctor,explain)
+                cmd="spx__doctor__subcmd__explain"
                 ;;
-            spx__subcmd__doctor,explain)
-                cmd="spx__subcmd__doctor__subcmd__explain"
+            spx__doctor,list)
+                cmd="spx__doctor__subcmd__list"
                 ;;
-            spx__subcmd__doctor,list)
-                cmd="spx__subcmd__doctor__subcmd__list"
+            spx__doctor,man)
+                cmd="spx__doctor__subcmd__man"
                 ;;
             *)
                 ;;
@@ -37,37 +37,9 @@ _spx() {
     done
 
     case "${cmd}" in
-        spx)
-            opts="-h -V --help --version doctor completions man"
+        spx__doctor)
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --help --version list explain completions man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        spx__subcmd__completions)
-            opts="-h -V --help --version bash zsh fish"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        spx__subcmd__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --help --version list explain"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -147,9 +119,37 @@ _spx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        spx__subcmd__doctor__subcmd____complete)
+            opts="-h -V --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spx__subcmd__doctor__subcmd__completions)
+            opts="-h -V --help --version bash zsh fish"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         spx__subcmd__doctor__subcmd__explain)
             opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -163,7 +163,7 @@ _spx() {
             ;;
         spx__subcmd__doctor__subcmd__list)
             opts="-h -V --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -175,7 +175,7 @@ _spx() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        spx__subcmd__man)
+        spx__subcmd__doctor__subcmd__man)
             opts="-h -V --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -193,7 +193,7 @@ _spx() {
 }
 
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
-    complete -F _spx -o nosort -o bashdefault -o default spx
+    complete -F _spx__doctor -o nosort -o bashdefault -o default spx-doctor
 else
-    complete -F _spx -o bashdefault -o default spx
+    complete -F _spx__doctor -o bashdefault -o default spx-doctor
 fi

@@ -1,0 +1,110 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_spx_doctor_global_optspecs
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= h/help V/version
+end
+
+function __fish_spx_doctor_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_spx_doctor_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_spx_doctor_using_subcommand
+    set -l cmd (__fish_spx_doctor_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l check -d 'Run only these checks: comma-separated ids or categories (nic, ipsec, mtu, …)' -r -f -a "sysctl.udp-buffers\t''
+udp.rcvbuf-errors\t''
+mtu.path\t''
+mtu.overlay\t''
+underlay.on-link\t''
+ipsec.flags\t''
+ipsec.xfrm\t''
+nic.offloads\t''
+nic.tso\t''
+nic.queues\t''
+nic.rings\t''
+cpu.softirq\t''
+tcp.reordering\t''
+qemu.tuning\t''
+sysctl\t''
+udp\t''
+mtu\t''
+underlay\t''
+ipsec\t''
+nic\t''
+cpu\t''
+tcp\t''
+qemu\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l skip -d 'Do not run these checks: comma-separated ids or categories' -r -f -a "sysctl.udp-buffers\t''
+udp.rcvbuf-errors\t''
+mtu.path\t''
+mtu.overlay\t''
+underlay.on-link\t''
+ipsec.flags\t''
+ipsec.xfrm\t''
+nic.offloads\t''
+nic.tso\t''
+nic.queues\t''
+nic.rings\t''
+cpu.softirq\t''
+tcp.reordering\t''
+qemu.tuning\t''
+sysctl\t''
+udp\t''
+mtu\t''
+underlay\t''
+ipsec\t''
+nic\t''
+cpu\t''
+tcp\t''
+qemu\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l config -d 'The Spinifex config, found as Spinifex\'s `spx` finds it: this flag, else $SPINIFEX_CONFIG_PATH [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml]' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l format -d 'Output format' -r -f -a "table\t''
+json\t''
+prometheus\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s o -l output -d 'Write the report to FILE (atomically: a temporary file in the same directory, then rename)' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l timeout -d 'Global deadline: a check still running then is reported as an error' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l sample -d 'The one sample window every sampling check shares' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l peer -d 'A peer to probe (address or name); repeatable. Overrides discovery' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l mtu -d 'Target underlay MTU (576..65535) [default: the config\'s underlay_mtu]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l probe-timeout -d 'Bound on one probe round' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l interface -d 'An interface to inspect; repeatable. Overrides discovery' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ovs-db -d 'The local Open_vSwitch database [default: unix:/var/run/openvswitch/db.sock]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nb-db -d 'OVN northbound endpoints, comma-separated [default: the config\'s ovn_nb_addr]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l sb-db -d 'OVN southbound endpoints, comma-separated [default: the config\'s ovn_sb_addr]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a preflight profile before a change: every required check must conclude' -r -f -a "enable-jumbo\t'Before raising underlay_mtu (default target 9000)'
+disable-ipsec\t'Before setting ipsec_enabled = false'"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check: what it measures, why it matters, how to fix it'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand __complete" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand __complete" -s V -l version -d 'Print version'
