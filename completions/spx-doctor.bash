@@ -120,7 +120,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd____complete)
-            opts="-h -V --help --version"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

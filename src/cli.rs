@@ -51,7 +51,12 @@ pub enum Action {
     Man,
     /// Complete a partial command line, one candidate per line, for the
     /// shell completion of Spinifex's `spx doctor` (cobra's __complete).
-    #[command(name = "__complete", hide = true)]
+    #[command(
+        name = "__complete",
+        hide = true,
+        disable_help_flag = true,
+        disable_version_flag = true
+    )]
     Complete {
         /// The words after `spx doctor`, the last being the one to complete.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -232,6 +237,22 @@ impl TypedValueParser for CheckIdParser {
         } else {
             spx_checks::CHECKS.iter().map(|c| c.id()).collect()
         };
-        Some(Box::new(words.into_iter().map(PossibleValue::new)))
+        // A check id completes with its title, a category with its checks.
+        let help = |w: &str| match spx_checks::CHECKS.iter().find(|c| c.id() == w) {
+            Some(c) => c.title().to_owned(),
+            None => {
+                let ids: Vec<&str> = spx_checks::CHECKS
+                    .iter()
+                    .map(|c| c.id())
+                    .filter(|id| spx_checks::check::category(id) == w)
+                    .collect();
+                format!("every {w} check: {}", ids.join(", "))
+            }
+        };
+        Some(Box::new(
+            words
+                .into_iter()
+                .map(move |w| PossibleValue::new(w).help(help(w))),
+        ))
     }
 }

@@ -158,10 +158,18 @@ pub fn completions(shell: Shell) -> String {
 }
 
 /// Candidates for the last of `words` (the words after `spx doctor`), one
-/// per line as `value<TAB>help`, the form cobra's `__complete` protocol
-/// takes from a command's completion function.
+/// per line as `value<TAB>help`, then a last line `:N`: the output of cobra's
+/// own `__complete`, which the Spinifex hook passes on. N is cobra's
+/// directive: 4 (no file completion) for flags, subcommands, check ids and
+/// other values; 0 (the shell completes file names) with no candidates when
+/// the word is the value of a path option (`--config`, `--output`).
 fn complete(words: Vec<std::ffi::OsString>) -> anyhow::Result<String> {
+    const NO_FILE_COMP: u8 = 4;
+    const DEFAULT: u8 = 0;
     let mut cmd = cli::command();
+    if completing_a_path(&cmd, &words) {
+        return Ok(format!(":{DEFAULT}\n"));
+    }
     let mut args = vec![std::ffi::OsString::from(spx_checks::spinifex::BINARY)];
     args.extend(words);
     if args.len() == 1 {
@@ -182,7 +190,41 @@ fn complete(words: Vec<std::ffi::OsString>) -> anyhow::Result<String> {
         }
         out.push('\n');
     }
+    out.push_str(&format!(":{NO_FILE_COMP}\n"));
     Ok(out)
+}
+
+/// True when the last word is the value of an option that takes a path
+/// (`--config PATH`, `--output=FILE`): the shell's own file completion
+/// knows `~`, quoting and directories better than we do.
+fn completing_a_path(cmd: &clap::Command, words: &[std::ffi::OsString]) -> bool {
+    let word = |w: &std::ffi::OsString| w.to_str().map(str::to_owned);
+    let option = match words.last().and_then(word) {
+        Some(last) if last.starts_with("--") && last.contains('=') => {
+            last.split_once('=').map(|(o, _)| o.to_owned())
+        }
+        _ if words.len() >= 2 => word(&words[words.len() - 2]),
+        _ => None,
+    };
+    let Some(option) = option else {
+        return false;
+    };
+    cmd.get_arguments().any(|a| {
+        let named = match option.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => {
+                option.len() == 2
+                    && option.starts_with('-')
+                    && a.get_short().is_some_and(|s| option.ends_with(s))
+            }
+        };
+        named
+            && a.get_action().takes_values()
+            && matches!(
+                a.get_value_hint(),
+                clap::ValueHint::AnyPath | clap::ValueHint::FilePath | clap::ValueHint::DirPath
+            )
+    })
 }
 
 /// spx-doctor(1): the flags, the subcommands, the checks, the exit status.

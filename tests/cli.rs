@@ -399,9 +399,34 @@ fn complete_offers_flags_subcommands_and_check_ids() {
     let (code, out, _) = run(spx().args(["__complete", "--che"]));
     assert_eq!(code, 0);
     assert!(out.lines().any(|l| l.starts_with("--check\t")), "{out}");
+    assert_eq!(out.lines().last(), Some(":4"), "no file completion: {out}");
     let (_, out, _) = run(spx().args(["__complete", "--check", "mtu."]));
-    let got: Vec<&str> = out.lines().collect();
-    assert_eq!(got, ["mtu.path", "mtu.overlay"], "{out}");
+    let got: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(got, ["mtu.path", "mtu.overlay", ":4"], "{out}");
+    // Each check id comes with its title, from CHECKS.
+    let title = spx_checks::CHECKS
+        .iter()
+        .find(|c| c.id() == "mtu.path")
+        .unwrap()
+        .title();
+    assert!(out.starts_with(&format!("mtu.path\t{title}\n")), "{out}");
+    // --help and --version are words to complete, not requests for help.
+    for word in ["--help", "-h", "--version", "-V"] {
+        let (code, out, _) = run(spx().args(["__complete", word]));
+        assert_eq!(code, 0);
+        assert!(
+            !out.contains("Usage") && !out.contains("0.1"),
+            "{word}: {out}"
+        );
+        assert_eq!(out.lines().last(), Some(":4"), "{word}: {out}");
+    }
+    let (_, out, _) = run(spx().args(["__complete", "--he"]));
+    assert!(out.lines().any(|l| l.starts_with("--help\t")), "{out}");
+    // A path is the shell's to complete: no candidates, directive 0.
+    for words in [&["--config", "/et"][..], &["-o", ""], &["--output=x"]] {
+        let (_, out, _) = run(spx().arg("__complete").args(words));
+        assert_eq!(out, ":0\n", "{words:?}");
+    }
     let (_, out, _) = run(spx().args(["__complete", "--for", ""]));
     assert!(out.lines().any(|l| l.starts_with("enable-jumbo")), "{out}");
     let (_, out, _) = run(spx().args(["__complete", "ex"]));
