@@ -57,7 +57,7 @@ _spx__doctor() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json prometheus junit" -- "${cur}"))
                     return 0
                     ;;
                 --output)

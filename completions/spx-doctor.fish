@@ -73,7 +73,8 @@ qemu\t'every qemu check: qemu.tuning'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l config -d 'The Spinifex config, found as Spinifex\'s `spx` finds it: this flag, else $SPINIFEX_CONFIG_PATH [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml]' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
-prometheus\t''"
+prometheus\t''
+junit\t''"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s o -l output -d 'Write the report to FILE (atomically: a temporary file in the same directory, then rename)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
 always\t''

@@ -181,6 +181,8 @@ pub enum Format {
     Table,
     Json,
     Prometheus,
+    // JUnit XML for CI gates: a testsuite per node, a testcase per check.
+    Junit,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]

@@ -122,6 +122,7 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
         } else {
             None
         },
+        strict: settings.strict,
     };
     let text = render::render(&report, settings.format, &style);
     match &settings.output {

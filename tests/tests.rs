@@ -5,6 +5,7 @@ mod support;
 mod cli;
 mod hardening;
 mod ipsec;
+mod junit;
 mod monitoring;
 mod mtu_path;
 mod nic;

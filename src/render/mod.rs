@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod json;
+pub mod junit;
 pub mod prometheus;
 pub mod table;
 
@@ -18,6 +19,8 @@ pub struct Style {
     pub verbose: bool,
     pub color: bool,
     pub width: Option<u16>,
+    /// `--strict`: a warning is a failure (JUnit draws it as one).
+    pub strict: bool,
 }
 
 pub fn render(report: &Report, format: Format, style: &Style) -> String {
@@ -25,6 +28,7 @@ pub fn render(report: &Report, format: Format, style: &Style) -> String {
         Format::Table => table::render(report, style),
         Format::Json => json::render(report),
         Format::Prometheus => prometheus::render(report),
+        Format::Junit => junit::render(report, style.strict),
     }
 }
 

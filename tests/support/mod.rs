@@ -113,6 +113,21 @@ pub fn root_or_skip(test: &str) -> bool {
     false
 }
 
+/// True when a tool a test needs (`what`) is `available`. Otherwise prints
+/// the skip reason locally, and fails the test under CI=true, where .ci/run
+/// has installed it.
+#[allow(clippy::disallowed_macros)] // the skip reason belongs in the test log
+pub fn tool_or_skip(test: &str, what: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test} needs {what} and CI=true: .ci/run installs it, so it must run here");
+    }
+    println!("skipping {test}: needs {what} (bash .ci/run installs it)");
+    false
+}
+
 /// A config file in a temp dir.
 pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("spinifex.toml");
