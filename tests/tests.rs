@@ -12,4 +12,5 @@ mod nic;
 mod ovsdb;
 mod preflight;
 mod qemu;
+mod spinifex_hook;
 mod udp;
