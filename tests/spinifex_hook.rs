@@ -527,3 +527,30 @@ fn the_config_reaches_the_doctor_as_spx_takes_it() {
         "{err}"
     );
 }
+
+/// Every way of installing or running the doctor agrees on one path: the
+/// hook's default, the setup.sh line in install.md, the Dockerfile line
+/// that ships it beside spx, the setup stage and the systemd unit.
+#[test]
+fn install_lines_put_the_doctor_where_the_hook_looks() {
+    let root = support::repo_root();
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let hook = read("contrib/spinifex/doctor.go");
+    assert!(
+        hook.contains(&format!("var doctorPath = \"{DEFAULT_PATH}\"\n")),
+        "doctor.go's default path"
+    );
+    let install = read("contrib/spinifex/install.md");
+    assert!(
+        install.contains(&format!(
+            "    $SUDO install -m 0755 \"$EXTRACT_DIR/spx-doctor\" {DEFAULT_PATH}\n"
+        )),
+        "{install}"
+    );
+    assert!(install.contains("COPY --from=doctor /out/spx-doctor /out/spx-doctor\n"));
+    assert!(install.contains("install -D -m 0755 target/release/spx-doctor /out/spx-doctor\n"));
+    assert!(read("contrib/setup-stage.sh").contains(&format!("${{SPX_DOCTOR:-{DEFAULT_PATH}}}")));
+    assert!(
+        read("contrib/systemd/spx-doctor.service").contains(&format!("ExecStart={DEFAULT_PATH} "))
+    );
+}
