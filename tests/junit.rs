@@ -136,20 +136,6 @@ fn assert_junit_is_the_report(junit: &Value, doc: &Value, suite_name: &str, stri
     }
 }
 
-/// A two-node config whose NB and OVS databases are a closed loopback port
-/// inside the test's namespace: IPsec is wanted, and cannot be read.
-const CONFIG: &str = r#"node = "spx1"
-[network]
-ipsec_enabled = true
-[nodes.spx1]
-host = "198.18.7.1"
-[nodes.spx1.vpcd]
-ovn_nb_addr = "tcp:127.0.0.1:1"
-ovn_sb_addr = "tcp:127.0.0.1:1"
-[nodes.spx2]
-host = "198.18.7.2"
-"#;
-
 #[test]
 fn junit_read_by_junitparser_equals_the_json_summary() {
     const TEST: &str = "junit_read_by_junitparser_equals_the_json_summary";
@@ -162,34 +148,13 @@ fn junit_read_by_junitparser_equals_the_json_summary() {
     // and OVS refused (ipsec.flags errors), no ring sizes (nic.rings skips).
     let a = Netns::new();
     let b = Netns::new();
-    a.ip(&[
-        "link",
-        "add",
-        "juq",
-        "numtxqueues",
-        "4",
-        "numrxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "juqp",
-        "numtxqueues",
-        "4",
-        "numrxqueues",
-        "4",
-        "netns",
-        &b.name,
-    ]);
+    a.veth_queues("juq", &b, "juqp", 4);
     a.ip(&["addr", "add", "198.18.7.1/24", "dev", "juq"]);
     b.ip(&["addr", "add", "198.18.7.2/24", "dev", "juqp"]);
-    a.ip(&["link", "set", "juq", "up"]);
-    b.ip(&["link", "set", "juqp", "up"]);
     a.exec(&["ethtool", "-L", "juq", "rx", "1", "tx", "1"]);
 
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), CONFIG);
+    let cfg = write_config(dir.path(), support::IPSEC_WANTED_DEAD_DBS);
     let args = [
         "--check",
         "nic.queues,nic.rings,mtu.path,underlay.on-link,ipsec.flags,ipsec.xfrm",

@@ -199,27 +199,7 @@ fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
     }
     let a = Netns::new();
     let b = Netns::new();
-    a.ip(&[
-        "link",
-        "add",
-        "nicq",
-        "numtxqueues",
-        "4",
-        "numrxqueues",
-        "4",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "nicqp",
-        "numtxqueues",
-        "4",
-        "numrxqueues",
-        "4",
-        "netns",
-        &b.name,
-    ]);
-    a.ip(&["link", "set", "nicq", "up"]);
+    a.veth_queues("nicq", &b, "nicqp", 4);
     let (code, doc) = run_json(
         a.spx()
             .args(["--check", "nic.queues", "--interface", "nicq"]),

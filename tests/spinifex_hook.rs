@@ -238,20 +238,6 @@ fn the_hook_execs_the_doctor_and_signals_reach_it() {
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
 }
 
-/// A two-node config that wants IPsec, whose databases are a closed
-/// loopback port in the test's own namespace.
-const IPSEC_WANTED: &str = r#"node = "spx1"
-[network]
-ipsec_enabled = true
-[nodes.spx1]
-host = "198.18.7.1"
-[nodes.spx1.vpcd]
-ovn_nb_addr = "tcp:127.0.0.1:1"
-ovn_sb_addr = "tcp:127.0.0.1:1"
-[nodes.spx2]
-host = "198.18.7.2"
-"#;
-
 /// 0, 1 and 2 reach the caller of `spx doctor` unchanged, and equal the
 /// doctor's own.
 #[test]
@@ -262,7 +248,7 @@ fn exit_codes_pass_through() {
     }
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), IPSEC_WANTED);
+    let cfg = write_config(dir.path(), support::IPSEC_WANTED_DEAD_DBS);
     let cfg = cfg.to_str().unwrap();
     let cases: [(&[&str], i32); 4] = [
         // No peers to probe: a skip, nothing failed.
@@ -470,10 +456,13 @@ fn the_config_reaches_the_doctor_as_spx_takes_it() {
         ),
         "from-a"
     );
-    assert_eq!(
-        node(spx().arg("--config").arg(&a).arg("doctor").args(json)),
-        "from-a"
-    );
+    // `spx --config a.toml doctor --check sysctl --format json`
+    let a_then_doctor = || {
+        let mut cmd = spx();
+        cmd.arg("--config").arg(&a).arg("doctor").args(json);
+        cmd
+    };
+    assert_eq!(node(&mut a_then_doctor()), "from-a");
     assert_eq!(
         node(
             spx()
@@ -485,27 +474,12 @@ fn the_config_reaches_the_doctor_as_spx_takes_it() {
         "spx's other flags before doctor are spx's"
     );
     assert_eq!(
-        node(
-            spx()
-                .arg("--config")
-                .arg(&a)
-                .arg("doctor")
-                .args(json)
-                .env("SPINIFEX_CONFIG_PATH", &b)
-        ),
+        node(a_then_doctor().env("SPINIFEX_CONFIG_PATH", &b)),
         "from-a",
         "spx's --config wins over the environment, as in spx"
     );
     assert_eq!(
-        node(
-            spx()
-                .arg("--config")
-                .arg(&a)
-                .arg("doctor")
-                .args(json)
-                .arg("--config")
-                .arg(&b)
-        ),
+        node(a_then_doctor().arg("--config").arg(&b)),
         "from-b",
         "the doctor's own --config wins"
     );

@@ -128,6 +128,20 @@ pub fn tool_or_skip(test: &str, what: &str, available: bool) -> bool {
     false
 }
 
+/// A two-node config that wants IPsec, whose NB and SB are a closed
+/// loopback port (in a test's own namespace: refused, never anyone else's).
+pub const IPSEC_WANTED_DEAD_DBS: &str = r#"node = "spx1"
+[network]
+ipsec_enabled = true
+[nodes.spx1]
+host = "198.18.7.1"
+[nodes.spx1.vpcd]
+ovn_nb_addr = "tcp:127.0.0.1:1"
+ovn_sb_addr = "tcp:127.0.0.1:1"
+[nodes.spx2]
+host = "198.18.7.2"
+"#;
+
 /// A config file in a temp dir.
 pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("spinifex.toml");

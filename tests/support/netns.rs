@@ -87,6 +87,34 @@ impl Netns {
         self.ip(&["link", "set", here, "up"]);
         other.ip(&["link", "set", there, "up"]);
     }
+
+    /// Like [`Netns::veth`], with `queues` receive and transmit queues on
+    /// each end.
+    pub fn veth_queues(&self, here: &str, other: &Netns, there: &str, queues: u32) {
+        let q = queues.to_string();
+        self.ip(&[
+            "link",
+            "add",
+            here,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            there,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "netns",
+            &other.name,
+        ]);
+        self.ip(&["link", "set", here, "up"]);
+        other.ip(&["link", "set", there, "up"]);
+    }
 }
 
 impl Default for Netns {
