@@ -91,7 +91,6 @@ impl Settings {
         let mut peers = Vec::new();
         for p in &args.peer {
             for ip in resolve_peer(p)? {
-                let ip = ip.to_string();
                 if !peers.contains(&ip) {
                     peers.push(ip);
                 }
@@ -180,12 +179,15 @@ fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
     Ok(list)
 }
 
-/// An address as given, or a name resolved within a bound. A name that does
-/// not resolve is refused: probing nobody is not a pass.
-fn resolve_peer(text: &str) -> Result<Vec<IpAddr>, UsageError> {
+/// An address as given (a link-local one with the interface it is on,
+/// which must exist here), or a name resolved within a bound. A name that
+/// does not resolve is refused: probing nobody is not a pass.
+fn resolve_peer(text: &str) -> Result<Vec<String>, UsageError> {
     validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Ok(vec![ip]);
+    if let Some(addr) = spx_checks::probe::peers::flag_address(text)
+        .map_err(|e| UsageError(format!("--peer {e}")))?
+    {
+        return Ok(vec![addr]);
     }
     let name = text.to_owned();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -197,7 +199,7 @@ fn resolve_peer(text: &str) -> Result<Vec<IpAddr>, UsageError> {
         );
     });
     match rx.recv_timeout(PEER_LOOKUP_BOUND) {
-        Ok(Ok(ips)) if !ips.is_empty() => Ok(ips),
+        Ok(Ok(ips)) if !ips.is_empty() => Ok(ips.iter().map(IpAddr::to_string).collect()),
         Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!(
             "--peer {text:?}: the name does not resolve"
         ))),
@@ -216,7 +218,7 @@ fn config_from_env() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-const CONFIG_ENV: &str = "SPINIFEX_CONFIG_PATH";
+const CONFIG_ENV: &str = spx_checks::spinifex::CONFIG_PATH_ENV;
 
 /// An explicit `--config` (or `SPINIFEX_CONFIG_PATH`) must be readable and valid. The default paths may
 /// be missing (checks that need the config skip) or unreadable to an

@@ -20,9 +20,9 @@ use crate::validate;
 /// `/etc/spinifex` exists, else `~/spinifex/config/spinifex.toml`. Both are
 /// returned (system first) because the second reading is uncertain.
 pub fn default_paths() -> Vec<PathBuf> {
-    let mut paths = vec![PathBuf::from("/etc/spinifex/spinifex.toml")];
+    let mut paths = vec![PathBuf::from(crate::spinifex::CONFIG_PATH)];
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        paths.push(Path::new(&home).join("spinifex/config/spinifex.toml"));
+        paths.push(Path::new(&home).join(crate::spinifex::HOME_CONFIG));
     }
     paths
 }

@@ -2,6 +2,10 @@
 //! every check agrees on it. The arithmetic is Spinifex's own
 //! (spinifex-facts.md, "MTU arithmetic" and "IPsec").
 
+use std::net::IpAddr;
+
+use serde::Serialize;
+
 use crate::config::Config;
 
 /// Outer IPv4 20 + UDP 8 + geneve 8 + TLV 8 + inner Ethernet 14.
@@ -16,6 +20,44 @@ pub const DEFAULT_UNDERLAY_MTU: u32 = 1500;
 /// QEMU is given at most this many queue pairs.
 pub const MAX_NIC_QUEUES: u32 = 8;
 
+/// The address family of the overlay's outer header: the family of this
+/// node's geneve endpoint (`ovn-encap-ip`). An IPv6 outer header costs
+/// [`IPV6_EXTRA`] bytes more than IPv4's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    #[default]
+    Ipv4,
+    Ipv6,
+}
+
+impl Family {
+    pub fn of(addr: IpAddr) -> Family {
+        if addr.is_ipv4() {
+            Family::Ipv4
+        } else {
+            Family::Ipv6
+        }
+    }
+
+    pub fn is_ipv6(self) -> bool {
+        self == Family::Ipv6
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expectations {
     /// `[network] ipsec_enabled`. The guest MTU and multiqueue follow it.
@@ -26,7 +68,10 @@ pub struct Expectations {
     pub node_count: usize,
     /// `underlay_mtu` after the 668 floor.
     pub underlay_mtu: u32,
-    /// The MTU guests are given on an IPv4 underlay.
+    /// The family of the overlay endpoints the guest MTU was derived for:
+    /// IPv4 from the config alone; see [`Expectations::for_underlay`].
+    pub underlay_family: Family,
+    /// The MTU guests are given on an underlay of `underlay_family`.
     pub guest_mtu: u32,
     /// ESP SAs this node holds at least when IPsec is wanted, else exactly 0.
     pub esp_sa_min: usize,
@@ -43,6 +88,7 @@ impl Expectations {
             ipsec_wanted,
             node_count,
             underlay_mtu,
+            underlay_family: Family::Ipv4,
             guest_mtu: guest_mtu(underlay_mtu, ipsec_enabled, false),
             esp_sa_min: if ipsec_wanted {
                 expected_sa_count(node_count)
@@ -50,6 +96,21 @@ impl Expectations {
                 0
             },
         }
+    }
+
+    /// The same expectations on an underlay of `family` (the family of this
+    /// node's `ovn-encap-ip`): the guest MTU is 20 bytes smaller on IPv6.
+    pub fn for_underlay(&self, family: Family) -> Expectations {
+        Expectations {
+            underlay_family: family,
+            guest_mtu: guest_mtu(self.underlay_mtu, self.ipsec_enabled, family.is_ipv6()),
+            ..self.clone()
+        }
+    }
+
+    /// The guest MTU with IPsec on or off, on this underlay.
+    pub fn guest_mtu_with(&self, ipsec: bool) -> u32 {
+        guest_mtu(self.underlay_mtu, ipsec, self.underlay_family.is_ipv6())
     }
 
     /// Queue pairs a guest NIC with `vcpus` should have.
@@ -146,5 +207,23 @@ mod tests {
         assert_eq!(e.esp_sa_min, 6);
         assert_eq!(e.guest_mtu, 8908);
         assert_eq!(e.nic_queues(4), 1);
+        assert_eq!(e.underlay_family, Family::Ipv4);
+    }
+
+    #[test]
+    fn an_ipv6_underlay_costs_20_bytes_more() {
+        let c = crate::config::parse(
+            "[network]\nipsec_enabled = false\n[nodes.a]\n[nodes.b]\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let e = Expectations::from_config(&c);
+        assert_eq!(e.guest_mtu, 1442);
+        let v6 = e.for_underlay(Family::of("fd00::1".parse().unwrap()));
+        assert_eq!(v6.underlay_family, Family::Ipv6);
+        assert_eq!(v6.guest_mtu, 1422);
+        assert_eq!(v6.guest_mtu_with(true), 1388);
+        assert_eq!(v6.for_underlay(Family::Ipv4), e);
+        assert_eq!(serde_json::to_value(Family::Ipv6).unwrap(), "ipv6");
     }
 }

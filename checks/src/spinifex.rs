@@ -1,16 +1,63 @@
 //! Spinifex's own names, in one place: what the doctor is called on the
-//! command line, so every message an operator copies works as typed.
+//! command line, where Spinifex keeps its files, what it calls its bridges
+//! and taps, and the one wording of each command the doctor prints, so
+//! every message an operator copies works as typed.
 //!
 //! The doctor ships as `spx-doctor`. Spinifex's Go CLI `spx` runs it as
 //! `spx doctor` (contrib/spinifex/doctor.go), exec'ing the binary with
 //! `SPX_DOCTOR_VIA=spx` in the environment; help, usage, errors, runbooks and
 //! remediation then name `spx doctor`, and `spx-doctor` otherwise.
 
+use crate::ctx::{ConfigState, Ctx};
+
 /// The environment variable Spinifex's `spx doctor` hook sets.
 pub const VIA_ENV: &str = "SPX_DOCTOR_VIA";
 
 /// The installed binary's name.
 pub const BINARY: &str = "spx-doctor";
+
+/// The config Spinifex reads when `/etc/spinifex` exists.
+pub const CONFIG_PATH: &str = "/etc/spinifex/spinifex.toml";
+/// The config under `$HOME` when `/etc/spinifex` does not exist.
+pub const HOME_CONFIG: &str = "spinifex/config/spinifex.toml";
+/// Spinifex's `spx` reads the config from here when `--config` is not given.
+pub const CONFIG_PATH_ENV: &str = "SPINIFEX_CONFIG_PATH";
+
+/// Where the daemon writes the node firewall's peer sets.
+pub const PEERS_NFT: &str = "/etc/spinifex/firewall/peers.nft";
+/// The `peers.nft` define holding the overlay (geneve) endpoints: the vpc plane.
+pub const ENCAP_PEERS_DEFINE: &str = "spinifex_encap_peers";
+/// The `peers.nft` define holding the other nodes' wan-plane addresses.
+pub const WAN_PEERS_DEFINE: &str = "spinifex_peers";
+
+/// The daemon's systemd unit.
+pub const DAEMON_UNIT: &str = "spinifex-daemon";
+
+/// The Linux bridge of each plane is `br-` + the plane's name.
+pub const BRIDGE_PREFIX: &str = "br-";
+/// The vpc plane's bridge, best first: planes collapse vpc → lan → wan on
+/// nodes with fewer NICs, so `br-vpc` may be absent.
+pub const UNDERLAY_BRIDGES: [&str; 3] = ["br-vpc", "br-lan", "br-wan"];
+/// The bridge of the vpc plane on a node with a NIC for it.
+pub const VPC_BRIDGE: &str = UNDERLAY_BRIDGES[0];
+/// The bridge of the wan plane.
+pub const WAN_BRIDGE: &str = UNDERLAY_BRIDGES[2];
+
+/// VPC taps are `tap` + ENI id, cut to 15 characters.
+pub const VPC_TAP_PREFIX: &str = "tap";
+/// Management taps are `mg` + instance id.
+pub const MGMT_TAP_PREFIX: &str = "mg";
+
+/// The bridge of `plane` (`vpc`, `lan`, `wan`).
+pub fn bridge(plane: &str) -> String {
+    format!("{BRIDGE_PREFIX}{plane}")
+}
+
+/// A guest's tap on this host (VPC or management), not a NIC of the
+/// underlay: bridge ports with these names are not raised with the NIC.
+pub fn is_guest_tap(dev: &str) -> bool {
+    dev.starts_with(VPC_TAP_PREFIX) || dev.starts_with(MGMT_TAP_PREFIX)
+}
 
 /// How the operator started the doctor: `spx doctor` through Spinifex's
 /// `spx`, else `spx-doctor`.
@@ -34,5 +81,83 @@ pub fn as_invoked(text: &str) -> String {
         text.to_owned()
     } else {
         text.replace("`spx doctor", &format!("`{BINARY}"))
+    }
+}
+
+/// The config file remediation should name: the one this run loaded (from
+/// `--config`, `$SPINIFEX_CONFIG_PATH` or a default path), the one it could
+/// not read, else where Spinifex looks first.
+pub fn config_file(ctx: &Ctx) -> String {
+    match &ctx.config {
+        ConfigState::Loaded { path, .. } | ConfigState::Unreadable { path, .. } => {
+            path.display().to_string()
+        }
+        ConfigState::Missing { .. } => CONFIG_PATH.to_owned(),
+    }
+}
+
+/// The one wording of an MTU change: `ip link set dev DEV mtu N`.
+pub fn set_mtu(dev: &str, mtu: u32) -> String {
+    format!("ip link set dev {dev} mtu {mtu}")
+}
+
+/// `set_mtu` for each device, in order, quoted and joined with `sep`.
+pub fn set_mtus<S: AsRef<str>>(devs: &[S], mtu: u32, sep: &str) -> String {
+    devs.iter()
+        .map(|d| format!("`{}`", set_mtu(d.as_ref(), mtu)))
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// The one wording of a config change: set `[network] KEY = VALUE` in the
+/// file this run read (see [`config_file`]).
+pub fn set_network_key(key: &str, value: impl std::fmt::Display, file: &str) -> String {
+    format!("set `{key} = {value}` under [network] in {file}")
+}
+
+/// Restarting the daemon, which applies a config change.
+pub fn restart_daemon() -> String {
+    format!("systemctl restart {DAEMON_UNIT}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::Options;
+
+    #[test]
+    fn bridges_are_br_plus_the_plane() {
+        assert_eq!(bridge("vpc"), VPC_BRIDGE);
+        assert_eq!(bridge("wan"), WAN_BRIDGE);
+        for (plane, br) in ["vpc", "lan", "wan"].into_iter().zip(UNDERLAY_BRIDGES) {
+            assert_eq!(bridge(plane), br);
+        }
+        assert!(is_guest_tap("tapeni-0abc") && is_guest_tap("mgi-0abc"));
+        assert!(!is_guest_tap("enp65s0f0"));
+    }
+
+    #[test]
+    fn remediation_names_the_config_that_was_loaded() {
+        let loaded = Ctx::new(
+            ConfigState::Loaded {
+                path: "/srv/spx/node.toml".into(),
+                config: Box::new(crate::config::parse("", std::path::Path::new("x")).unwrap()),
+            },
+            Options::default(),
+        );
+        assert_eq!(config_file(&loaded), "/srv/spx/node.toml");
+        let missing = Ctx::new(
+            ConfigState::Missing { looked_at: vec![] },
+            Options::default(),
+        );
+        assert_eq!(config_file(&missing), CONFIG_PATH);
+        assert_eq!(
+            set_network_key("underlay_mtu", 1500, "/srv/spx/node.toml"),
+            "set `underlay_mtu = 1500` under [network] in /srv/spx/node.toml"
+        );
+        assert_eq!(
+            set_mtus(&["enp1s0", "br-vpc"], 9000, ", then "),
+            "`ip link set dev enp1s0 mtu 9000`, then `ip link set dev br-vpc mtu 9000`"
+        );
     }
 }

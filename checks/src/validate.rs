@@ -3,7 +3,7 @@
 //! through a shell, but an interface name or a host is still refused early
 //! with the key that carried it, rather than failing strangely later.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// The longest value accepted for any single field.
 pub const MAX_LEN: usize = 1024;
@@ -55,11 +55,48 @@ pub fn interface(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An IP address or a DNS host name (RFC 1123 labels).
+/// A link-local IPv6 address with the interface it is on, `fe80::1%eth0`
+/// (or an interface index, `fe80::1%3`): None when `text` has no `%`,
+/// else the address and the scope as written, or why it is not one. Only
+/// link-local unicast addresses (fe80::/10) need a scope, so a scope on any
+/// other address is refused rather than silently ignored.
+pub fn scoped_ipv6(text: &str) -> Option<Result<(Ipv6Addr, &str), String>> {
+    let (addr, scope) = text.split_once('%')?;
+    Some((|| {
+        let ip: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("{} is not an IP address with a scope id", shown(text)))?;
+        let IpAddr::V6(v6) = ip else {
+            return Err(format!(
+                "{}: a scope id (%{scope}) applies only to link-local IPv6 addresses (fe80::/10)",
+                shown(text)
+            ));
+        };
+        if !v6.is_unicast_link_local() {
+            return Err(format!(
+                "{}: a scope id (%{scope}) applies only to link-local IPv6 addresses (fe80::/10), and {v6} is not one",
+                shown(text)
+            ));
+        }
+        if scope.contains('%') {
+            return Err(format!("{}: the scope id contains '%'", shown(text)));
+        }
+        if !scope.bytes().all(|b| b.is_ascii_digit()) || scope.is_empty() {
+            interface(scope).map_err(|e| format!("{}: {e}", shown(text)))?;
+        }
+        Ok((v6, scope))
+    })())
+}
+
+/// An IP address, a link-local IPv6 address with its scope
+/// ([`scoped_ipv6`]), or a DNS host name (RFC 1123 labels).
 pub fn host(text: &str) -> Result<(), String> {
     plain_text(text)?;
     if text.parse::<IpAddr>().is_ok() {
         return Ok(());
+    }
+    if let Some(scoped) = scoped_ipv6(text) {
+        return scoped.map(|_| ());
     }
     let ok = !text.is_empty()
         && text.len() <= 253
@@ -87,6 +124,9 @@ pub fn host_maybe_port(text: &str) -> Result<String, String> {
     plain_text(text)?;
     if text.parse::<IpAddr>().is_ok() {
         return Ok(text.to_owned());
+    }
+    if let Some(scoped) = scoped_ipv6(text).filter(|_| !text.starts_with('[')) {
+        return scoped.map(|_| text.to_owned());
     }
     let name = if let Some(rest) = text.strip_prefix('[') {
         let (h, port) = rest
@@ -174,6 +214,30 @@ mod tests {
             assert!(host_maybe_port(bad).is_err(), "{bad:?}");
         }
         assert!(host_maybe_port(&"a".repeat(10_000)).is_err());
+    }
+
+    #[test]
+    fn link_local_addresses_carry_their_interface() {
+        let (a, s) = scoped_ipv6("fe80::1%eth0").unwrap().unwrap();
+        assert_eq!((a.to_string().as_str(), s), ("fe80::1", "eth0"));
+        assert_eq!(scoped_ipv6("fe80::1%3").unwrap().unwrap().1, "3");
+        assert!(scoped_ipv6("fe80::1").is_none());
+        assert_eq!(host_maybe_port("fe80::1%eth0").unwrap(), "fe80::1%eth0");
+        assert_eq!(
+            host_maybe_port("[fe80::1%eth0]:8443").unwrap(),
+            "fe80::1%eth0"
+        );
+        for (bad, says) in [
+            ("198.18.0.1%eth0", "applies only to link-local IPv6"),
+            ("fd00::1%eth0", "fd00::1 is not one"),
+            ("fe80::1%", "must be 1 to 15 bytes"),
+            ("fe80::1%a/b", "contains '/'"),
+            ("fe80::1%eth0%eth1", "contains '%'"),
+            ("nothing%eth0", "is not an IP address with a scope id"),
+        ] {
+            let e = host(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::probe::{sysfs_net, ProbeError};
 pub struct OverlayMtu;
 
 /// VPC taps are `tap` + ENI id (management taps are `mg…`).
-pub const VPC_TAP_PREFIX: &str = "tap";
+pub use crate::spinifex::VPC_TAP_PREFIX;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Device {

@@ -10,6 +10,10 @@
 //! answered only yes or no. This check probes every peer at once with DF
 //! echo requests that exactly fill M bytes and says, per peer, what the path
 //! carries: see [`crate::probe::icmp_probe`] for how.
+//!
+//! Every word that depends on the peer's family follows it: IPv4 speaks of
+//! "fragmentation needed" and `net.ipv4.icmp_echo_ignore_all`, IPv6 of
+//! "packet too big" and `net.ipv6.icmp.echo_ignore_all`.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -19,19 +23,24 @@ use serde::Serialize;
 
 use crate::check::Check;
 use crate::ctx::Ctx;
+use crate::expect::UNDERLAY_MTU_FLOOR;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target};
+use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target, COMMON_MTUS};
 use crate::probe::links::{self, Link};
-use crate::probe::peers::{self, Peer, PeerSet};
+use crate::probe::peers::{self, Peer, PeerSet, Scope};
 use crate::probe::ProbeError;
+use crate::spinifex;
 
 pub struct PathMtu;
 
 /// At most this many probe rounds (a ladder, then refinement).
 pub const MAX_ROUNDS: u32 = 3;
-const CONFIG_FILE: &str = "/etc/spinifex/spinifex.toml";
 /// Time kept back from the run's deadline to judge and report.
 const JUDGE_MARGIN: Duration = Duration::from_millis(100);
+/// A Linux veth or bridge port takes a frame up to 4 bytes (a VLAN tag)
+/// longer than its MTU (`is_skb_forwardable`), and so do many switches: a
+/// silent drop behind a 1500-byte link is measured at up to 1504.
+pub const VLAN_SLACK: u32 = 4;
 
 /// What one peer's path was found to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -39,8 +48,8 @@ const JUDGE_MARGIN: Duration = Duration::from_millis(100);
 pub enum PeerVerdict {
     /// The target size passes.
     Ok,
-    /// Small probes answer, large ones vanish: a silent drop (an L2 switch
-    /// port below the target).
+    /// Small probes answer, large ones vanish: a silent drop (a switch
+    /// port, or the peer's own interface, below the target).
     #[serde(rename = "blackhole")]
     BlackHole,
     /// A hop answered "fragmentation needed"/"packet too big".
@@ -86,12 +95,13 @@ impl LocalLink {
         }
     }
 
-    /// This device and its ports whose MTU is below `target`.
-    fn below(&self, target: u32) -> Vec<&LocalLink> {
+    /// The smallest MTU of this device and its ports: what leaves this host.
+    fn narrowest(&self) -> u32 {
         std::iter::once(self)
             .chain(self.ports.iter())
-            .filter(|l| l.mtu < target)
-            .collect()
+            .map(|l| l.mtu)
+            .min()
+            .unwrap_or(self.mtu)
     }
 
     /// This device and its ports whose driver cannot go up to `target`.
@@ -122,12 +132,17 @@ pub struct PathFacts {
     pub discovery: PeerSet,
     /// `--probe-timeout`: one round's bound.
     pub probe_timeout: Duration,
+    /// The Spinifex config remediation names (the one this run read).
+    pub config_file: String,
 }
 
 /// One row of the `peers` evidence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PeerReport {
     pub address: IpAddr,
+    /// For a link-local IPv6 peer: the interface it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
     pub source: peers::PeerSource,
     pub interface: Option<String>,
     pub verdict: PeerVerdict,
@@ -144,8 +159,88 @@ pub struct PeerReport {
     /// then the largest size proven to pass.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub path_mtu_inexact: bool,
+    /// For local-mtu: the MTU of this host's narrowest link on the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_mtu: Option<u32>,
+    /// For local-mtu: what the path does beyond this host when it carries
+    /// less than this host's link (`blackhole` or `too-big`, measured at
+    /// sizes the local link lets out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond: Option<PeerVerdict>,
+    /// The underlay_mtu this path allows, as a setting: the link MTU that
+    /// explains the measurement (a black hole measured at 1504 is a
+    /// 1500-byte link passing a VLAN tag's 4 bytes more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable_mtu: Option<u32>,
+    /// The run's deadline cut probing short: silence proves nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+impl PeerReport {
+    /// The address as an operator writes it (`fe80::2%eth0` when scoped).
+    pub fn label(&self) -> String {
+        peers::display(self.address, self.scope.as_ref())
+    }
+
+    /// A verdict this run proved (not cut short by the deadline).
+    fn concluded(&self) -> bool {
+        !(self.cut_short
+            && matches!(
+                self.verdict,
+                PeerVerdict::BlackHole | PeerVerdict::Unreachable
+            ))
+    }
+
+    fn failing(&self) -> bool {
+        self.concluded()
+            && matches!(
+                self.verdict,
+                PeerVerdict::BlackHole | PeerVerdict::TooBig | PeerVerdict::LocalMtu
+            )
+    }
+
+    /// Something past this host's own link limits the path.
+    fn fabric_limited(&self) -> bool {
+        matches!(self.verdict, PeerVerdict::BlackHole | PeerVerdict::TooBig)
+            || self.beyond.is_some()
+    }
+
+    /// What stops the path beyond this host: its own verdict, or `beyond`.
+    fn fabric_verdict(&self) -> PeerVerdict {
+        self.beyond.unwrap_or(self.verdict)
+    }
+}
+
+/// The family-dependent words for a peer.
+struct Words {
+    /// The ICMP error a router sends for a DF packet too big to forward.
+    too_big: &'static str,
+    /// The sysctl that makes a host ignore echo requests.
+    echo_sysctl: &'static str,
+    /// The ICMP types the peer's firewall must let in for DF probes.
+    icmp_types: &'static str,
+    nft_rule: &'static str,
+}
+
+fn words(addr: IpAddr) -> Words {
+    if addr.is_ipv4() {
+        Words {
+            too_big: "fragmentation needed",
+            echo_sysctl: "net.ipv4.icmp_echo_ignore_all",
+            icmp_types: "ICMP echo-request and destination-unreachable (fragmentation needed)",
+            nft_rule: "`nft add rule inet filter input icmp type { echo-request, destination-unreachable } accept`",
+        }
+    } else {
+        Words {
+            too_big: "packet too big",
+            echo_sysctl: "net.ipv6.icmp.echo_ignore_all",
+            icmp_types: "ICMPv6 echo-request and packet-too-big",
+            nft_rule: "`nft add rule inet filter input icmpv6 type { echo-request, packet-too-big } accept`",
+        }
+    }
 }
 
 impl Check for PathMtu {
@@ -166,16 +261,22 @@ impl Check for PathMtu {
          \n\
          Target: --mtu N, else [network] underlay_mtu. Peers, first source that names any: \
          --peer, the OVN southbound Encap table, `define spinifex_encap_peers` in \
-         /etc/spinifex/firewall/peers.nft, [nodes.*] advertise/host. This host's own \
+         /etc/spinifex/firewall/peers.nft (the vpc plane), then the wan plane: `define \
+         spinifex_peers` in the same file, [nodes.*] advertise/host. This host's own \
          addresses and its ovn-encap-ip are excluded.\n\
          \n\
-         Per peer: ok; blackhole (small probes answer, large ones vanish: a switch drops \
-         them silently); too-big (a hop answered \"fragmentation needed\" with its MTU); \
-         local-mtu (this host's egress interface or a port of its bridge is below the \
-         target, so the probe cannot leave); unreachable (no echo reply at all: the peer's \
-         firewall must accept ICMP echo-request and destination-unreachable). Fails on \
-         blackhole, too-big or local-mtu; an unreachable peer makes the result an error \
-         (nothing was proven); else passes.\n\
+         Per peer: ok; blackhole (small probes answer, large ones vanish: a switch port or \
+         the peer's own interface drops them silently); too-big (a hop answered \
+         \"fragmentation needed\", or \"packet too big\" on IPv6, with its MTU); local-mtu \
+         (this host's egress interface or a port of its bridge is below the target, so \
+         the probe cannot leave; when the path carries even less than that link, what \
+         drops it beyond is named too); unreachable (no echo reply at all: the peer's \
+         firewall must accept echo-request and destination-unreachable, or ICMPv6 \
+         echo-request and packet-too-big, and net.ipv4.icmp_echo_ignore_all or \
+         net.ipv6.icmp.echo_ignore_all must be 0). Fails on blackhole, too-big or \
+         local-mtu, naming every peer nothing was concluded for; an unreachable peer \
+         alone makes the result an error (nothing was proven); else passes. A link-local \
+         IPv6 peer is given with its interface (--peer fe80::2%eth0) and probed on it.\n\
          \n\
          Why: raising the NIC and br-vpc to 9000 on a cluster whose switch carried 1500 \
          black-holed every frame above 1500. An L2 switch sends no \"fragmentation \
@@ -183,9 +284,11 @@ impl Check for PathMtu {
          a path after ~90 s. The manual proof, `ping -M do -s 8972 -c 3` per peer in turn, \
          took 29 s for 4 peers and only said yes or no.\n\
          \n\
-         Fix: configure every switch port and router between the nodes for the target, or \
-         revert: `ip link set dev <dev> mtu <path_mtu>` on both ends and on br-vpc, and keep \
-         underlay_mtu at what the path carries. Needs root or a ping_group_range that \
+         Fix: configure every switch port and router between the nodes (and the peers' \
+         own interfaces) for the target, or revert: `ip link set dev <dev> mtu N` on both \
+         ends and on br-vpc, and keep underlay_mtu at N, what the path carries as a \
+         setting (a silent drop measured at 1504 is a 1500-byte link that lets a VLAN \
+         tag's 4 bytes more through, so N is 1500). Needs root or a ping_group_range that \
          includes this user to open ICMP sockets."
     }
 
@@ -228,7 +331,7 @@ pub fn gather(
     let mut local: BTreeMap<u32, Result<LocalLink, String>> = BTreeMap::new();
     let mut egress = Vec::with_capacity(discovery.peers.len());
     for peer in &discovery.peers {
-        let e = match links::route_to(peer.address) {
+        let e = match links::route_via(peer.address, peer.scope.as_ref().map(|s| s.index)) {
             Ok(route) => local
                 .entry(route.oif)
                 .or_insert_with(|| local_link(route.oif))
@@ -243,6 +346,7 @@ pub fn gather(
         .iter()
         .map(|p| Target {
             addr: p.address,
+            scope_id: p.scope.as_ref().map_or(0, |s| s.index),
             target_mtu,
         })
         .collect();
@@ -277,6 +381,7 @@ pub fn gather(
         socket,
         discovery,
         probe_timeout: ctx.opts.probe_timeout,
+        config_file: spinifex::config_file(ctx),
     })
 }
 
@@ -303,9 +408,7 @@ pub fn peer_verdict(p: &PeerFacts, target: u32) -> (PeerVerdict, Option<u32>, bo
         Some(m) => (Some(m), false),
         None => (probe.largest_answered, true),
     };
-    let local_short = probe.local_limit.is_some_and(|l| l < target)
-        || p.egress.as_ref().is_ok_and(|l| !l.below(target).is_empty());
-    let verdict = if local_short {
+    let verdict = if local_mtu(p).is_some_and(|l| l < target) {
         PeerVerdict::LocalMtu
     } else if probe.too_big.is_some() {
         PeerVerdict::TooBig
@@ -315,36 +418,96 @@ pub fn peer_verdict(p: &PeerFacts, target: u32) -> (PeerVerdict, Option<u32>, bo
     (verdict, path_mtu, inexact)
 }
 
+/// The most this host lets out towards a peer: the smaller of what the
+/// kernel refused locally (EMSGSIZE) and its narrowest link on the path.
+fn local_mtu(p: &PeerFacts) -> Option<u32> {
+    let link = p.egress.as_ref().ok().map(LocalLink::narrowest);
+    match (p.probe.local_limit, link) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// For a peer this host's own link limits: what limits the path beyond
+/// it, when sizes the local link lets out did not pass (a size at or
+/// below `local` was refused by silence or by a hop).
+fn beyond_local(p: &PeerFacts, local: u32) -> Option<PeerVerdict> {
+    let refused = p.probe.smallest_refused?;
+    (refused <= local).then(|| {
+        if p.probe.too_big.is_some_and(|t| t.mtu < local) {
+            PeerVerdict::TooBig
+        } else {
+            PeerVerdict::BlackHole
+        }
+    })
+}
+
+/// The underlay_mtu a measured path allows, as a setting: a hop that
+/// reported its MTU is exact; a silent drop above `measured` comes from a
+/// link whose MTU is `measured` or up to [`VLAN_SLACK`] below it, taken as
+/// the largest common MTU in that window (1504 → 1500), else `measured`.
+pub fn usable_mtu(measured: u32, reported: bool) -> u32 {
+    if reported {
+        return measured;
+    }
+    COMMON_MTUS
+        .iter()
+        .copied()
+        .filter(|m| *m <= measured && measured - *m <= VLAN_SLACK)
+        .max()
+        .unwrap_or(measured)
+}
+
+fn report(p: &PeerFacts, target: u32) -> PeerReport {
+    let (verdict, path_mtu, inexact) = peer_verdict(p, target);
+    let local = (verdict == PeerVerdict::LocalMtu)
+        .then(|| local_mtu(p))
+        .flatten();
+    let beyond = local.and_then(|l| beyond_local(p, l));
+    let hop = |v: PeerVerdict| match v {
+        PeerVerdict::TooBig => p.probe.too_big.and_then(|t| t.from),
+        _ => None,
+    };
+    let usable = path_mtu.and_then(|m| match (verdict, beyond) {
+        (PeerVerdict::Ok | PeerVerdict::Unreachable, _) => None,
+        (PeerVerdict::TooBig, _) | (_, Some(PeerVerdict::TooBig)) => Some(usable_mtu(m, true)),
+        (PeerVerdict::LocalMtu, None) => Some(local.map_or(m, |l| l.min(m))),
+        _ => Some(usable_mtu(m, false)),
+    });
+    let detail = match verdict {
+        PeerVerdict::Unreachable => Some(match (&p.egress, &p.probe.other_error) {
+            (Err(why), _) => why.clone(),
+            (_, Some(err)) => err.clone(),
+            _ => format!(
+                "no echo reply to a minimal {}-byte probe",
+                icmp_probe::min_probe(p.peer.address).min(target)
+            ),
+        }),
+        _ => None,
+    };
+    PeerReport {
+        address: p.peer.address,
+        scope: p.peer.scope.clone(),
+        source: p.peer.source,
+        interface: p.egress.as_ref().ok().map(|l| l.interface.clone()),
+        verdict,
+        path_mtu,
+        rtt_ms: p.probe.rtt.map(ms),
+        rounds: p.probe.rounds,
+        reported_by: hop(beyond.unwrap_or(verdict)),
+        path_mtu_inexact: inexact,
+        local_mtu: local,
+        beyond,
+        usable_mtu: usable,
+        cut_short: p.probe.cut_short,
+        detail,
+    }
+}
+
 /// The verdict on everything measured.
 pub fn judge(facts: &PathFacts) -> Finding {
     let target = facts.target_mtu;
-    let mut reports = Vec::with_capacity(facts.peers.len());
-    for p in &facts.peers {
-        let (verdict, path_mtu, inexact) = peer_verdict(p, target);
-        let detail = match verdict {
-            PeerVerdict::Unreachable => Some(match (&p.egress, &p.probe.other_error) {
-                (Err(why), _) => why.clone(),
-                (_, Some(err)) => err.clone(),
-                _ => "no echo reply to a minimal probe".to_owned(),
-            }),
-            _ => None,
-        };
-        reports.push(PeerReport {
-            address: p.peer.address,
-            source: p.peer.source,
-            interface: p.egress.as_ref().ok().map(|l| l.interface.clone()),
-            verdict,
-            path_mtu,
-            rtt_ms: p.probe.rtt.map(ms),
-            rounds: p.probe.rounds,
-            reported_by: match verdict {
-                PeerVerdict::TooBig => p.probe.too_big.and_then(|t| t.from),
-                _ => None,
-            },
-            path_mtu_inexact: inexact,
-            detail,
-        });
-    }
+    let reports: Vec<PeerReport> = facts.peers.iter().map(|p| report(p, target)).collect();
     let mut local: Vec<&LocalLink> = Vec::new();
     for l in facts.peers.iter().filter_map(|p| p.egress.as_ref().ok()) {
         if !local.iter().any(|x| x.interface == l.interface) {
@@ -352,46 +515,33 @@ pub fn judge(facts: &PathFacts) -> Finding {
         }
     }
 
-    let count = |v: PeerVerdict| reports.iter().filter(|r| r.verdict == v).count();
-    let failing: Vec<&PeerReport> = reports
+    let count = |v: PeerVerdict| {
+        reports
+            .iter()
+            .filter(|r| r.verdict == v && r.concluded())
+            .count()
+    };
+    let failing: Vec<&PeerReport> = reports.iter().filter(|r| r.failing()).collect();
+    // Peers nothing was concluded for: silent to the end, or cut short by
+    // the run's deadline. Every one is named, with its own fix, whatever
+    // else is found.
+    let silent: Vec<&PeerReport> = reports
         .iter()
-        .filter(|r| {
-            matches!(
-                r.verdict,
-                PeerVerdict::BlackHole | PeerVerdict::TooBig | PeerVerdict::LocalMtu
-            )
-        })
+        .filter(|r| r.verdict == PeerVerdict::Unreachable && r.concluded())
         .collect();
-    let unreachable: Vec<&PeerReport> = reports
-        .iter()
-        .filter(|r| r.verdict == PeerVerdict::Unreachable)
-        .collect();
-
-    // Silence within a round the deadline cut short proves nothing.
-    let cut: Vec<String> = facts
-        .peers
-        .iter()
-        .zip(&reports)
-        .filter(|(p, r)| {
-            p.probe.cut_short
-                && matches!(r.verdict, PeerVerdict::BlackHole | PeerVerdict::Unreachable)
-        })
-        .map(|(_, r)| r.address.to_string())
-        .collect();
-
-    let finding = if !cut.is_empty() {
-        Finding::error(format!(
-            "the run's --timeout ended probing before {} answered or proved silent; nothing is concluded for {}",
-            cut.join(", "),
-            if cut.len() == 1 { "it" } else { "them" }
-        ))
-        .fix(format!(
-            "re-run with more time: `spx doctor --check mtu.path --timeout {}s` (each of up to {MAX_ROUNDS} rounds takes --probe-timeout)",
+    let cut: Vec<&PeerReport> = reports.iter().filter(|r| !r.concluded()).collect();
+    let mut open_fixes = unreachable_fixes(&silent);
+    if !cut.is_empty() {
+        open_fixes.push(format!(
+            "{}: re-run with more time, `spx doctor --check mtu.path --timeout {}s` (each of up to {MAX_ROUNDS} rounds takes --probe-timeout)",
+            labels(&cut),
             (facts.probe_timeout.as_secs_f64() * f64::from(MAX_ROUNDS) + 2.0)
                 .ceil()
                 .max(10.0)
-        ))
-    } else if !failing.is_empty() {
+        ));
+    }
+
+    let finding = if !failing.is_empty() {
         let mut parts: Vec<String> = failing
             .iter()
             .take(3)
@@ -406,21 +556,46 @@ pub fn judge(facts: &PathFacts) -> Finding {
             reports.len(),
             parts.join("; ")
         );
-        if !unreachable.is_empty() {
-            summary.push_str(&format!("; {} unreachable", unreachable.len()));
+        let open: Vec<String> = silent
+            .iter()
+            .map(|r| format!("{} (no echo reply)", r.label()))
+            .chain(
+                cut.iter()
+                    .map(|r| format!("{} (probing cut short by --timeout)", r.label())),
+            )
+            .collect();
+        if !open.is_empty() {
+            summary.push_str(&format!("; not concluded: {}", open.join(", ")));
         }
-        Finding::fail(summary).fixes(remediation(facts, &reports, &local))
-    } else if !unreachable.is_empty() {
-        let addrs: Vec<String> = unreachable.iter().map(|r| r.address.to_string()).collect();
+        let mut fixes = remediation(facts, &reports, &local);
+        // The re-check stays last.
+        let recheck = fixes.pop();
+        fixes.extend(open_fixes);
+        fixes.extend(recheck);
+        Finding::fail(summary).fixes(fixes)
+    } else if !silent.is_empty() || !cut.is_empty() {
+        let mut parts = Vec::new();
+        if !silent.is_empty() {
+            parts.push(format!(
+                "{} of {} peers answered no echo request ({}), so their path MTU is unproven",
+                silent.len(),
+                reports.len(),
+                labels(&silent)
+            ));
+        }
+        if !cut.is_empty() {
+            parts.push(format!(
+                "the run's --timeout ended probing before {} answered or proved silent, so nothing is concluded for {}",
+                labels(&cut),
+                if cut.len() == 1 { "it" } else { "them" }
+            ));
+        }
         Finding::error(format!(
-            "{} of {} peers answered no echo request ({}), so their path MTU is unproven; \
-             {} reachable peers carry {target} bytes",
-            unreachable.len(),
-            reports.len(),
-            addrs.join(", "),
+            "{}; {} reachable peers carry {target} bytes",
+            parts.join("; "),
             count(PeerVerdict::Ok)
         ))
-        .fixes(unreachable_fixes(&unreachable))
+        .fixes(open_fixes)
     } else {
         let slowest = reports
             .iter()
@@ -431,7 +606,12 @@ pub fn judge(facts: &PathFacts) -> Finding {
             reports.len()
         ))
     };
-    finding
+    let suggested = reports
+        .iter()
+        .filter(|r| r.failing())
+        .filter_map(|r| r.usable_mtu)
+        .min();
+    let mut finding = finding
         .with("target_mtu", target)
         .with("target_source", facts.target_source)
         .with("peers", &reports)
@@ -447,11 +627,42 @@ pub fn judge(facts: &PathFacts) -> Finding {
                 .unwrap_or(0),
         )
         .with("peer_discovery", &facts.discovery.consulted)
-        .with("excluded", &facts.discovery.excluded)
+        .with("excluded", &facts.discovery.excluded);
+    if let Some(plane) = facts.discovery.plane() {
+        finding = finding.with("plane", plane);
+    }
+    if let Some(m) = suggested {
+        finding = finding.with("suggested_underlay_mtu", m);
+    }
+    finding
+}
+
+fn labels(reports: &[&PeerReport]) -> String {
+    reports
+        .iter()
+        .map(|r| r.label())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// What stops the path beyond this host, as the summary says it.
+fn beyond_text(r: &PeerReport, verdict: PeerVerdict, mtu: &str) -> String {
+    let w = words(r.address);
+    match verdict {
+        PeerVerdict::TooBig => format!(
+            "{} answered \"{}\", path MTU {mtu}",
+            r.reported_by.map_or("a hop".to_owned(), |a| a.to_string()),
+            w.too_big
+        ),
+        _ => format!(
+            "black-holes packets above {mtu} bytes (no \"{}\" comes back)",
+            w.too_big
+        ),
+    }
 }
 
 fn describe(r: &PeerReport, target: u32) -> String {
@@ -459,29 +670,39 @@ fn describe(r: &PeerReport, target: u32) -> String {
     let via = r.interface.as_deref().unwrap_or("?");
     match r.verdict {
         PeerVerdict::BlackHole => format!(
-            "{} black-holes packets above {mtu} bytes (no \"fragmentation needed\" comes back)",
-            r.address
+            "{} {}",
+            r.label(),
+            beyond_text(r, PeerVerdict::BlackHole, &mtu)
         ),
         PeerVerdict::TooBig => format!(
-            "{}: {} answered \"fragmentation needed\", path MTU {mtu}",
-            r.address,
-            r.reported_by.map_or("a hop".to_owned(), |a| a.to_string())
+            "{}: {}",
+            r.label(),
+            beyond_text(r, PeerVerdict::TooBig, &mtu)
         ),
-        PeerVerdict::LocalMtu => format!(
-            "{}: this host's {via} is below {target}, path MTU {mtu}",
-            r.address
-        ),
+        PeerVerdict::LocalMtu => match (r.beyond, r.local_mtu) {
+            (Some(beyond), Some(local)) => format!(
+                "{}: this host's {via} is below {target} (it lets out {local}), and beyond it the path {}",
+                r.label(),
+                beyond_text(r, beyond, &mtu)
+            ),
+            _ => format!(
+                "{}: this host's {via} is below {target}, path MTU {mtu}",
+                r.label()
+            ),
+        },
         _ => String::new(),
     }
 }
 
 fn remediation(facts: &PathFacts, reports: &[PeerReport], local: &[&LocalLink]) -> Vec<String> {
     let target = facts.target_mtu;
+    let config = &facts.config_file;
+    let failing: Vec<&PeerReport> = reports.iter().filter(|r| r.failing()).collect();
     let mut steps = Vec::new();
     // Local interfaces first: nothing else matters until they are raised.
     let mut raise: Vec<String> = Vec::new();
     let mut capped: Vec<String> = Vec::new();
-    for r in reports
+    for r in failing
         .iter()
         .filter(|r| r.verdict == PeerVerdict::LocalMtu)
     {
@@ -493,11 +714,8 @@ fn remediation(facts: &PathFacts, reports: &[PeerReport], local: &[&LocalLink]) 
         };
         // Ports before the bridge they belong to.
         for dev in l.ports.iter().chain(std::iter::once(*l)) {
-            if dev.mtu < target {
-                let cmd = format!("`ip link set dev {} mtu {target}`", dev.interface);
-                if !raise.contains(&cmd) {
-                    raise.push(cmd);
-                }
+            if dev.mtu < target && !raise.contains(&dev.interface) {
+                raise.push(dev.interface.clone());
             }
         }
         for dev in l.capped(target) {
@@ -511,45 +729,59 @@ fn remediation(facts: &PathFacts, reports: &[PeerReport], local: &[&LocalLink]) 
             }
         }
     }
+    let fabric: Vec<&PeerReport> = failing
+        .iter()
+        .copied()
+        .filter(|r| r.fabric_limited())
+        .collect();
     if !raise.is_empty() {
-        steps.push(format!(
-            "raise this host's side first, bridge ports before the bridge: {}; both ends and br-vpc must carry {target} before the path can be tested",
-            raise.join(", then ")
-        ));
+        let mut step = format!(
+            "raise this host's side first, bridge ports before the bridge: {}; both ends and {} must carry {target} before the path can be tested",
+            spinifex::set_mtus(&raise, target, ", then "),
+            spinifex::VPC_BRIDGE
+        );
+        if fabric.iter().any(|r| r.verdict == PeerVerdict::LocalMtu) {
+            step.push_str(
+                " (that alone does not fix the path: something beyond this host drops less, see below)",
+            );
+        }
+        steps.push(step);
     }
     for note in capped {
         steps.push(format!(
             "{note}: keep underlay_mtu at or below that maximum"
         ));
     }
-    let fabric: Vec<&PeerReport> = reports
-        .iter()
-        .filter(|r| matches!(r.verdict, PeerVerdict::BlackHole | PeerVerdict::TooBig))
-        .collect();
     for r in &fabric {
         let mtu = r
             .path_mtu
             .map_or("its path MTU".to_owned(), |m| m.to_string());
-        let what = match r.verdict {
+        let at = match (r.verdict, r.local_mtu) {
+            (PeerVerdict::LocalMtu, Some(l)) => format!(" even at this host's {l} bytes,"),
+            _ => String::new(),
+        };
+        let what = match r.fabric_verdict() {
             PeerVerdict::TooBig => format!(
-                "the router {} forwards at most {mtu} bytes towards {}",
+                "{at} the router {} forwards at most {mtu} bytes towards {}",
                 r.reported_by
                     .map_or("on the path".to_owned(), |a| a.to_string()),
-                r.address
+                r.label()
             ),
             _ => format!(
-                "a switch between this host and {} silently drops frames above {mtu} bytes",
-                r.address
+                "{at} a switch port or the peer's own interface on the path to {} silently drops frames above {mtu} bytes",
+                r.label()
             ),
         };
         steps.push(format!(
-            "either configure the fabric for jumbo frames ({what}; every switch port, VLAN and router on the path must carry {target}), or revert as below"
+            "either make the path carry {target} ({}; every switch port, VLAN and router on it, and the peer's own interface, must carry {target}), or revert as below",
+            what.trim_start()
         ));
     }
-    // Revert to what every path carries.
-    let carried = reports
+    // Revert to what every path carries, as a usable setting.
+    let carried = failing.iter().filter_map(|r| r.usable_mtu).min();
+    let measured = failing
         .iter()
-        .filter(|r| r.verdict != PeerVerdict::Unreachable && r.verdict != PeerVerdict::Ok)
+        .filter(|r| r.usable_mtu == carried)
         .filter_map(|r| r.path_mtu)
         .min();
     if let Some(carried) = carried {
@@ -561,22 +793,31 @@ fn remediation(facts: &PathFacts, reports: &[PeerReport], local: &[&LocalLink]) 
                 }
             }
         }
-        if !fabric.is_empty() {
-            let cmds: Vec<String> = devs
-                .iter()
-                .map(|d| format!("`ip link set dev {d} mtu {carried}`"))
-                .collect();
-            let here = if cmds.is_empty() {
+        let why = match measured {
+            Some(m) if m > carried => format!(
+                " (probes of {m} bytes passed: a {carried}-byte link lets a VLAN tag's {VLAN_SLACK} bytes more through, so {carried} is the setting that explains them)"
+            ),
+            _ => String::new(),
+        };
+        if carried < UNDERLAY_MTU_FLOOR {
+            steps.push(format!(
+                "the path carries only {carried} bytes, below the {UNDERLAY_MTU_FLOOR} Spinifex accepts for underlay_mtu (smaller values are taken as 1500): the overlay cannot run over it until the fabric is fixed"
+            ));
+        } else if !fabric.is_empty() {
+            let here = if devs.is_empty() {
                 String::new()
             } else {
-                format!(" (here: {})", cmds.join(", "))
+                format!(" (here: {})", spinifex::set_mtus(&devs, carried, ", "))
             };
             steps.push(format!(
-                "to revert: `ip link set dev <dev> mtu {carried}` on both ends and on br-vpc{here}, then set `underlay_mtu = {carried}` under [network] in {CONFIG_FILE} on every node"
+                "to revert: `{}` on both ends and on {}{here}, then {} on every node{why}",
+                spinifex::set_mtu("<dev>", carried),
+                spinifex::VPC_BRIDGE,
+                spinifex::set_network_key("underlay_mtu", carried, config)
             ));
         } else {
             steps.push(format!(
-                "until then keep `underlay_mtu` at {carried} (what the path carries) under [network] in {CONFIG_FILE}"
+                "until then keep `underlay_mtu` at {carried} (what the path carries) under [network] in {config}{why}"
             ));
         }
     }
@@ -584,18 +825,26 @@ fn remediation(facts: &PathFacts, reports: &[PeerReport], local: &[&LocalLink]) 
     steps
 }
 
+/// One step per peer that answered nothing, in its family's words.
 fn unreachable_fixes(unreachable: &[&PeerReport]) -> Vec<String> {
     let mut steps = Vec::new();
     for r in unreachable {
         let detail = r.detail.as_deref().unwrap_or("no echo reply");
-        let cmd = if r.address.is_ipv4() {
-            "`nft add rule inet filter input icmp type { echo-request, destination-unreachable } accept`"
-        } else {
-            "`nft add rule inet filter input icmpv6 type { echo-request, packet-too-big } accept`"
-        };
+        if detail == "no route" {
+            steps.push(format!(
+                "{} (no route): this host has no route to it (`ip route get {}` finds none); fix the routing table or the peer list",
+                r.label(),
+                r.label()
+            ));
+            continue;
+        }
+        let w = words(r.address);
         steps.push(format!(
-            "{} ({detail}): the node firewall there must accept ICMP echo-request and destination-unreachable for DF probes to prove the path, e.g. {cmd}, and `sysctl net.ipv4.icmp_echo_ignore_all` must be 0",
-            r.address
+            "{} ({detail}): the node firewall there must accept {} for DF probes to prove the path, e.g. {}, and `sysctl {}` must be 0",
+            r.label(),
+            w.icmp_types,
+            w.nft_rule,
+            w.echo_sysctl
         ));
     }
     steps
@@ -642,6 +891,7 @@ mod tests {
         PeerFacts {
             peer: Peer {
                 address: ip(addr),
+                scope: None,
                 source: PeerSource::Config,
                 node: None,
             },
@@ -658,6 +908,7 @@ mod tests {
             socket: SocketKind::Raw,
             discovery: PeerSet::default(),
             probe_timeout: Duration::from_secs(1),
+            config_file: "/etc/spinifex/spinifex.toml".into(),
         }
     }
 
@@ -693,11 +944,20 @@ mod tests {
             fixes.contains("`ip link set dev enp65s0f0 mtu 1500`"),
             "{fixes}"
         );
-        assert!(fixes.contains("`underlay_mtu = 1500`"), "{fixes}");
+        assert!(
+            fixes.contains("`underlay_mtu = 1500` under [network] in /etc/spinifex/spinifex.toml"),
+            "{fixes}"
+        );
         assert!(
             fixes.contains("silently drops frames above 1500 bytes"),
             "{fixes}"
         );
+        // The evidence cannot tell a switch from the peer's own NIC.
+        assert!(
+            fixes.contains("a switch port or the peer's own interface"),
+            "{fixes}"
+        );
+        assert_eq!(f.evidence["suggested_underlay_mtu"], 1500);
     }
 
     #[test]
@@ -779,7 +1039,7 @@ mod tests {
     }
 
     #[test]
-    fn fail_outranks_unreachable() {
+    fn fail_outranks_unreachable_and_still_names_the_silent_peer_with_its_fix() {
         let bh = peer(
             "198.18.0.3",
             br_vpc(),
@@ -788,7 +1048,257 @@ mod tests {
         let dead = peer("198.18.0.4", br_vpc(), probe("198.18.0.4", None, Some(84)));
         let f = judge(&facts(vec![bh, dead]));
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.ends_with("; 1 unreachable"), "{}", f.summary);
+        assert!(
+            f.summary
+                .ends_with("; not concluded: 198.18.0.4 (no echo reply)"),
+            "{}",
+            f.summary
+        );
+        let fix = f
+            .remediation
+            .iter()
+            .find(|s| s.starts_with("198.18.0.4 (no echo reply to a minimal 84-byte probe)"))
+            .unwrap_or_else(|| panic!("{:#?}", f.remediation));
+        assert!(fix.contains("`sysctl net.ipv4.icmp_echo_ignore_all` must be 0"));
+        assert!(f.remediation.last().unwrap().starts_with("re-check"));
+    }
+
+    #[test]
+    fn every_peer_not_concluded_is_named_in_every_branch() {
+        // A black hole, a silent peer and one the deadline cut short.
+        let bh = peer(
+            "198.18.0.3",
+            br_vpc(),
+            probe("198.18.0.3", Some(1500), Some(1501)),
+        );
+        let dead = peer(
+            "fd00:198:18::4",
+            br_vpc(),
+            probe("fd00:198:18::4", None, None),
+        );
+        let mut slow = probe("198.18.0.5", Some(1500), Some(1501));
+        slow.cut_short = true;
+        let slow = peer("198.18.0.5", br_vpc(), slow);
+        let f = judge(&facts(vec![bh.clone(), dead.clone(), slow.clone()]));
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert!(
+            f.summary
+                .starts_with("1 of 3 peers cannot carry 9000 bytes: 198.18.0.3"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.ends_with("; not concluded: fd00:198:18::4 (no echo reply), 198.18.0.5 (probing cut short by --timeout)"),
+            "{}",
+            f.summary
+        );
+        let fixes = f.remediation.join("\n");
+        assert!(
+            fixes.contains("fd00:198:18::4 (no echo reply to a minimal 104-byte probe)"),
+            "{fixes}"
+        );
+        assert!(
+            fixes.contains("198.18.0.5: re-run with more time"),
+            "{fixes}"
+        );
+        assert_eq!(f.evidence["peers"][2]["cut_short"], true);
+        // Without the black hole: an error naming both, each with its fix.
+        let f = judge(&facts(vec![dead, slow]));
+        assert_eq!(f.status, Status::Error);
+        assert!(f.summary.contains("(fd00:198:18::4)"), "{}", f.summary);
+        assert!(
+            f.summary.contains("before 198.18.0.5 answered"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.remediation.len(), 2, "{:#?}", f.remediation);
+    }
+
+    #[test]
+    fn an_ipv6_peer_gets_ipv6_words() {
+        let dead = peer(
+            "fd00:198:18::4",
+            br_vpc(),
+            probe("fd00:198:18::4", None, None),
+        );
+        let f = judge(&facts(vec![dead]));
+        assert_eq!(f.status, Status::Error);
+        let fix = &f.remediation[0];
+        assert!(
+            fix.contains("`sysctl net.ipv6.icmp.echo_ignore_all` must be 0"),
+            "{fix}"
+        );
+        assert!(
+            fix.contains("ICMPv6 echo-request and packet-too-big"),
+            "{fix}"
+        );
+        assert!(
+            fix.contains("icmpv6 type { echo-request, packet-too-big }"),
+            "{fix}"
+        );
+        assert!(
+            !fix.contains("ipv4") && !fix.contains("destination-unreachable"),
+            "{fix}"
+        );
+
+        let hole = peer(
+            "fd00:198:18::3",
+            br_vpc(),
+            probe("fd00:198:18::3", Some(1500), Some(1501)),
+        );
+        let f = judge(&facts(vec![hole]));
+        assert!(
+            f.summary.contains(
+                "black-holes packets above 1500 bytes (no \"packet too big\" comes back)"
+            ),
+            "{}",
+            f.summary
+        );
+        let mut p = probe("fd00:198:19::2", Some(4000), Some(4001));
+        p.too_big = Some(TooBig {
+            from: Some(ip("fd00:198:18::fe")),
+            mtu: 4000,
+        });
+        let f = judge(&facts(vec![peer("fd00:198:19::2", br_vpc(), p)]));
+        assert!(
+            f.summary
+                .contains("fd00:198:18::fe answered \"packet too big\", path MTU 4000"),
+            "{}",
+            f.summary
+        );
+        assert!(!f.summary.contains("fragmentation"), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_half_raised_host_names_its_link_and_the_black_hole_beyond() {
+        // This host at 4000, a 1500 switch port beyond: the probe cannot
+        // leave above 4000, and what leaves vanishes above 1504.
+        let mut p = probe("198.18.0.2", Some(1504), Some(1505));
+        p.local_limit = Some(4000);
+        let f = judge(&facts(vec![peer(
+            "198.18.0.2",
+            link("eth0", 4000, vec![]),
+            p,
+        )]));
+        assert_eq!(f.status, Status::Fail);
+        let e = &f.evidence["peers"][0];
+        assert_eq!(e["verdict"], "local-mtu");
+        assert_eq!(e["local_mtu"], 4000);
+        assert_eq!(e["beyond"], "blackhole");
+        assert_eq!(e["path_mtu"], 1504);
+        assert_eq!(e["usable_mtu"], 1500);
+        assert!(
+            f.summary.contains("198.18.0.2: this host's eth0 is below 9000 (it lets out 4000), and beyond it the path black-holes packets above 1504 bytes"),
+            "{}",
+            f.summary
+        );
+        let fixes = f.remediation.join("\n");
+        assert!(fixes.contains("`ip link set dev eth0 mtu 9000`"), "{fixes}");
+        assert!(
+            fixes.contains("that alone does not fix the path"),
+            "{fixes}"
+        );
+        assert!(
+            fixes.contains("even at this host's 4000 bytes, a switch port or the peer's own interface on the path to 198.18.0.2 silently drops frames above 1504 bytes"),
+            "{fixes}"
+        );
+        assert!(fixes.contains("`ip link set dev eth0 mtu 1500`"), "{fixes}");
+        assert!(fixes.contains("`underlay_mtu = 1500`"), "{fixes}");
+
+        // A router beyond instead: too-big, with the hop.
+        let mut p = probe("198.18.1.2", Some(1400), Some(1401));
+        p.local_limit = Some(4000);
+        p.too_big = Some(TooBig {
+            from: Some(ip("198.18.0.254")),
+            mtu: 1400,
+        });
+        let f = judge(&facts(vec![peer(
+            "198.18.1.2",
+            link("eth0", 4000, vec![]),
+            p,
+        )]));
+        let e = &f.evidence["peers"][0];
+        assert_eq!(e["beyond"], "too-big");
+        assert_eq!(e["reported_by"], "198.18.0.254");
+        assert_eq!(e["usable_mtu"], 1400);
+        assert!(f.summary.contains("and beyond it the path 198.18.0.254 answered \"fragmentation needed\", path MTU 1400"), "{}", f.summary);
+
+        // When the path carries all the local link lets out, the local link
+        // is the only limit.
+        let mut p = probe("198.18.0.2", Some(4000), Some(4001));
+        p.local_limit = Some(4000);
+        let f = judge(&facts(vec![peer(
+            "198.18.0.2",
+            link("eth0", 4000, vec![]),
+            p,
+        )]));
+        assert!(
+            f.evidence["peers"][0].get("beyond").is_none(),
+            "{:?}",
+            f.evidence
+        );
+        assert!(!f.remediation.join("\n").contains("silently drops"));
+    }
+
+    #[test]
+    fn the_peers_own_nic_is_not_blamed_on_a_switch_and_1504_is_not_a_setting() {
+        // A veth at 1500 passes 1504 bytes (VLAN_HLEN of slack): the peer's
+        // own NIC measured as a black hole above 1504.
+        let p = probe("198.18.0.2", Some(1504), Some(1505));
+        let f = judge(&facts(vec![peer("198.18.0.2", br_vpc(), p)]));
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(f.evidence["peers"][0]["path_mtu"], 1504);
+        assert_eq!(f.evidence["peers"][0]["usable_mtu"], 1500);
+        assert_eq!(f.evidence["suggested_underlay_mtu"], 1500);
+        let fixes = f.remediation.join("\n");
+        assert!(!fixes.contains("a switch between"), "{fixes}");
+        assert!(
+            fixes.contains("a switch port or the peer's own interface"),
+            "{fixes}"
+        );
+        assert!(!fixes.contains("1504`"), "{fixes}");
+        assert!(fixes.contains("`underlay_mtu = 1500`"), "{fixes}");
+        assert!(fixes.contains("probes of 1504 bytes passed"), "{fixes}");
+    }
+
+    #[test]
+    fn usable_settings_round_down_only_within_the_vlan_slack() {
+        assert_eq!(usable_mtu(1504, false), 1500);
+        assert_eq!(usable_mtu(1500, false), 1500);
+        assert_eq!(usable_mtu(9004, false), 9000);
+        assert_eq!(usable_mtu(1505, false), 1505);
+        assert_eq!(usable_mtu(1234, false), 1234);
+        // A hop that names its MTU is exact.
+        assert_eq!(usable_mtu(1504, true), 1504);
+    }
+
+    #[test]
+    fn remediation_names_the_config_that_was_read() {
+        let mut x = facts(vec![peer(
+            "198.18.0.3",
+            br_vpc(),
+            probe("198.18.0.3", Some(1500), Some(1501)),
+        )]);
+        x.config_file = "/srv/spx/node.toml".into();
+        let fixes = judge(&x).remediation.join("\n");
+        assert!(
+            fixes.contains("under [network] in /srv/spx/node.toml"),
+            "{fixes}"
+        );
+        assert!(!fixes.contains("/etc/spinifex"), "{fixes}");
+    }
+
+    #[test]
+    fn a_scoped_link_local_peer_is_named_with_its_interface() {
+        let mut p = peer("fe80::2", br_vpc(), probe("fe80::2", None, None));
+        p.peer.scope = Some(Scope {
+            interface: "br-vpc".into(),
+            index: 7,
+        });
+        let f = judge(&facts(vec![p]));
+        assert!(f.summary.contains("(fe80::2%br-vpc)"), "{}", f.summary);
+        assert_eq!(f.evidence["peers"][0]["scope"], "br-vpc");
+        assert_eq!(f.evidence["peers"][0]["address"], "fe80::2");
     }
 
     #[test]

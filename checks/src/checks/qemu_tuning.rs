@@ -36,7 +36,7 @@ pub const AUTO_NET_VECTORS_SINCE: (u32, u32) = (6, 0);
 /// when it is left off (1 before); measured with QEMU 7.2 on pc-i440fx-5.1/5.2.
 pub const AUTO_BLK_QUEUES_SINCE: (u32, u32) = (5, 2);
 /// Management taps are `mg` + instance id; VPC taps are `tap` + ENI id.
-pub const MGMT_TAP_PREFIX: &str = "mg";
+pub use crate::spinifex::MGMT_TAP_PREFIX;
 
 /// What was read about one QEMU process.
 #[derive(Clone, Debug)]

@@ -47,7 +47,7 @@ pub const MIN_PROBE_V6: u32 = 104;
 pub const MAX_LADDER: u32 = 128;
 /// MTUs fabrics are commonly configured to; each is probed with its
 /// successor so that a path stuck at one of them is exact in round 1.
-const COMMON_MTUS: [u32; 12] = [
+pub const COMMON_MTUS: [u32; 12] = [
     576, 1280, 1400, 1450, 1480, 1492, 1500, 2000, 4000, 4470, 8000, 9000,
 ];
 /// Every size past round 1's minimal and target probes goes out this many
@@ -61,6 +61,9 @@ const NONCE_LEN: usize = 8;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     pub addr: IpAddr,
+    /// The interface index a link-local IPv6 address is reached on
+    /// (`sin6_scope_id`); 0 for every other address.
+    pub scope_id: u32,
     /// The size that must pass (the target underlay MTU).
     pub target_mtu: u32,
 }
@@ -397,7 +400,8 @@ impl IcmpSocket {
         Ok(())
     }
 
-    fn send(&self, dst: IpAddr, seq: u16, size: u32, nonce: &[u8; NONCE_LEN]) -> io::Result<()> {
+    fn send(&self, dst: Dest, seq: u16, size: u32, nonce: &[u8; NONCE_LEN]) -> io::Result<()> {
+        let (dst, scope) = dst;
         let data_len = (size - overhead(dst)) as usize;
         let mut pkt = Vec::with_capacity(8 + data_len);
         pkt.push(if self.v6 { 128 } else { 8 });
@@ -411,7 +415,7 @@ impl IcmpSocket {
             let c = checksum(&pkt);
             pkt[2..4].copy_from_slice(&c.to_be_bytes());
         }
-        let (storage, len) = sockaddr(dst);
+        let (storage, len) = sockaddr(dst, scope);
         // SAFETY: pkt and storage are live for the call; len is storage's size.
         let rc = unsafe {
             libc::sendto(
@@ -432,7 +436,7 @@ impl IcmpSocket {
 
     /// One datagram from the receive queue: (source, ICMP message).
     /// Ok(None) when the queue is empty.
-    fn recv<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<(IpAddr, &'b [u8])>> {
+    fn recv<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<(Dest, &'b [u8])>> {
         // SAFETY: zeroed sockaddr_storage is a valid out-parameter.
         let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -457,7 +461,7 @@ impl IcmpSocket {
         }
         let n = n as usize;
         let Some(src) = from_sockaddr(&storage) else {
-            return Ok(Some((IpAddr::V4(Ipv4Addr::UNSPECIFIED), &buf[..0])));
+            return Ok(Some(((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0), &buf[..0])));
         };
         if n > buf.len() {
             // Truncated: never counts.
@@ -556,7 +560,9 @@ impl IcmpSocket {
                             &mut ss as *mut libc::sockaddr_storage as *mut u8,
                             room.min(std::mem::size_of::<libc::sockaddr_storage>()),
                         );
-                        out.offender = from_sockaddr(&ss).filter(|a| !a.is_unspecified());
+                        out.offender = from_sockaddr(&ss)
+                            .map(|(a, _)| a)
+                            .filter(|a| !a.is_unspecified());
                     }
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
@@ -575,7 +581,7 @@ impl IcmpSocket {
 #[derive(Debug)]
 struct QueuedError {
     /// The original destination.
-    dst: Option<IpAddr>,
+    dst: Option<Dest>,
     origin: u8,
     icmp_type: u8,
     icmp_code: u8,
@@ -622,7 +628,17 @@ impl QueuedError {
     }
 }
 
-fn sockaddr(addr: IpAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+/// A destination: the address and, for a link-local IPv6 address only, the
+/// interface index it is reached on (0 otherwise), so that two link-local
+/// peers with the same address on different links stay apart.
+type Dest = (IpAddr, u32);
+
+fn dest(addr: IpAddr, scope: u32) -> Dest {
+    let link_local = matches!(addr, IpAddr::V6(a) if a.is_unicast_link_local());
+    (addr, if link_local { scope } else { 0 })
+}
+
+fn sockaddr(addr: IpAddr, scope: u32) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: an all-zero sockaddr_storage is valid; the family-specific
     // view written below fits inside it.
     unsafe {
@@ -641,6 +657,7 @@ fn sockaddr(addr: IpAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
                 let sin6 = &mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in6;
                 (*sin6).sin6_family = libc::AF_INET6 as libc::sa_family_t;
                 (*sin6).sin6_addr.s6_addr = a.octets();
+                (*sin6).sin6_scope_id = scope;
                 (
                     ss,
                     std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
@@ -650,19 +667,23 @@ fn sockaddr(addr: IpAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     }
 }
 
-fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<IpAddr> {
+fn from_sockaddr(ss: &libc::sockaddr_storage) -> Option<Dest> {
     // SAFETY: the family field says which view is valid.
     unsafe {
         match i32::from(ss.ss_family) {
             libc::AF_INET => {
                 let sin = &*(ss as *const libc::sockaddr_storage as *const libc::sockaddr_in);
-                Some(IpAddr::V4(Ipv4Addr::from(
-                    sin.sin_addr.s_addr.to_ne_bytes(),
-                )))
+                Some(dest(
+                    IpAddr::V4(Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes())),
+                    0,
+                ))
             }
             libc::AF_INET6 => {
                 let sin6 = &*(ss as *const libc::sockaddr_storage as *const libc::sockaddr_in6);
-                Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+                Some(dest(
+                    IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)),
+                    sin6.sin6_scope_id,
+                ))
             }
             _ => None,
         }
@@ -735,9 +756,9 @@ struct Engine<'a> {
     peers: Vec<PeerState>,
     probes: Vec<Probe>,
     /// (is v6, seq) → index in `probes`.
-    by_seq: HashMap<(IpAddr, u16), usize>,
+    by_seq: HashMap<(Dest, u16), usize>,
     /// Next sequence number per destination: each has its own 16-bit space.
-    next_seq: HashMap<IpAddr, u32>,
+    next_seq: HashMap<Dest, u32>,
     round: u32,
     /// Set when the last round closed: nothing more is sent.
     finished: bool,
@@ -881,6 +902,12 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Where probes to `peer` go (its address and scope).
+    fn dest(&self, peer: usize) -> Dest {
+        let t = &self.targets[peer];
+        dest(t.addr, t.scope_id)
+    }
+
     fn socket(&self, addr: IpAddr) -> Option<&IcmpSocket> {
         if addr.is_ipv4() {
             self.v4.as_ref()
@@ -891,8 +918,9 @@ impl<'a> Engine<'a> {
 
     fn send(&mut self, peer: usize, size: u32) {
         let addr = self.targets[peer].addr;
+        let to = self.dest(peer);
         let size = size.max(min_probe(addr).min(self.targets[peer].target_mtu));
-        let counter = self.next_seq.entry(addr).or_insert(0);
+        let counter = self.next_seq.entry(to).or_insert(0);
         if *counter > u32::from(u16::MAX) {
             return; // this destination's sequence space is used up
         }
@@ -901,7 +929,7 @@ impl<'a> Engine<'a> {
         let Some(sock) = self.socket(addr) else {
             return;
         };
-        let mut result = sock.send(addr, seq, size, &self.nonce);
+        let mut result = sock.send(to, seq, size, &self.nonce);
         // A pending asynchronous error (an earlier ICMP error) is reported by
         // the next call on the socket, once: retry so that it is not taken
         // for this probe's fate. A full send buffer is waited out briefly.
@@ -913,7 +941,7 @@ impl<'a> Engine<'a> {
                 }
                 Err(_) => {}
             }
-            result = sock.send(addr, seq, size, &self.nonce);
+            result = sock.send(to, seq, size, &self.nonce);
         }
         let local = match &result {
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
@@ -952,7 +980,7 @@ impl<'a> Engine<'a> {
             }
         }
         self.probes.push(probe);
-        self.by_seq.insert((addr, seq), idx);
+        self.by_seq.insert((to, seq), idx);
     }
 
     /// The egress MTU towards a peer, read from the error queue's local
@@ -970,7 +998,9 @@ impl<'a> Engine<'a> {
         }
         let mut limit = None;
         for e in queued {
-            if e.origin == libc::SO_EE_ORIGIN_LOCAL && e.info > 0 && e.dst.is_none_or(|d| d == addr)
+            if e.origin == libc::SO_EE_ORIGIN_LOCAL
+                && e.info > 0
+                && e.dst.is_none_or(|d| d == self.dest(peer))
             {
                 limit = Some(e.info);
             } else {
@@ -1108,7 +1138,7 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn handle_reply(&mut self, v6: bool, src: IpAddr, msg: &[u8]) {
+    fn handle_reply(&mut self, v6: bool, src: Dest, msg: &[u8]) {
         let now = Instant::now();
         let reply_type = if v6 { 129 } else { 0 };
         if msg.len() < 8 || msg[0] != reply_type || msg[1] != 0 {
@@ -1398,6 +1428,7 @@ mod tests {
         // Loopback only (MTU 65536): the engine end to end, when allowed.
         let target = Target {
             addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            scope_id: 0,
             target_mtu: 9000,
         };
         let settings = Settings {

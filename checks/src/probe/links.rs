@@ -90,11 +90,21 @@ impl Link {
 /// route) is [`ProbeError::NotFound`] naming the destination, so callers can
 /// tell "no route" from a netlink failure.
 pub fn route_to(addr: IpAddr) -> Result<Route, ProbeError> {
+    route_via(addr, None)
+}
+
+/// [`route_to`] out of interface `oif` when given (`ip route get ADDR oif
+/// DEV`): a link-local IPv6 peer is reachable only on the interface its
+/// scope names.
+pub fn route_via(addr: IpAddr, oif: Option<u32>) -> Result<Route, ProbeError> {
     let mut msg = RouteMessage::default();
     msg.header.address_family = family_of(addr);
     msg.header.destination_prefix_length = if addr.is_ipv4() { 32 } else { 128 };
     msg.attributes
         .push(RouteAttribute::Destination(addr.into()));
+    if let Some(oif) = oif {
+        msg.attributes.push(RouteAttribute::Oif(oif));
+    }
     let answers = match request(RouteNetlinkMessage::GetRoute(msg), false) {
         Ok(a) => a,
         Err(e) if is_no_route(&e) => return Err(ProbeError::NotFound(format!("route to {addr}"))),

@@ -10,17 +10,28 @@
 //! 3. `define spinifex_encap_peers = { … }` in
 //!    `/etc/spinifex/firewall/peers.nft`, which the daemon writes for the
 //!    node firewall;
-//! 4. `[nodes.*] advertise` (else `host`) in the config: the wan plane, the
-//!    same as the vpc plane only on single-NIC nodes.
+//! 4. `define spinifex_peers = { … }` in the same file: the other nodes'
+//!    wan-plane addresses;
+//! 5. `[nodes.*] advertise` (else `host`) in the config: the wan plane too.
 //!
-//! The first source that names at least one peer wins; the others are not
-//! mixed in, because they can describe different planes (probing wan
-//! addresses against a vpc jumbo target would fail a healthy cluster).
-//! Every source consulted leaves a note, so an operator can see why a
-//! source was passed over. This host's own addresses and its local
-//! `ovn-encap-ip` are never peers.
+//! Sources 2 and 3 name the vpc plane (the overlay); 4 and 5 name the wan
+//! plane, which is what is checked when the vpc plane names nobody (the
+//! same plane on single-NIC nodes, where vpc collapses onto wan). The first
+//! source that names at least one peer wins; the others are not mixed in,
+//! because they can describe different planes (probing wan addresses
+//! against a vpc jumbo target would fail a healthy cluster). Every source
+//! consulted leaves a note, so an operator can see why a source was passed
+//! over. This host's own addresses and its local `ovn-encap-ip` are never
+//! peers.
 //!
-//! Reused by the NIC checks and `underlay.on-link`: call [`discover`].
+//! A link-local IPv6 peer is reachable only through a named interface, so
+//! it is given with its scope, `fe80::2%eth0`; the probe binds that scope.
+//! A link-local address without one (the SB or peers.nft cannot carry a
+//! scope) is excluded, with the reason.
+//!
+//! Reused by the NIC checks and `underlay.on-link`: call [`discover`]. The
+//! family of this node's overlay endpoint, which the guest MTU depends on,
+//! is [`underlay_family`].
 
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -28,16 +39,14 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use super::ProbeError;
 use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
+use crate::expect::Family;
+pub use crate::spinifex::{ENCAP_PEERS_DEFINE, PEERS_NFT, WAN_PEERS_DEFINE};
 
-/// Where the daemon writes the node firewall's peer sets.
-pub const PEERS_NFT: &str = "/etc/spinifex/firewall/peers.nft";
-/// The nft variable holding the overlay (geneve) endpoints.
-pub const ENCAP_PEERS_DEFINE: &str = "spinifex_encap_peers";
 /// A name lookup (config `host = "spx2.lan"`) may take this long.
 pub const NAME_LOOKUP_BOUND: Duration = Duration::from_secs(2);
 
@@ -48,8 +57,12 @@ pub enum PeerSource {
     Flag,
     #[serde(rename = "ovn-sb")]
     OvnSb,
+    /// `spinifex_encap_peers` (the vpc plane).
     #[serde(rename = "peers.nft")]
     PeersNft,
+    /// `spinifex_peers` (the wan plane).
+    #[serde(rename = "peers.nft:spinifex_peers")]
+    PeersNftWan,
     #[serde(rename = "config")]
     Config,
 }
@@ -60,7 +73,17 @@ impl PeerSource {
             PeerSource::Flag => "--peer",
             PeerSource::OvnSb => "ovn-sb",
             PeerSource::PeersNft => "peers.nft",
+            PeerSource::PeersNftWan => "peers.nft:spinifex_peers",
             PeerSource::Config => "config",
+        }
+    }
+
+    /// The plane this source's addresses are on.
+    pub fn plane(self) -> &'static str {
+        match self {
+            PeerSource::Flag => "as given",
+            PeerSource::OvnSb | PeerSource::PeersNft => "vpc",
+            PeerSource::PeersNftWan | PeerSource::Config => "wan",
         }
     }
 }
@@ -71,13 +94,45 @@ impl std::fmt::Display for PeerSource {
     }
 }
 
+/// The interface a link-local IPv6 peer is reached on (the `%eth0` of
+/// `fe80::2%eth0`), resolved to its index. Serialized as the name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub interface: String,
+    pub index: u32,
+}
+
+impl Serialize for Scope {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.interface)
+    }
+}
+
+/// `198.18.0.2`, or `fe80::2%eth0` for a scoped link-local address.
+pub fn display(address: IpAddr, scope: Option<&Scope>) -> String {
+    match scope {
+        Some(s) => format!("{address}%{}", s.interface),
+        None => address.to_string(),
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Peer {
     pub address: IpAddr,
+    /// For a link-local IPv6 peer: the interface it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
     pub source: PeerSource,
     /// The `[nodes.NAME]` it came from, for config peers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+}
+
+impl Peer {
+    /// The address as an operator writes it (`fe80::2%eth0` when scoped).
+    pub fn label(&self) -> String {
+        display(self.address, self.scope.as_ref())
+    }
 }
 
 /// An address a source named that is not a peer, and why.
@@ -109,13 +164,26 @@ impl PeerSet {
         self.peers.is_empty()
     }
 
-    /// Why there is no peer, for a skip summary: each source's note.
+    /// Why there is no peer, for a skip summary: each source's note, and
+    /// each address that was excluded for a reason other than being this
+    /// host's own.
     pub fn why_empty(&self) -> String {
-        self.consulted
+        let mut parts: Vec<String> = self
+            .consulted
             .iter()
             .map(|n| format!("{}: {}", n.source, n.note))
-            .collect::<Vec<_>>()
-            .join("; ")
+            .collect();
+        for e in &self.excluded {
+            if !e.reason.starts_with("this host's") {
+                parts.push(format!("{} excluded: {}", e.address, e.reason));
+            }
+        }
+        parts.join("; ")
+    }
+
+    /// The plane the peers are on ("vpc", "wan", or "as given" for --peer).
+    pub fn plane(&self) -> Option<&'static str> {
+        self.peers.first().map(|p| p.source.plane())
     }
 }
 
@@ -123,6 +191,7 @@ impl PeerSet {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
     pub address: IpAddr,
+    pub scope: Option<Scope>,
     pub node: Option<String>,
 }
 
@@ -130,6 +199,7 @@ impl From<IpAddr> for Candidate {
     fn from(address: IpAddr) -> Candidate {
         Candidate {
             address,
+            scope: None,
             node: None,
         }
     }
@@ -138,6 +208,56 @@ impl From<IpAddr> for Candidate {
 /// A source's answer: candidates (possibly none) with a note, or why it
 /// could not be read.
 pub type SourceAnswer = Result<(Vec<Candidate>, String), String>;
+
+/// The interface `scope` (a name or an index) names on this host.
+pub fn resolve_scope(scope: &str) -> Result<Scope, String> {
+    let link = match scope.parse::<u32>() {
+        Ok(index) => super::links::link_by_index(index),
+        Err(_) => super::links::link_by_name(scope),
+    };
+    match link {
+        Ok(l) => Ok(Scope {
+            interface: l.name,
+            index: l.index,
+        }),
+        Err(ProbeError::NotFound(_)) => Err(format!("no interface {scope} on this host")),
+        Err(e) => Err(format!("interface {scope}: {e}")),
+    }
+}
+
+/// A peer address: Ok(None) when the text is not an address (a name).
+pub type ParsedAddress = Result<Option<(IpAddr, Option<Scope>)>, String>;
+
+/// A peer address as written: `198.18.0.2`, `fd00::2`, or a link-local
+/// IPv6 address with the interface it is on, `fe80::2%eth0` (or `%3`),
+/// whose interface is looked up here. Ok(None): not an address (a name).
+pub fn parse_address(text: &str) -> ParsedAddress {
+    if let Some(scoped) = crate::validate::scoped_ipv6(text) {
+        let (addr, scope) = scoped?;
+        let scope = resolve_scope(scope).map_err(|e| format!("{text:?}: {e}"))?;
+        return Ok(Some((IpAddr::V6(addr), Some(scope))));
+    }
+    Ok(text.parse::<IpAddr>().ok().map(|ip| (ip, None)))
+}
+
+/// True for an address that can only be reached through a named interface.
+pub fn needs_scope(address: IpAddr) -> bool {
+    matches!(address, IpAddr::V6(a) if a.is_unicast_link_local())
+}
+
+/// A `--peer` value that is an address, checked as the flag parser must:
+/// Ok(Some(the address as the run will use it)), Ok(None) for a host name,
+/// or why it cannot be probed (a link-local address without its interface,
+/// a scope naming no interface here).
+pub fn flag_address(text: &str) -> Result<Option<String>, String> {
+    match parse_address(text)? {
+        Some((ip, None)) if needs_scope(ip) => Err(format!(
+            "{text:?} is link-local: name the interface it is on, e.g. {ip}%eth0"
+        )),
+        Some((ip, scope)) => Ok(Some(display(ip, scope.as_ref()))),
+        None => Ok(None),
+    }
+}
 
 /// Discover the peers for this run: `--peer`, else the SB `Encap` table,
 /// else `/etc/spinifex/firewall/peers.nft`, else the config's nodes.
@@ -152,9 +272,14 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
     let flag = || -> SourceAnswer {
         let mut out = Vec::new();
         for text in &ctx.opts.peers {
-            match text.parse::<IpAddr>() {
-                Ok(ip) => out.push(ip.into()),
-                Err(_) => {
+            match parse_address(text) {
+                Ok(Some((address, scope))) => out.push(Candidate {
+                    address,
+                    scope,
+                    node: None,
+                }),
+                Err(e) => return Err(format!("--peer {e}")),
+                Ok(None) => {
                     let mut answers =
                         resolve_all(std::slice::from_ref(text), ctx.bounded(NAME_LOOKUP_BOUND));
                     match answers.remove(text) {
@@ -169,24 +294,26 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
         Ok((out, format!("{n} given on the command line")))
     };
     let sb = || -> SourceAnswer { sb_encaps(ctx) };
-    let nft = || -> SourceAnswer {
-        match read_peers_nft(peers_nft) {
-            Ok(ips) => {
-                let n = ips.len();
-                Ok((
-                    ips.into_iter().map(Candidate::from).collect(),
-                    format!("{n} in {} `{ENCAP_PEERS_DEFINE}`", peers_nft.display()),
-                ))
+    let nft = |define: &'static str, plane: &'static str| {
+        move || -> SourceAnswer {
+            match read_peers_nft_define(peers_nft, define) {
+                Ok(cands) => {
+                    let n = cands.len();
+                    Ok((
+                        cands,
+                        format!("{n} in {} `{define}` ({plane} plane)", peers_nft.display()),
+                    ))
+                }
+                Err(ProbeError::NotFound(_)) => Err(format!("{} not found", peers_nft.display())),
+                Err(e) => Err(e.to_string()),
             }
-            Err(ProbeError::NotFound(_)) => Err(format!("{} not found", peers_nft.display())),
-            Err(e) => Err(e.to_string()),
         }
     };
     let config = || -> SourceAnswer { config_nodes(ctx) };
 
     let own = || -> (Vec<IpAddr>, Vec<IpAddr>) {
         let own = super::links::local_addresses().unwrap_or_default();
-        let encap = local_encap(ctx);
+        let encap = local_encap(ctx).map(|(ips, _)| ips).unwrap_or_default();
         (own, encap)
     };
     if ctx.opts.peers.is_empty() {
@@ -196,7 +323,14 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
                     PeerSource::OvnSb,
                     Box::new(sb) as Box<dyn FnOnce() -> SourceAnswer>,
                 ),
-                (PeerSource::PeersNft, Box::new(nft)),
+                (
+                    PeerSource::PeersNft,
+                    Box::new(nft(ENCAP_PEERS_DEFINE, "vpc")),
+                ),
+                (
+                    PeerSource::PeersNftWan,
+                    Box::new(nft(WAN_PEERS_DEFINE, "wan")),
+                ),
                 (PeerSource::Config, Box::new(config)),
             ],
             own,
@@ -235,14 +369,19 @@ pub fn assemble<const N: usize>(
                     own_addrs.get_or_insert_with(|| (own.take().expect("read once"))());
                 for c in candidates {
                     let reason = if encap.contains(&c.address) {
-                        Some("this host's ovn-encap-ip")
+                        Some("this host's ovn-encap-ip".to_owned())
                     } else if mine.contains(&c.address) {
-                        Some("this host's own address")
+                        Some("this host's own address".to_owned())
                     } else if c.address.is_loopback()
                         || c.address.is_unspecified()
                         || c.address.is_multicast()
                     {
-                        Some("not a unicast peer address")
+                        Some("not a unicast peer address".to_owned())
+                    } else if needs_scope(c.address) && c.scope.is_none() {
+                        Some(format!(
+                            "link-local, and {source} does not say which interface it is on: pass it as --peer {}%IF",
+                            c.address
+                        ))
                     } else {
                         None
                     };
@@ -251,12 +390,17 @@ pub fn assemble<const N: usize>(
                             set.excluded.push(Excluded {
                                 address: c.address,
                                 source,
-                                reason: reason.to_owned(),
+                                reason,
                             });
                         }
-                    } else if !set.peers.iter().any(|p| p.address == c.address) {
+                    } else if !set
+                        .peers
+                        .iter()
+                        .any(|p| p.address == c.address && p.scope == c.scope)
+                    {
                         set.peers.push(Peer {
                             address: c.address,
+                            scope: c.scope,
                             source,
                             node: c.node,
                         });
@@ -297,22 +441,82 @@ fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
     }
 }
 
-fn local_encap(ctx: &Ctx) -> Vec<IpAddr> {
+/// This node's `ovn-encap-ip` (empty when the key is unset) and the
+/// endpoint that said so; Err when the local OVS database is absent or did
+/// not answer.
+fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
     let text = ctx
         .opts
         .ovs_db
         .as_deref()
         .unwrap_or(super::ovsdb::DEFAULT_OVS_ENDPOINT);
-    let Ok(endpoint) = Endpoint::parse(text) else {
-        return Vec::new();
-    };
+    let endpoint = Endpoint::parse(text).map_err(|e| e.to_string())?;
     if let Endpoint::Unix(path) = &endpoint {
         if !path.exists() {
-            return Vec::new();
+            return Err(format!("no local OVS database at {endpoint}"));
         }
     }
     super::ovsdb::local_encap_ips(&endpoint, ctx.bounded(Duration::from_secs(1)))
-        .unwrap_or_default()
+        .map(|ips| (ips, endpoint))
+        .map_err(|e| e.to_string())
+}
+
+/// The address family of this node's overlay endpoint, and how it is known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnderlayFamily {
+    pub family: Family,
+    /// Where it was read, or why IPv4 is assumed.
+    pub source: String,
+    /// False when nothing said: IPv4, Spinifex's default, is assumed.
+    pub known: bool,
+}
+
+/// The family of the outer header the overlay uses (IPv6 costs 20 bytes of
+/// guest MTU): this node's `ovn-encap-ip` in the local Open_vSwitch row,
+/// else the SB `Encap` rows when they agree on one family, else IPv4
+/// (Spinifex's default) with `known: false`. With both families among this
+/// node's encap IPs the IPv6 overhead applies, because the guest MTU must
+/// fit every tunnel.
+pub fn underlay_family(ctx: &Ctx) -> UnderlayFamily {
+    let mut why = Vec::new();
+    match local_encap(ctx) {
+        Ok((ips, endpoint)) if !ips.is_empty() => {
+            let family = if ips.iter().any(IpAddr::is_ipv6) {
+                Family::Ipv6
+            } else {
+                Family::Ipv4
+            };
+            let list: Vec<String> = ips.iter().map(IpAddr::to_string).collect();
+            return UnderlayFamily {
+                family,
+                source: format!("ovn-encap-ip {} at {endpoint}", list.join(",")),
+                known: true,
+            };
+        }
+        Ok((_, endpoint)) => why.push(format!("no ovn-encap-ip at {endpoint}")),
+        Err(e) => why.push(e),
+    }
+    match sb_encaps(ctx) {
+        Ok((cands, note)) if !cands.is_empty() => {
+            let v6 = cands.iter().filter(|c| c.address.is_ipv6()).count();
+            if v6 == 0 || v6 == cands.len() {
+                let family = if v6 == 0 { Family::Ipv4 } else { Family::Ipv6 };
+                return UnderlayFamily {
+                    family,
+                    source: format!("OVN SB: all {note} are {family}"),
+                    known: true,
+                };
+            }
+            why.push(format!("OVN SB: {note} mix IPv4 and IPv6"));
+        }
+        Ok((_, note)) => why.push(format!("OVN SB: {note}")),
+        Err(e) => why.push(format!("OVN SB: {e}")),
+    }
+    UnderlayFamily {
+        family: Family::Ipv4,
+        source: format!("IPv4 assumed ({})", why.join("; ")),
+        known: false,
+    }
 }
 
 fn config_nodes(ctx: &Ctx) -> SourceAnswer {
@@ -327,25 +531,38 @@ fn config_nodes(ctx: &Ctx) -> SourceAnswer {
             wanted.push((name.clone(), h.clone()));
         }
     }
-    let names: Vec<String> = wanted
-        .iter()
-        .filter(|(_, h)| h.parse::<IpAddr>().is_err())
-        .map(|(_, h)| h.clone())
-        .collect();
-    let mut resolved = resolve_all(&names, ctx.bounded(NAME_LOOKUP_BOUND));
     let mut out = Vec::new();
     let mut problems = Vec::new();
-    for (node, host) in wanted {
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            out.push(Candidate {
-                address: ip,
-                node: Some(node),
-            });
-            continue;
+    let mut names: Vec<String> = Vec::new();
+    let mut addresses: Vec<(String, ParsedAddress)> = Vec::new();
+    for (node, host) in &wanted {
+        let parsed = parse_address(host);
+        if matches!(parsed, Ok(None)) {
+            names.push(host.clone());
+        }
+        addresses.push((node.clone(), parsed));
+    }
+    let mut resolved = resolve_all(&names, ctx.bounded(NAME_LOOKUP_BOUND));
+    for ((node, host), (_, parsed)) in wanted.into_iter().zip(addresses) {
+        match parsed {
+            Ok(Some((address, scope))) => {
+                out.push(Candidate {
+                    address,
+                    scope,
+                    node: Some(node),
+                });
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("[nodes.{node}] {e}"));
+                continue;
+            }
+            Ok(None) => {}
         }
         match resolved.remove(&host) {
             Some(Ok(ips)) => out.extend(ips.into_iter().map(|address| Candidate {
                 address,
+                scope: None,
                 node: Some(node.clone()),
             })),
             Some(Err(e)) => problems.push(format!("[nodes.{node}] {host:?}: {e}")),
@@ -354,7 +571,10 @@ fn config_nodes(ctx: &Ctx) -> SourceAnswer {
             )),
         }
     }
-    let mut note = format!("{} addresses from [nodes.*] advertise/host", out.len());
+    let mut note = format!(
+        "{} addresses from [nodes.*] advertise/host (wan plane)",
+        out.len()
+    );
     if !problems.is_empty() {
         note.push_str(&format!(" ({})", problems.join("; ")));
     }
@@ -418,9 +638,15 @@ pub fn resolve_all(
 /// Read `define spinifex_encap_peers` from a peers.nft file. A file
 /// without the define names no peer; a malformed define is a parse error.
 pub fn read_peers_nft(path: &Path) -> Result<Vec<IpAddr>, ProbeError> {
+    read_peers_nft_define(path, ENCAP_PEERS_DEFINE)
+        .map(|c| c.into_iter().map(|c| c.address).collect())
+}
+
+/// Read `define NAME` from a peers.nft file, as candidates.
+fn read_peers_nft_define(path: &Path, define: &str) -> Result<Vec<Candidate>, ProbeError> {
     let text = super::read_to_string(path)?;
-    match parse_nft_define(&text, ENCAP_PEERS_DEFINE) {
-        Ok(Some(ips)) => Ok(ips),
+    match parse_nft_define(&text, define) {
+        Ok(Some(ips)) => Ok(ips.into_iter().map(Candidate::from).collect()),
         Ok(None) => Ok(Vec::new()),
         Err(e) => Err(ProbeError::parse(path.display().to_string(), e)),
     }
@@ -429,9 +655,9 @@ pub fn read_peers_nft(path: &Path) -> Result<Vec<IpAddr>, ProbeError> {
 /// The addresses of `define NAME = { a, b }` (or `define NAME = a`) in nft
 /// text; None when the file does not define NAME. `#` comments are
 /// ignored, elements may span lines, a host prefix (`/32`, `/128`) is
-/// accepted, anything else (a wider prefix, a `$variable`, a range) is an
-/// error naming it, because silently dropping a peer would hide it from
-/// every check.
+/// accepted, anything else (a wider prefix, a `$variable`, a range, an
+/// address with a scope id, which nft cannot carry) is an error naming it,
+/// because silently dropping a peer would hide it from every check.
 pub fn parse_nft_define(text: &str, name: &str) -> Result<Option<Vec<IpAddr>>, String> {
     let clean: String = text
         .lines()
@@ -472,6 +698,11 @@ pub fn parse_nft_define(text: &str, name: &str) -> Result<Option<Vec<IpAddr>>, S
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
+        if item.contains('%') {
+            return Err(format!(
+                "`define {name}`: {item:?} has a scope id, which an nft set cannot hold (name a link-local peer with --peer ADDR%IF)"
+            ));
+        }
         let (addr, prefix) = match item.split_once('/') {
             Some((a, p)) => (a.trim(), Some(p.trim())),
             None => (item, None),
@@ -711,15 +942,20 @@ mod tests {
             vec![
                 Candidate {
                     address: ip("198.18.0.2"),
+                    scope: None,
                     node: Some("spx2".into())
                 },
                 Candidate {
                     address: ip("198.18.0.3"),
+                    scope: None,
                     node: Some("spx3".into())
                 },
             ]
         );
-        assert_eq!(note, "2 addresses from [nodes.*] advertise/host");
+        assert_eq!(
+            note,
+            "2 addresses from [nodes.*] advertise/host (wan plane)"
+        );
     }
 
     #[test]

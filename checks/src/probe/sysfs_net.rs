@@ -11,7 +11,7 @@ const CLASS_NET: &str = "/sys/class/net";
 
 /// The vpc plane's bridge, best first: planes collapse vpc → lan → wan on
 /// nodes with fewer NICs.
-pub const UNDERLAY_BRIDGES: [&str; 3] = ["br-vpc", "br-lan", "br-wan"];
+pub use crate::spinifex::UNDERLAY_BRIDGES;
 
 fn dev_path(name: &str) -> PathBuf {
     Path::new(CLASS_NET).join(name)
