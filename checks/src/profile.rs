@@ -10,7 +10,8 @@ use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
 use crate::finding::{Finding, Status};
-use crate::probe::sysfs_net;
+use crate::probe::{peers, sysfs_net};
+use crate::spinifex;
 
 /// Each check's id and finding, in report order.
 pub type Results<'a> = [(&'a str, &'a Finding)];
@@ -49,30 +50,43 @@ fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
 }
 
 /// The underlay devices to raise on this node: the vpc-plane bridge and its
-/// ports, or `<dev>` placeholders when there is no bridge here.
+/// ports, or `<nic>` and `br-vpc` placeholders when there is no bridge here.
 fn underlay_devices() -> Vec<String> {
     match sysfs_net::underlay_bridge() {
         Some(bridge) => {
             let mut devs = sysfs_net::bridge_ports(bridge).unwrap_or_default();
-            devs.retain(|d| !d.starts_with("tap") && !d.starts_with("mg"));
+            devs.retain(|d| !spinifex::is_guest_tap(d));
             devs.push(bridge.to_owned());
             devs
         }
-        None => vec!["<nic>".to_owned(), "br-vpc".to_owned()],
+        None => vec!["<nic>".to_owned(), spinifex::VPC_BRIDGE.to_owned()],
+    }
+}
+
+/// What guests are given with IPsec on and off after the change, on this
+/// node's underlay family: `MTU 8942 (IPsec off)`, or both when there is
+/// no config.
+fn guest_mtu_text(ctx: &Ctx, underlay_mtu: u32, family: &peers::UnderlayFamily) -> String {
+    let v6 = family.family.is_ipv6();
+    let over = if v6 { ", IPv6 underlay" } else { "" };
+    let guest = |ipsec| expect::guest_mtu(underlay_mtu, ipsec, v6);
+    match ctx.expect.as_ref().map(|e| e.ipsec_enabled) {
+        Some(on) => format!(
+            "MTU {} (IPsec {}{over})",
+            guest(on),
+            if on { "on" } else { "off" }
+        ),
+        None => format!("MTU {} ({} with IPsec{over})", guest(false), guest(true)),
     }
 }
 
 fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
     let target = ctx.opts.mtu.unwrap_or(9000);
-    let ipsec = ctx.expect.as_ref().map(|e| e.ipsec_enabled);
+    let config = spinifex::config_file(ctx);
     let devices = underlay_devices();
     let mut steps = vec![format!(
         "on every node, raise the physical NIC and the bridge, both ends of every path: {}",
-        devices
-            .iter()
-            .map(|d| format!("`ip link set {d} mtu {target}`"))
-            .collect::<Vec<_>>()
-            .join(", then ")
+        spinifex::set_mtus(&devices, target, ", then ")
     )];
     steps.push(format!(
         "verify from every node: `spx doctor --for enable-jumbo --mtu {target}` must exit 0 (every peer carries {target})"
@@ -87,7 +101,11 @@ fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
                 .map(|p| {
                     let addr = p.get("address").and_then(Value::as_str).unwrap_or("?");
                     let verdict = p.get("verdict").and_then(Value::as_str).unwrap_or("?");
-                    match p.get("path_mtu").and_then(Value::as_u64) {
+                    let carried = p
+                        .get("usable_mtu")
+                        .and_then(Value::as_u64)
+                        .or_else(|| p.get("path_mtu").and_then(Value::as_u64));
+                    match carried {
                         Some(m) => format!("{addr} ({verdict}, carries {m})"),
                         None => format!("{addr} ({verdict})"),
                     }
@@ -95,43 +113,38 @@ fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    let revert_to = 1500;
+    // Revert to what the node runs today (the configured underlay_mtu), or
+    // to what the path was measured to carry when that is less.
+    let configured = ctx
+        .expect
+        .as_ref()
+        .map_or(expect::DEFAULT_UNDERLAY_MTU, |e| e.underlay_mtu);
+    let measured = finding(results, "mtu.path")
+        .and_then(|f| f.evidence.get("suggested_underlay_mtu"))
+        .and_then(Value::as_u64)
+        .and_then(|m| u32::try_from(m).ok());
+    let revert_to = measured.map_or(configured, |m| m.min(configured));
+    let revert = spinifex::set_mtus(&devices, revert_to, ", ");
     if bad.is_empty() {
         steps.push(format!(
-            "if any peer fails, revert at once on both ends: {}",
-            devices
-                .iter()
-                .map(|d| format!("`ip link set {d} mtu {revert_to}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "if any peer fails, revert at once on both ends to the configured underlay_mtu {revert_to}: {revert}"
         ));
     } else {
         steps.push(format!(
-            "STOP: these peers do not carry {target}: {}. Configure the fabric (switch ports) for jumbo, or revert on both ends: {}",
-            bad.join(", "),
-            devices
-                .iter()
-                .map(|d| format!("`ip link set {d} mtu {revert_to}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "STOP: these peers do not carry {target}: {}. Configure the fabric (switch ports, and the peers' own interfaces) for jumbo, or revert on both ends to {revert_to}: {revert}",
+            bad.join(", ")
         ));
     }
     steps.push(format!(
-        "only then, on every node: set `underlay_mtu = {target}` under [network] in /etc/spinifex/spinifex.toml and `systemctl restart spinifex-daemon`"
+        "only then, on every node: {} and `{}`",
+        spinifex::set_network_key("underlay_mtu", target, &config),
+        spinifex::restart_daemon()
     ));
-    let guest = |ipsec| expect::guest_mtu(target, ipsec, false);
-    steps.push(match ipsec {
-        Some(on) => format!(
-            "guests will be given MTU {} (IPsec {}): stop and start every running guest, which keeps its old host_mtu and its DHCP lease (up to an hour) until then",
-            guest(on),
-            if on { "on" } else { "off" }
-        ),
-        None => format!(
-            "guests will be given MTU {} ({} with IPsec): stop and start every running guest, which keeps its old host_mtu and its DHCP lease (up to an hour) until then",
-            guest(false),
-            guest(true)
-        ),
-    });
+    let family = peers::underlay_family(ctx);
+    steps.push(format!(
+        "guests will be given {}: stop and start every running guest, which keeps its old host_mtu and its DHCP lease (up to an hour) until then",
+        guest_mtu_text(ctx, target, &family)
+    ));
     steps.push(
         "afterwards a plain `spx doctor` verifies the end state (mtu.path, mtu.overlay)".to_owned(),
     );
@@ -149,8 +162,14 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
                 .map(|c| endpoint::join(&c.nb_endpoints()))
                 .filter(|s| !s.is_empty())
         })
-        .unwrap_or_else(|| "<ovn_nb_addr from spinifex.toml>".to_owned());
-    let underlay = ctx.expect.as_ref().map_or(1500, |e| e.underlay_mtu);
+        .unwrap_or_else(|| format!("<ovn_nb_addr from {}>", spinifex::config_file(ctx)));
+    let underlay = ctx
+        .expect
+        .as_ref()
+        .map_or(expect::DEFAULT_UNDERLAY_MTU, |e| e.underlay_mtu);
+    let config = spinifex::config_file(ctx);
+    let v6 = peers::underlay_family(ctx).family.is_ipv6();
+    let guest = |ipsec| expect::guest_mtu(underlay, ipsec, v6);
     let mut steps = Vec::new();
     if let Some(f) = finding(results, "underlay.on-link") {
         if f.status == Status::Warn || f.status == Status::Fail {
@@ -162,19 +181,20 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
     }
     steps.extend([
         "only on a physically trusted underlay (one rack, a private VLAN, no untrusted tenant on the fabric): all east-west guest traffic will cross the wire unencrypted".to_owned(),
-        "on every node: set `ipsec_enabled = false` under [network] in /etc/spinifex/spinifex.toml".to_owned(),
-        "on every node: `systemctl restart spinifex-daemon`".to_owned(),
+        format!("on every node: {}", spinifex::set_network_key("ipsec_enabled", false, &config)),
+        format!("on every node: `{}`", spinifex::restart_daemon()),
         "on every node: `spx doctor --check ipsec.xfrm` must report 0 ESP SAs (charon and the SAs gone)".to_owned(),
         format!("once, against the NB raft endpoints (the local unix socket fails on a cluster): `ovn-nbctl --db=\"{nb}\" set NB_Global . ipsec=false`"),
         "on every node: `ovs-vsctl remove Open_vSwitch . other_config ipsec_encapsulation`".to_owned(),
         format!(
-            "stop and start every guest: the guest MTU moves {} -> {} and multiqueue turns on; expect launches to fail for a minute or two while ovn-controller reprograms tunnels (RunInstances ServerInternal, vpc.add-nat timing out: not a capacity problem)",
-            expect::guest_mtu(underlay, true, false),
-            expect::guest_mtu(underlay, false, false)
+            "stop and start every guest: the guest MTU moves {} -> {}{} and multiqueue turns on; expect launches to fail for a minute or two while ovn-controller reprograms tunnels (RunInstances ServerInternal, vpc.add-nat timing out: not a capacity problem)",
+            guest(true),
+            guest(false),
+            if v6 { " (IPv6 underlay)" } else { "" }
         ),
         format!(
             "afterwards a plain `spx doctor` verifies the end state: 0 SAs (ipsec.xfrm), flags cleared (ipsec.flags), DHCP and tap MTU {} (mtu.overlay)",
-            expect::guest_mtu(underlay, false, false)
+            guest(false)
         ),
     ]);
     steps
@@ -189,7 +209,7 @@ mod tests {
         let config = crate::config::parse(config, std::path::Path::new("x")).unwrap();
         Ctx::new(
             ConfigState::Loaded {
-                path: "x".into(),
+                path: "/srv/spx/node.toml".into(),
                 config: Box::new(config),
             },
             opts,
@@ -233,7 +253,50 @@ mod tests {
         );
         assert!(!all.contains("198.18.0.3"));
         assert!(all.contains("MTU 8908 (IPsec on)"), "{all}");
-        assert!(all.contains("underlay_mtu = 9000"));
+        assert!(
+            all.contains("set `underlay_mtu = 9000` under [network] in /srv/spx/node.toml and `systemctl restart spinifex-daemon`"),
+            "{all}"
+        );
+        assert!(!all.contains("/etc/spinifex"), "{all}");
+        // One wording for every MTU command.
+        assert!(
+            !all.contains("`ip link set br") && !all.contains("`ip link set <"),
+            "{all}"
+        );
+        assert!(
+            all.contains("revert on both ends to 1500: `ip link set dev "),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn jumbo_runbook_reverts_to_the_configured_underlay_mtu_or_what_the_path_carries() {
+        let c = ctx(
+            "[network]\nunderlay_mtu = 4000\nipsec_enabled = false\n[nodes.a]\n[nodes.b]\n",
+            Options {
+                mtu: Some(9000),
+                ..Options::default()
+            },
+        );
+        let ok = Finding::pass("x").with("peers", serde_json::json!([]));
+        let all = enable_jumbo(&c, &[("mtu.path", &ok)]).join("\n");
+        assert!(all.contains("revert at once on both ends to the configured underlay_mtu 4000: `ip link set dev "), "{all}");
+        assert!(all.contains("MTU 8942 (IPsec off)"), "{all}");
+        // The path was measured to carry 1504 (a 1500 link): revert to 1500.
+        let f = Finding::fail("x")
+            .with(
+                "peers",
+                serde_json::json!([{"address": "198.18.0.2", "verdict": "blackhole", "path_mtu": 1504, "usable_mtu": 1500}]),
+            )
+            .with("suggested_underlay_mtu", 1500);
+        let all = enable_jumbo(&c, &[("mtu.path", &f)]).join("\n");
+        assert!(
+            all.contains("198.18.0.2 (blackhole, carries 1500)"),
+            "{all}"
+        );
+        assert!(all.contains("the peers' own interfaces"), "{all}");
+        assert!(all.contains("revert on both ends to 1500"), "{all}");
+        assert!(!all.contains("mtu 1504"), "{all}");
     }
 
     #[test]
@@ -256,5 +319,7 @@ mod tests {
             .unwrap();
         assert!(cfg < nb && nb < ovs);
         assert!(steps.iter().any(|s| s.contains("1408 -> 1442")));
+        assert!(steps[cfg]
+            .contains("set `ipsec_enabled = false` under [network] in /srv/spx/node.toml"));
     }
 }

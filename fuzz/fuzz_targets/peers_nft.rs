@@ -1,10 +1,10 @@
 //! /etc/spinifex/firewall/peers.nft, the daemon's firewall peer sets: the
-//! `define spinifex_encap_peers = { … }` reader. Property beyond "no
+//! `define spinifex_encap_peers = { … }` (and `spinifex_peers`) reader. Property beyond "no
 //! panic": every address returned is named in the text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::peers::{parse_nft_define, ENCAP_PEERS_DEFINE};
+use spx_checks::probe::peers::{parse_nft_define, ENCAP_PEERS_DEFINE, WAN_PEERS_DEFINE};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -17,5 +17,5 @@ fuzz_target!(|data: &[u8]| {
             seen.push(ip);
         }
     }
-    let _ = parse_nft_define(text, "spinifex_wan_peers");
+    let _ = parse_nft_define(text, WAN_PEERS_DEFINE);
 });

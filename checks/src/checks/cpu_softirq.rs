@@ -44,6 +44,8 @@ pub struct Sample {
     pub ipsec_wanted: Option<bool>,
     /// Underlay interfaces, for the commands in the remediation.
     pub interfaces: Vec<String>,
+    /// The Spinifex config the remediation names (the one this run read).
+    pub config_file: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -113,6 +115,7 @@ impl Check for CpuSoftirq {
             window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
             interfaces,
+            config_file: crate::spinifex::config_file(ctx),
         })
     }
 }
@@ -155,11 +158,16 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn remediation(ipsec_wanted: Option<bool>, interfaces: &[String]) -> Vec<String> {
+fn remediation(s: &Sample) -> Vec<String> {
+    let (ipsec_wanted, interfaces) = (s.ipsec_wanted, &s.interfaces);
     let ifname = interfaces.first().map_or("IF", String::as_str);
     let ipsec = [
         "with IPsec on this is expected: ESP (IP protocol 50) has no ports, so RSS hashes only the two node addresses, and RPS hashes the SPI, which OVN keeps constant per node pair; one SA's receive work cannot be spread across cores, and more streams do not help (pcrypt, which would, is not exposed by OVN)".to_owned(),
-        "only where the underlay is physically trusted (one rack, a private VLAN): run `spx doctor --for disable-ipsec`, then set `ipsec_enabled = false` under [network] in /etc/spinifex/spinifex.toml on every node and `systemctl restart spinifex-daemon` (measured 3.58 -> 17.6 Gbit/s into one guest)".to_owned(),
+        format!(
+            "only where the underlay is physically trusted (one rack, a private VLAN): run `spx doctor --for disable-ipsec`, then {} on every node and `{}` (measured 3.58 -> 17.6 Gbit/s into one guest)",
+            crate::spinifex::set_network_key("ipsec_enabled", false, &s.config_file),
+            crate::spinifex::restart_daemon()
+        ),
     ];
     let spread = [
         format!("see where the NIC's interrupts land: `grep {ifname} /proc/interrupts`; spread them with irqbalance (`systemctl enable --now irqbalance`) or by writing CPU lists to /proc/irq/N/smp_affinity_list"),
@@ -234,7 +242,7 @@ pub fn judge(s: &Sample) -> Finding {
             top_rx.cpu,
             pct(rx_share)
         ))
-        .fixes(remediation(s.ipsec_wanted, &s.interfaces))
+        .fixes(remediation(s))
     } else if concentrated {
         Finding::warn(format!(
             "cpu{} takes {} of NET_RX ({:.0} of {:.0}/s across {n} CPUs): receive work concentrates on one core",
@@ -243,7 +251,7 @@ pub fn judge(s: &Sample) -> Finding {
             top_rx.net_rx_per_sec,
             total_rx
         ))
-        .fixes(remediation(s.ipsec_wanted, &s.interfaces))
+        .fixes(remediation(s))
     } else {
         Finding::pass(format!(
             "busiest cpu{} {} busy ({} softirq); {} of {n} CPUs above 15%; NET_RX {:.0}/s, at most {} on one CPU",
@@ -298,6 +306,7 @@ mod tests {
             start,
             end,
             window: Duration::from_secs(1),
+            config_file: "/etc/spinifex/spinifex.toml".into(),
             ipsec_wanted: ipsec,
             interfaces: vec!["enp65s0f0np0".into()],
         }
@@ -412,6 +421,7 @@ mod tests {
     #[test]
     fn an_empty_window_is_a_skip() {
         let s = Sample {
+            config_file: "/etc/spinifex/spinifex.toml".into(),
             start: vec![CpuCounters {
                 cpu: 0,
                 net_rx: 1,

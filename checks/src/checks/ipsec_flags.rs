@@ -28,6 +28,8 @@ pub struct FlagFacts {
     pub underlay_mtu: u32,
     /// The NB endpoints used (flag or config): for the remediation command.
     pub nb_endpoints: Vec<Endpoint>,
+    /// The Spinifex config the remediation names (the one this run read).
+    pub config_file: String,
     pub nb: Result<Answer<Option<bool>>, ProbeError>,
     pub ovs: Result<Answer<OvsRow>, ProbeError>,
 }
@@ -92,6 +94,7 @@ impl Check for IpsecFlags {
             ipsec_enabled: expect.ipsec_enabled,
             underlay_mtu: expect.underlay_mtu,
             nb_endpoints,
+            config_file: crate::spinifex::config_file(ctx),
             nb,
             ovs,
         })
@@ -109,6 +112,7 @@ pub fn judge(facts: FlagFacts) -> Finding {
         ipsec_enabled,
         underlay_mtu,
         nb_endpoints,
+        config_file,
         nb,
         ovs,
     } = facts;
@@ -165,7 +169,7 @@ pub fn judge(facts: FlagFacts) -> Finding {
                 ovs_answered.as_deref().unwrap_or("?")
             ));
             fixes.push(if ipsec_wanted {
-                "ovs-vsctl set Open_vSwitch . other_config:ipsec_encapsulation=true   # on this node; `systemctl restart spinifex-daemon` re-applies it with the certificate, private_key and ca_cert".to_owned()
+                format!("ovs-vsctl set Open_vSwitch . other_config:ipsec_encapsulation=true   # on this node; `{}` re-applies it with the certificate, private_key and ca_cert", crate::spinifex::restart_daemon())
             } else {
                 "ovs-vsctl remove Open_vSwitch . other_config ipsec_encapsulation   # on every node".to_owned()
             });
@@ -191,10 +195,19 @@ pub fn judge(facts: FlagFacts) -> Finding {
         } else {
             "the control plane claims an encrypted cluster that is not (and turning IPsec back on narrows guests to 1408 while they believe 1442)"
         };
-        let from = expect::guest_mtu(underlay_mtu, !ipsec_enabled, false);
-        let to = expect::guest_mtu(underlay_mtu, ipsec_enabled, false);
+        // This node's ovn-encap-ip says whether the overlay runs over IPv6,
+        // which costs 20 bytes of guest MTU.
+        let ipv6 = ovs
+            .as_ref()
+            .ok()
+            .and_then(|a| a.value.ovn_encap_ip.as_deref())
+            .and_then(|t| ovsdb::parse_ip_list(t).ok())
+            .is_some_and(|ips| ips.iter().any(std::net::IpAddr::is_ipv6));
+        let from = expect::guest_mtu(underlay_mtu, !ipsec_enabled, ipv6);
+        let to = expect::guest_mtu(underlay_mtu, ipsec_enabled, ipv6);
         fixes.push(format!(
-            "the config is the real switch: keep `ipsec_enabled = {ipsec_enabled}` under [network] in /etc/spinifex/spinifex.toml the same on every node and `systemctl restart spinifex-daemon`"
+            "the config is the real switch: keep `ipsec_enabled = {ipsec_enabled}` under [network] in {config_file} the same on every node and `{}`",
+            crate::spinifex::restart_daemon()
         ));
         fixes.push(format!(
             "stop and start every running guest (not a reboot from inside): host_mtu and the DHCP lease (up to an hour) carry the guest MTU{}",
@@ -254,6 +267,7 @@ mod tests {
             ipsec_enabled: wanted,
             underlay_mtu: 1500,
             nb_endpoints: nb_list(),
+            config_file: "/etc/spinifex/spinifex.toml".into(),
             nb: Ok(Answer {
                 value: nb,
                 endpoint: ep("tcp:198.18.3.182:6641"),

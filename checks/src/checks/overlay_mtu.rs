@@ -1,6 +1,7 @@
-//! `mtu.overlay`: the guest MTU the config implies, against the three
-//! places it reaches a guest from (OVN `DHCP_Options` `options:mtu`, the
-//! host tap, and, underneath, the underlay bridge that must carry it).
+//! `mtu.overlay`: the guest MTU the config implies, against the places it
+//! reaches a guest from (OVN `DHCP_Options` `options:mtu` for IPv4, a
+//! router port's `ipv6_ra_configs:mtu` for IPv6, the host tap, and,
+//! underneath, the underlay bridge that must carry it).
 //!
 //! Turning IPsec on narrows the guest path from 1442 to 1408 at a 1500
 //! underlay (8942 to 8908 at 9000); turning it off widens it. Guests keep
@@ -8,6 +9,13 @@
 //! are stopped and started, and a guest that believes 1442 on a 1408 path
 //! black-holes every full-size segment. This check finds the rows and
 //! devices still carrying the old number.
+//!
+//! Two facts shape it. OVN's DHCPv6 options have no MTU: an IPv6 guest
+//! learns it from router advertisements, so `DHCP_Options` rows for an IPv6
+//! `cidr` are never asked for `options:mtu`; the RA MTU is judged where a
+//! router port sets one. And an IPv6 outer header costs 20 bytes more than
+//! IPv4's, so the expected guest MTU follows the family of this node's
+//! overlay endpoint ([`peers::underlay_family`]).
 
 use serde::Serialize;
 
@@ -16,8 +24,10 @@ use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
 use crate::expect;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::ovsdb::{self, endpoints, Answer, DhcpOptions};
+use crate::probe::ovsdb::{self, endpoints, Answer, DhcpOptions, NbGuestMtus};
+use crate::probe::peers::{self, UnderlayFamily};
 use crate::probe::{sysfs_net, ProbeError};
+use crate::spinifex;
 
 pub struct OverlayMtu;
 
@@ -30,10 +40,10 @@ pub struct Device {
     pub mtu: u32,
 }
 
-/// How the NB `DHCP_Options` read went.
+/// How the NB read (`DHCP_Options` and router ports) went.
 #[derive(Debug)]
 pub enum DhcpFacts {
-    Read(Answer<Vec<DhcpOptions>>),
+    Read(Answer<NbGuestMtus>),
     Unreadable(ProbeError),
     /// No NB endpoint is known (no config entry, no flag).
     NotConfigured(String),
@@ -44,6 +54,8 @@ pub struct OverlayFacts {
     pub ipsec_enabled: bool,
     /// The underlay MTU the guest MTU derives from (config, or `--mtu`).
     pub underlay_mtu: u32,
+    /// The family of this node's overlay endpoint, and how it is known.
+    pub underlay_family: UnderlayFamily,
     pub expected_guest_mtu: u32,
     pub nb_endpoints: Vec<Endpoint>,
     pub dhcp: DhcpFacts,
@@ -64,21 +76,26 @@ impl Check for OverlayMtu {
 
     fn explain(&self) -> &'static str {
         "Computes the guest MTU from the config (underlay_mtu - 58, and - 34 more with \
-         IPsec: 1442/1408 at 1500, 8942/8908 at 9000; --mtu overrides the underlay) and \
-         compares it with every OVN northbound DHCP_Options row's options:mtu (read over \
-         OVSDB from the ovn_nb_addr raft list or --nb-db), with the MTU of every VPC tap \
-         on this host (tap*), and checks that the underlay bridge (br-vpc, else br-lan, \
-         else br-wan) is at least underlay_mtu.\n\
+         IPsec: 1442/1408 at 1500, 8942/8908 at 9000; 20 less again when this node's \
+         overlay endpoint, its ovn-encap-ip, is IPv6; --mtu overrides the underlay) and \
+         compares it with every OVN northbound DHCP_Options row for an IPv4 cidr \
+         (options:mtu), every logical router port that sets ipv6_ra_configs:mtu (IPv6 \
+         guests learn the MTU from router advertisements: DHCPv6 has no MTU option), read \
+         over OVSDB from the ovn_nb_addr raft list or --nb-db, with the MTU of every VPC \
+         tap on this host (tap*), and checks that the underlay bridge (br-vpc, else \
+         br-lan, else br-wan) is at least underlay_mtu. DHCPv6 rows, and IPv6 subnets \
+         whose router port sets no RA MTU, are reported as not judged.\n\
          \n\
-         Why: the guest MTU reaches a guest three ways (DHCP, QEMU host_mtu, the tap) \
-         and changes when IPsec is turned on or off or the underlay changes. Running \
+         Why: the guest MTU reaches a guest three ways (DHCP or RA, QEMU host_mtu, the \
+         tap) and changes when IPsec is turned on or off or the underlay changes. Running \
          guests keep the old value until they are stopped and started (a DHCP lease \
          lasts up to an hour); a guest that believes 1442 on a path that carries 1408 \
          black-holes full-size segments, and a bridge below underlay_mtu drops every \
          full-size geneve packet.\n\
          \n\
          Fix: `ovn-nbctl --db=\"<NB raft endpoints>\" set DHCP_Options <uuid> options:mtu=N` \
-         for each row named, raise the bridge (NIC first), then stop and start the guests."
+         (or `set Logical_Router_Port <port> ipv6_ra_configs:mtu=N`) for each row named, \
+         raise the bridge (NIC first), then stop and start the guests."
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -90,11 +107,16 @@ impl Check for OverlayMtu {
             .opts
             .mtu
             .map_or(expect.underlay_mtu, expect::effective_underlay_mtu);
-        let expected_guest_mtu = expect::guest_mtu(underlay_mtu, expect.ipsec_enabled, false);
+        let underlay_family = peers::underlay_family(ctx);
+        let expected_guest_mtu = expect::guest_mtu(
+            underlay_mtu,
+            expect.ipsec_enabled,
+            underlay_family.family.is_ipv6(),
+        );
         let (nb_endpoints, dhcp) = match endpoints::nb(ctx) {
             Ok((list, _)) => {
                 let budget = endpoints::budget(ctx);
-                let dhcp = match ovsdb::dhcp_options(&list, budget) {
+                let dhcp = match ovsdb::nb_guest_mtus(&list, budget) {
                     Ok(a) => DhcpFacts::Read(a),
                     Err(e) => DhcpFacts::Unreadable(e),
                 };
@@ -133,11 +155,12 @@ impl Check for OverlayMtu {
             .and_then(|b| sysfs_net::bridge_ports(&b.name).ok())
             .unwrap_or_default()
             .into_iter()
-            .filter(|p| !p.starts_with(VPC_TAP_PREFIX) && !p.starts_with("mg"))
+            .filter(|p| !spinifex::is_guest_tap(p))
             .collect();
         judge(OverlayFacts {
             ipsec_enabled: expect.ipsec_enabled,
             underlay_mtu,
+            underlay_family,
             expected_guest_mtu,
             nb_endpoints,
             dhcp,
@@ -153,6 +176,25 @@ struct DhcpMtu<'a> {
     cidr: &'a str,
     uuid: &'a str,
     mtu: Option<&'a str>,
+    /// `ipv4`, or `ipv6` for a DHCPv6 row (no MTU option: not judged).
+    family: expect::Family,
+}
+
+#[derive(Serialize)]
+struct RaMtu<'a> {
+    port: &'a str,
+    uuid: &'a str,
+    address_mode: Option<&'a str>,
+    mtu: Option<&'a str>,
+}
+
+/// A DHCP_Options `cidr` for IPv6 (DHCPv6 options, which carry no MTU).
+fn is_ipv6_cidr(cidr: &str) -> bool {
+    cidr.contains(':')
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 pub fn judge(facts: OverlayFacts) -> Finding {
@@ -164,10 +206,18 @@ pub fn judge(facts: OverlayFacts) -> Finding {
     let mut dhcp_note = None;
     let mut dhcp_error = None;
     let mut dhcp_denied: Option<String> = None;
-    let (dhcp_mtus, nb_endpoint) = match &facts.dhcp {
+    // What was judged in the NB: IPv4 DHCP rows, router ports with an RA MTU.
+    let mut judged_v4 = 0;
+    let mut judged_ra = 0;
+    let mut ipv6_note = None;
+    let (dhcp_mtus, ra_mtus, nb_endpoint) = match &facts.dhcp {
         DhcpFacts::Read(a) => {
-            for row in &a.value {
-                if row.mtu.as_deref().map(str::trim) != Some(want.to_string().as_str()) {
+            let is_want = |m: Option<&str>| m.map(str::trim) == Some(want.to_string().as_str());
+            let (v6_rows, v4_rows): (Vec<&DhcpOptions>, Vec<&DhcpOptions>) =
+                a.value.dhcp.iter().partition(|r| is_ipv6_cidr(&r.cidr));
+            for row in &v4_rows {
+                judged_v4 += 1;
+                if !is_want(row.mtu.as_deref()) {
                     let shown = row
                         .mtu
                         .as_deref()
@@ -184,17 +234,70 @@ pub fn judge(facts: OverlayFacts) -> Finding {
                     ));
                 }
             }
+            let ports = &a.value.router_ports;
+            for port in ports.iter().filter(|p| p.mtu.is_some()) {
+                judged_ra += 1;
+                if !is_want(port.mtu.as_deref()) {
+                    let name = if port.name.is_empty() {
+                        &port.uuid
+                    } else {
+                        &port.name
+                    };
+                    mismatches.push(format!(
+                        "Logical_Router_Port {name} advertises ipv6_ra_configs:mtu={}",
+                        port.mtu.as_deref().unwrap_or_default()
+                    ));
+                    fixes.push(format!(
+                        "ovn-nbctl --db=\"{nb_db}\" set Logical_Router_Port {name} ipv6_ra_configs:mtu={want}"
+                    ));
+                }
+            }
+            let silent_ra = ports.iter().filter(|p| p.mtu.is_none()).count();
+            if !v6_rows.is_empty() || silent_ra > 0 {
+                let mut parts = Vec::new();
+                if !v6_rows.is_empty() {
+                    parts.push(format!(
+                        "{} not judged (DHCPv6 carries no MTU; IPv6 guests learn it from router advertisements)",
+                        plural(v6_rows.len(), "DHCPv6 row", "DHCPv6 rows")
+                    ));
+                }
+                if silent_ra > 0 {
+                    parts.push(format!(
+                        "{} router advertisements without ipv6_ra_configs:mtu (their guests use the virtio host_mtu)",
+                        plural(silent_ra, "router port sends", "router ports send")
+                    ));
+                } else if judged_ra == 0 {
+                    parts.push("no router port sets ipv6_ra_configs:mtu".to_owned());
+                }
+                ipv6_note = Some(format!("IPv6: {}", parts.join("; ")));
+            }
             let rows: Vec<DhcpMtu> = a
                 .value
+                .dhcp
                 .iter()
                 .map(|r| DhcpMtu {
                     cidr: &r.cidr,
                     uuid: &r.uuid,
                     mtu: r.mtu.as_deref(),
+                    family: if is_ipv6_cidr(&r.cidr) {
+                        expect::Family::Ipv6
+                    } else {
+                        expect::Family::Ipv4
+                    },
+                })
+                .collect();
+            let ras: Vec<RaMtu> = ports
+                .iter()
+                .map(|p| RaMtu {
+                    port: &p.name,
+                    uuid: &p.uuid,
+                    address_mode: p.address_mode.as_deref(),
+                    mtu: p.mtu.as_deref(),
                 })
                 .collect();
             (
                 serde_json::to_value(rows).ok(),
+                serde_json::to_value(ras).ok(),
                 Some(a.endpoint.to_string()),
             )
         }
@@ -203,11 +306,11 @@ pub fn judge(facts: OverlayFacts) -> Finding {
                 dhcp_denied = Some(format!("{needs} (to read DHCP_Options)"));
             }
             dhcp_error = Some(format!("DHCP_Options could not be read: {e}"));
-            (None, None)
+            (None, None, None)
         }
         DhcpFacts::NotConfigured(why) => {
             dhcp_note = Some(format!("DHCP_Options not checked: {why}"));
-            (None, None)
+            (None, None, None)
         }
     };
 
@@ -216,14 +319,11 @@ pub fn judge(facts: OverlayFacts) -> Finding {
         mismatches.push(format!("tap {} has MTU {}", t.name, t.mtu));
     }
     if !wrong_taps.is_empty() {
+        let names: Vec<&str> = wrong_taps.iter().map(|t| t.name.as_str()).collect();
         fixes.push(format!(
             "stop and start the guests on {} (the daemon recreates the tap and QEMU's host_mtu={want}); meanwhile, for the host side only: {}",
-            wrong_taps.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "),
-            wrong_taps
-                .iter()
-                .map(|t| format!("`ip link set dev {} mtu {want}`", t.name))
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", "),
+            spinifex::set_mtus(&names, want, ", ")
         ));
     }
 
@@ -237,15 +337,17 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             devs.push(b.name.clone());
             fixes.push(format!(
                 "raise the NIC first, then the bridge: {} (and persist it in the host's network configuration)",
-                devs.iter()
-                    .map(|d| format!("`ip link set dev {d} mtu {}`", facts.underlay_mtu))
-                    .collect::<Vec<_>>()
-                    .join(", then ")
+                spinifex::set_mtus(&devs, facts.underlay_mtu, ", then ")
             ));
         }
     }
 
     let ipsec = if facts.ipsec_enabled { "on" } else { "off" };
+    let family = if facts.underlay_family.family.is_ipv6() {
+        ", IPv6 underlay"
+    } else {
+        ""
+    };
     let finding = if !mismatches.is_empty() {
         fixes.push(
             "running guests need a stop/start (not a reboot from inside): QEMU's host_mtu and the DHCP lease (up to an hour) keep the old MTU".to_owned(),
@@ -256,7 +358,7 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             .map(|s| format!("; {s}"))
             .collect::<String>();
         Finding::fail(format!(
-            "expected guest MTU {want} (underlay {}, IPsec {ipsec}), but {}{also}",
+            "expected guest MTU {want} (underlay {}{family}, IPsec {ipsec}), but {}{also}",
             facts.underlay_mtu,
             mismatches.join(", ")
         ))
@@ -267,38 +369,47 @@ pub fn judge(facts: OverlayFacts) -> Finding {
         Finding::skip(SkipReason::NeedsPrivilege(needs))
     } else if let Some(err) = dhcp_error {
         Finding::error(err)
-    } else if dhcp_mtus
-        .as_ref()
-        .and_then(|v| v.as_array())
-        .is_none_or(Vec::is_empty)
+    } else if judged_v4 == 0
+        && judged_ra == 0
         && facts.taps.is_empty()
         && facts.underlay_bridge.is_none()
     {
+        let notes: Vec<String> = [dhcp_note, ipv6_note].into_iter().flatten().collect();
         Finding::skip(SkipReason::NothingToMeasure(format!(
-            "no DHCP_Options rows, no VPC taps and no underlay bridge here{}",
-            dhcp_note.map(|n| format!(" ({n})")).unwrap_or_default()
+            "no IPv4 DHCP_Options rows, no router port with an RA MTU, no VPC taps and no underlay bridge here{}",
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
         )))
     } else {
-        let n = dhcp_mtus
-            .as_ref()
-            .and_then(|v| v.as_array())
-            .map_or(0, Vec::len);
-        Finding::pass(format!(
-            "guest MTU {want} (underlay {}, IPsec {ipsec}) in {n} DHCP_Options rows and {} VPC taps{}{}",
+        let mut summary = format!(
+            "guest MTU {want} (underlay {}{family}, IPsec {ipsec}) in {} and {}",
             facts.underlay_mtu,
-            facts.taps.len(),
-            facts
-                .underlay_bridge
-                .as_ref()
-                .map(|b| format!("; {} at {}", b.name, b.mtu))
-                .unwrap_or_default(),
-            dhcp_note.map(|n| format!("; {n}")).unwrap_or_default()
-        ))
+            plural(judged_v4, "DHCP_Options row", "DHCP_Options rows"),
+            plural(facts.taps.len(), "VPC tap", "VPC taps")
+        );
+        if judged_ra > 0 {
+            summary.push_str(&format!(
+                ", and in the router advertisements of {}",
+                plural(judged_ra, "router port", "router ports")
+            ));
+        }
+        if let Some(b) = &facts.underlay_bridge {
+            summary.push_str(&format!("; {} at {}", b.name, b.mtu));
+        }
+        for note in [dhcp_note, ipv6_note].into_iter().flatten() {
+            summary.push_str(&format!("; {note}"));
+        }
+        Finding::pass(summary)
     };
     finding
         .with("expected_guest_mtu", want)
         .with("underlay_mtu", facts.underlay_mtu)
+        .with("underlay_family", &facts.underlay_family)
         .with("dhcp_mtus", dhcp_mtus)
+        .with("ra_mtus", ra_mtus)
         .with("taps", &facts.taps)
         .with("underlay_bridge", &facts.underlay_bridge)
         .with("mismatches", &mismatches)
@@ -308,7 +419,26 @@ pub fn judge(facts: OverlayFacts) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::expect::Family;
     use crate::finding::Status;
+    use crate::probe::ovsdb::RouterPortRa;
+
+    fn ipv4_known() -> UnderlayFamily {
+        UnderlayFamily {
+            family: Family::Ipv4,
+            source: "ovn-encap-ip 198.18.3.181 at unix:/var/run/openvswitch/db.sock".into(),
+            known: true,
+        }
+    }
+
+    fn ra(name: &str, mode: Option<&str>, mtu: Option<&str>) -> RouterPortRa {
+        RouterPortRa {
+            uuid: format!("uuid-{name}"),
+            name: name.into(),
+            address_mode: mode.map(str::to_owned),
+            mtu: mtu.map(str::to_owned),
+        }
+    }
 
     fn row(cidr: &str, uuid: &str, mtu: Option<&str>) -> DhcpOptions {
         DhcpOptions {
@@ -327,11 +457,15 @@ mod tests {
         OverlayFacts {
             ipsec_enabled: ipsec,
             underlay_mtu: 1500,
+            underlay_family: ipv4_known(),
             expected_guest_mtu: expect::guest_mtu(1500, ipsec, false),
             nb_endpoints: Endpoint::parse_list("tcp:198.18.3.181:6641,tcp:198.18.3.182:6641")
                 .unwrap(),
             dhcp: DhcpFacts::Read(Answer {
-                value: rows,
+                value: NbGuestMtus {
+                    dhcp: rows,
+                    router_ports: vec![],
+                },
                 endpoint: Endpoint::parse("tcp:198.18.3.181:6641").unwrap(),
                 passed_over: vec![],
             }),
@@ -413,7 +547,7 @@ mod tests {
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert!(
             f.summary
-                .contains("1 DHCP_Options rows and 1 VPC taps; br-vpc at 1500"),
+                .contains("1 DHCP_Options row and 1 VPC tap; br-vpc at 1500"),
             "{}",
             f.summary
         );
@@ -467,5 +601,120 @@ mod tests {
         ));
         assert_eq!(f.status, Status::Fail);
         assert!(f.summary.contains("no options:mtu"), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_dhcpv6_row_is_not_judged_and_a_dual_stack_cluster_passes() {
+        let f = judge(with_nb(
+            false,
+            vec![
+                row("198.19.0.0/24", "v4", Some("1442")),
+                row("fd00:aa::/64", "v6", None),
+            ],
+            vec![],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(f.remediation.is_empty());
+        assert!(
+            f.summary.contains("in 1 DHCP_Options row and"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary
+                .contains("IPv6: 1 DHCPv6 row not judged (DHCPv6 carries no MTU"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary
+                .contains("no router port sets ipv6_ra_configs:mtu"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.evidence["dhcp_mtus"][1]["family"], "ipv6");
+        assert_eq!(f.evidence["dhcp_mtus"][0]["family"], "ipv4");
+    }
+
+    #[test]
+    fn a_router_port_ra_mtu_is_judged_for_ipv6() {
+        let ports = vec![
+            ra("lrp-good", Some("slaac"), Some("1442")),
+            ra("lrp-stale", Some("slaac"), Some("1408")),
+            ra("lrp-quiet", Some("dhcpv6_stateful"), None),
+        ];
+        let f = judge(with_nb(
+            false,
+            vec![
+                row("198.19.0.0/24", "v4", Some("1442")),
+                row("fd00:aa::/64", "v6", None),
+            ],
+            ports,
+        ));
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("Logical_Router_Port lrp-stale advertises ipv6_ra_configs:mtu=1408"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(
+            f.remediation[0],
+            "ovn-nbctl --db=\"tcp:198.18.3.181:6641,tcp:198.18.3.182:6641\" set Logical_Router_Port lrp-stale ipv6_ra_configs:mtu=1442"
+        );
+        assert!(!f.summary.contains("fd00:aa::/64"), "{}", f.summary);
+        assert_eq!(f.evidence["ra_mtus"][1]["port"], "lrp-stale");
+        // Fixed: it passes, naming the RA ports judged and the quiet one.
+        let ports = vec![
+            ra("lrp-good", Some("slaac"), Some("1442")),
+            ra("lrp-quiet", Some("dhcpv6_stateful"), None),
+        ];
+        let f = judge(with_nb(false, vec![], ports));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("in the router advertisements of 1 router port"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary
+                .contains("1 router port sends router advertisements without ipv6_ra_configs:mtu"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn an_ipv6_underlay_expects_20_bytes_less() {
+        let mut x = with_nb(
+            false,
+            vec![row("198.19.0.0/24", "v4", Some("1442"))],
+            vec![],
+        );
+        x.underlay_family = UnderlayFamily {
+            family: Family::Ipv6,
+            source: "ovn-encap-ip fd00::1 at unix:/x".into(),
+            known: true,
+        };
+        x.expected_guest_mtu = expect::guest_mtu(1500, false, true);
+        let f = judge(x);
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert!(
+            f.summary
+                .starts_with("expected guest MTU 1422 (underlay 1500, IPv6 underlay, IPsec off)"),
+            "{}",
+            f.summary
+        );
+        assert!(f.remediation[0].ends_with("options:mtu=1422"));
+        assert_eq!(f.evidence["underlay_family"]["family"], "ipv6");
+    }
+
+    fn with_nb(ipsec: bool, rows: Vec<DhcpOptions>, ports: Vec<RouterPortRa>) -> OverlayFacts {
+        let mut x = facts(ipsec, rows, &[], None);
+        if let DhcpFacts::Read(a) = &mut x.dhcp {
+            a.value.router_ports = ports;
+        }
+        x
     }
 }

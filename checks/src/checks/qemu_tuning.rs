@@ -210,6 +210,12 @@ impl Check for QemuTuning {
             Err(e) => return e.into(),
         };
         match ctx.expectations() {
+            Ok(expect) if !facts.instances.is_empty() => {
+                // host_mtu is the guest MTU, which an IPv6 underlay narrows.
+                let family = crate::probe::peers::underlay_family(ctx);
+                let expect = expect.for_underlay(family.family);
+                judge(&facts, Some(&expect), None).with("underlay_family", &family)
+            }
             Ok(expect) => judge(&facts, Some(expect), None),
             Err(no_config) => judge(&facts, None, Some(no_config)),
         }
@@ -748,10 +754,11 @@ fn audit_nic_device(
         (m, Some(e)) => a.problem(
             "host_mtu",
             format!(
-                "{subject}: host_mtu={}, expected host_mtu={} (the guest MTU for underlay {}{}); large segments vanish otherwise",
+                "{subject}: host_mtu={}, expected host_mtu={} (the guest MTU for underlay {}{}{}); large segments vanish otherwise",
                 m.map_or("absent".to_owned(), |v| v.to_string()),
                 e.guest_mtu,
                 e.underlay_mtu,
+                if e.underlay_family.is_ipv6() { " over IPv6" } else { "" },
                 if e.ipsec_enabled { " with IPsec" } else { " without IPsec" }
             ),
         ),
@@ -1239,6 +1246,25 @@ mod tests {
         assert!(p.contains("host_mtu=1442, expected host_mtu=8908"), "{p}");
         // One queue needs neither mq nor vectors.
         assert!(!p.contains("vectors"), "{p}");
+    }
+
+    #[test]
+    fn host_mtu_follows_an_ipv6_underlay() {
+        // AFTER has host_mtu=1442, right on IPv4; an IPv6 underlay costs 20.
+        let facts = host(vec![instance(
+            7,
+            &words(AFTER),
+            &[("tapeni-0abc", mq_tap(2))],
+        )]);
+        let v6 = ipsec_off().for_underlay(crate::expect::Family::Ipv6);
+        let f = judge(&facts, Some(&v6), None);
+        assert_eq!(f.status, Status::Fail);
+        let p = f.evidence["instances"][0]["problems"].to_string();
+        assert!(
+            p.contains("host_mtu=1442, expected host_mtu=1422 (the guest MTU for underlay 1500 over IPv6 without IPsec)"),
+            "{p}"
+        );
+        assert_eq!(f.evidence["expected_guest_mtu"], 1422);
     }
 
     #[test]

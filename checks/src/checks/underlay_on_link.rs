@@ -13,8 +13,8 @@ use serde::Serialize;
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::links::{route_to, Route};
-use crate::probe::peers::{discover, PeerSource};
+use crate::probe::links::{route_via, Route};
+use crate::probe::peers::{self, discover, PeerSource, Scope};
 use crate::probe::ProbeError;
 
 pub struct UnderlayOnLink;
@@ -23,6 +23,9 @@ pub struct UnderlayOnLink;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PeerRoute {
     pub address: IpAddr,
+    /// For a link-local IPv6 peer: the interface it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
     pub source: PeerSource,
     pub on_link: Option<bool>,
     /// The router hop, when there is one.
@@ -66,7 +69,9 @@ impl Check for UnderlayOnLink {
          Verdicts: with IPsec off in the config, or under `--for disable-ipsec`, a \
          routed peer is a warning naming the peer and the hop; with IPsec on, routed \
          peers are encrypted and pass. Peers come from --peer, the OVN SB Encap table, \
-         /etc/spinifex/firewall/peers.nft, or the config's nodes.\n\
+         /etc/spinifex/firewall/peers.nft (spinifex_encap_peers, else spinifex_peers for \
+         the wan plane), or the config's nodes. A link-local IPv6 peer (--peer \
+         fe80::2%eth0) is on-link on the interface it names.\n\
          \n\
          Fix: keep IPsec on for a cluster whose peers are routed, or move the underlay \
          onto one L2 segment (a VLAN spanning the nodes) first."
@@ -92,7 +97,13 @@ impl Check for UnderlayOnLink {
         let routes: Vec<PeerRoute> = peers
             .peers
             .iter()
-            .map(|p| peer_route(p.address, p.source, route_to(p.address)))
+            .map(|p| {
+                let route = route_via(p.address, p.scope.as_ref().map(|s| s.index));
+                PeerRoute {
+                    scope: p.scope.clone(),
+                    ..peer_route(p.address, p.source, route)
+                }
+            })
             .collect();
         judge(&routes, encryption)
     }
@@ -102,6 +113,7 @@ fn peer_route(address: IpAddr, source: PeerSource, route: Result<Route, ProbeErr
     match route {
         Ok(r) => PeerRoute {
             address,
+            scope: None,
             source,
             on_link: Some(r.on_link()),
             via: r.gateway,
@@ -110,6 +122,7 @@ fn peer_route(address: IpAddr, source: PeerSource, route: Result<Route, ProbeErr
         },
         Err(e) => PeerRoute {
             address,
+            scope: None,
             source,
             on_link: None,
             via: None,
@@ -120,13 +133,14 @@ fn peer_route(address: IpAddr, source: PeerSource, route: Result<Route, ProbeErr
 }
 
 pub fn judge(peers: &[PeerRoute], encryption: Encryption) -> Finding {
+    let label = |p: &PeerRoute| peers::display(p.address, p.scope.as_ref());
     let routed: Vec<String> = peers
         .iter()
         .filter(|p| p.on_link == Some(false))
         .map(|p| match (&p.via, &p.interface) {
-            (Some(via), Some(dev)) => format!("{} via {via} dev {dev}", p.address),
-            (Some(via), None) => format!("{} via {via}", p.address),
-            _ => p.address.to_string(),
+            (Some(via), Some(dev)) => format!("{} via {via} dev {dev}", label(p)),
+            (Some(via), None) => format!("{} via {via}", label(p)),
+            _ => label(p),
         })
         .collect();
     let unknown: Vec<String> = peers
@@ -135,7 +149,7 @@ pub fn judge(peers: &[PeerRoute], encryption: Encryption) -> Finding {
         .map(|p| {
             format!(
                 "{} ({})",
-                p.address,
+                label(p),
                 p.error.as_deref().unwrap_or("no route")
             )
         })
@@ -174,6 +188,7 @@ mod tests {
     fn peer(addr: &str, via: Option<&str>) -> PeerRoute {
         PeerRoute {
             address: addr.parse().unwrap(),
+            scope: None,
             source: PeerSource::Flag,
             on_link: Some(via.is_none()),
             via: via.map(|v| v.parse().unwrap()),

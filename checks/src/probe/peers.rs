@@ -979,4 +979,156 @@ mod tests {
         );
         assert_eq!(set.consulted.len(), 1);
     }
+
+    #[test]
+    fn the_wan_plane_define_is_read_when_the_vpc_plane_names_nobody() {
+        // No SB, no encap define: spinifex_peers (wan) is consulted before
+        // the config's nodes, which are the wan plane too.
+        let dir = tempfile::tempdir().unwrap();
+        let nft = dir.path().join("peers.nft");
+        std::fs::write(
+            &nft,
+            "define spinifex_peers = { 198.19.254.2, 198.19.254.3 }\n",
+        )
+        .unwrap();
+        let config = crate::config::parse(
+            "node = \"a\"\n[nodes.a]\n[nodes.b]\nhost = \"198.19.254.9\"\n",
+            Path::new("spinifex.toml"),
+        )
+        .unwrap();
+        let ctx = Ctx::new(
+            crate::ctx::ConfigState::Loaded {
+                path: "spinifex.toml".into(),
+                config: Box::new(config),
+            },
+            crate::ctx::Options {
+                ovs_db: Some(format!("unix:{}", dir.path().join("no-ovs.sock").display())),
+                ..Default::default()
+            },
+        );
+        let set = discover_from(&ctx, &nft);
+        assert_eq!(
+            set.peers
+                .iter()
+                .map(|p| (p.address, p.source))
+                .collect::<Vec<_>>(),
+            vec![
+                (ip("198.19.254.2"), PeerSource::PeersNftWan),
+                (ip("198.19.254.3"), PeerSource::PeersNftWan)
+            ]
+        );
+        assert_eq!(set.plane(), Some("wan"));
+        let notes: Vec<&str> = set.consulted.iter().map(|n| n.note.as_str()).collect();
+        assert!(notes[1].starts_with("0 in "), "{notes:?}");
+        assert!(notes[1].ends_with("`spinifex_encap_peers` (vpc plane)"), "{notes:?}");
+        assert!(notes[2].ends_with("`spinifex_peers` (wan plane)"), "{notes:?}");
+        assert_eq!(set.consulted.len(), 3, "config not consulted: {notes:?}");
+        assert_eq!(
+            serde_json::to_value(PeerSource::PeersNftWan).unwrap(),
+            "peers.nft:spinifex_peers"
+        );
+    }
+
+    #[test]
+    fn nft_cannot_carry_a_scope_and_says_so() {
+        let e = parse_nft_define(
+            "define spinifex_encap_peers = { fe80::2%eth0 }",
+            ENCAP_PEERS_DEFINE,
+        )
+        .unwrap_err();
+        assert!(e.contains("has a scope id, which an nft set cannot hold"), "{e}");
+        assert!(e.contains("--peer ADDR%IF"), "{e}");
+    }
+
+    #[test]
+    fn a_link_local_address_without_its_interface_is_excluded_with_the_reason() {
+        let set = assemble(
+            [(
+                PeerSource::PeersNft,
+                Box::new(|| answer(&["fe80::2", "198.18.0.2"])) as Box<dyn FnOnce() -> SourceAnswer>,
+            )],
+            || (vec![], vec![]),
+        );
+        assert_eq!(set.peers.len(), 1);
+        assert_eq!(set.excluded[0].address, ip("fe80::2"));
+        assert!(
+            set.excluded[0]
+                .reason
+                .contains("pass it as --peer fe80::2%IF"),
+            "{:?}",
+            set.excluded
+        );
+        // Alone, it is why nobody is probed.
+        let set = assemble(
+            [(
+                PeerSource::PeersNft,
+                Box::new(|| answer(&["fe80::2"])) as Box<dyn FnOnce() -> SourceAnswer>,
+            )],
+            || (vec![], vec![]),
+        );
+        assert!(set.is_empty());
+        assert!(set.why_empty().contains("fe80::2 excluded: link-local"), "{}", set.why_empty());
+    }
+
+    #[test]
+    fn a_scope_names_an_interface_of_this_host() {
+        let (a, scope) = parse_address("fe80::2%lo").unwrap().unwrap();
+        assert_eq!(a, ip("fe80::2"));
+        let scope = scope.unwrap();
+        assert_eq!((scope.interface.as_str(), scope.index), ("lo", 1));
+        assert_eq!(parse_address("fe80::2%1").unwrap().unwrap().1.unwrap().interface, "lo");
+        let e = parse_address("fe80::2%nosuchif0").unwrap_err();
+        assert_eq!(e, "\"fe80::2%nosuchif0\": no interface nosuchif0 on this host");
+        assert_eq!(parse_address("spx2.lan").unwrap(), None);
+        assert_eq!(flag_address("fe80::2%lo").unwrap().as_deref(), Some("fe80::2%lo"));
+        assert_eq!(flag_address("198.18.0.2").unwrap().as_deref(), Some("198.18.0.2"));
+        assert!(flag_address("fe80::2")
+            .unwrap_err()
+            .contains("is link-local: name the interface it is on, e.g. fe80::2%eth0"));
+        // Two peers with one link-local address on two links stay apart.
+        let lo = Scope {
+            interface: "lo".into(),
+            index: 1,
+        };
+        let other = Scope {
+            interface: "eth0".into(),
+            index: 2,
+        };
+        let set = assemble(
+            [(
+                PeerSource::Flag,
+                Box::new(move || {
+                    Ok((
+                        vec![
+                            Candidate {
+                                address: ip("fe80::2"),
+                                scope: Some(lo.clone()),
+                                node: None,
+                            },
+                            Candidate {
+                                address: ip("fe80::2"),
+                                scope: Some(other),
+                                node: None,
+                            },
+                            Candidate {
+                                address: ip("fe80::2"),
+                                scope: Some(lo),
+                                node: None,
+                            },
+                        ],
+                        "3 given".to_owned(),
+                    ))
+                }) as Box<dyn FnOnce() -> SourceAnswer>,
+            )],
+            || (vec![], vec![]),
+        );
+        assert_eq!(
+            set.peers.iter().map(Peer::label).collect::<Vec<_>>(),
+            ["fe80::2%lo", "fe80::2%eth0"]
+        );
+        assert_eq!(
+            serde_json::to_value(&set.peers[0]).unwrap()["scope"],
+            "lo"
+        );
+    }
 }

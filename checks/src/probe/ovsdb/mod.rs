@@ -297,8 +297,16 @@ pub fn dhcp_options(
         budget,
     )?;
     let rows = ans.value.remove(0);
+    Ok(Answer {
+        value: dhcp_rows(&rows)?,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+fn dhcp_rows(rows: &[Row]) -> Result<Vec<DhcpOptions>, ProbeError> {
     let mut out = Vec::with_capacity(rows.len());
-    for row in &rows {
+    for row in rows {
         let bad = |e: String| bad_row(NB_DB, "DHCP_Options", e);
         out.push(DhcpOptions {
             uuid: datum::uuid(row).ok_or_else(|| bad("row without _uuid".into()))?,
@@ -307,8 +315,63 @@ pub fn dhcp_options(
         });
     }
     out.sort_by(|a, b| a.cidr.cmp(&b.cidr).then(a.uuid.cmp(&b.uuid)));
+    Ok(out)
+}
+
+/// One NB `Logical_Router_Port` that sends IPv6 router advertisements (or
+/// names an RA MTU): IPv6 guests learn their MTU from the RA's MTU option,
+/// `ipv6_ra_configs:mtu`, since DHCPv6 has none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouterPortRa {
+    pub uuid: String,
+    pub name: String,
+    /// `ipv6_ra_configs:address_mode` (`slaac`, `dhcpv6_stateful`, …).
+    pub address_mode: Option<String>,
+    /// `ipv6_ra_configs:mtu` as written, if set.
+    pub mtu: Option<String>,
+}
+
+/// Where the NB tells guests their MTU: every `DHCP_Options` row and every
+/// router port with `ipv6_ra_configs`, read in one transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NbGuestMtus {
+    pub dhcp: Vec<DhcpOptions>,
+    pub router_ports: Vec<RouterPortRa>,
+}
+
+pub fn nb_guest_mtus(
+    endpoints: &[Endpoint],
+    budget: Budget,
+) -> Result<Answer<NbGuestMtus>, ProbeError> {
+    let mut ans = select(
+        endpoints,
+        NB_DB,
+        &[
+            Select::all("DHCP_Options", &["_uuid", "cidr", "options"]),
+            Select::all("Logical_Router_Port", &["_uuid", "name", "ipv6_ra_configs"]),
+        ],
+        budget,
+    )?;
+    let ports = ans.value.remove(1);
+    let dhcp = dhcp_rows(&ans.value.remove(0))?;
+    let mut router_ports = Vec::new();
+    for row in &ports {
+        let bad = |e: String| bad_row(NB_DB, "Logical_Router_Port", e);
+        let address_mode = datum::map_get(row, "ipv6_ra_configs", "address_mode").map_err(bad)?;
+        let mtu = datum::map_get(row, "ipv6_ra_configs", "mtu").map_err(bad)?;
+        if address_mode.is_none() && mtu.is_none() {
+            continue;
+        }
+        router_ports.push(RouterPortRa {
+            uuid: datum::uuid(row).ok_or_else(|| bad("row without _uuid".into()))?,
+            name: datum::string(row, "name").map_err(bad)?.unwrap_or_default(),
+            address_mode,
+            mtu,
+        });
+    }
+    router_ports.sort_by(|a, b| a.name.cmp(&b.name).then(a.uuid.cmp(&b.uuid)));
     Ok(Answer {
-        value: out,
+        value: NbGuestMtus { dhcp, router_ports },
         endpoint: ans.endpoint,
         passed_over: ans.passed_over,
     })
