@@ -353,7 +353,7 @@ fn dhcp_at_1408_with_ipsec_off_fails_expecting_1442() {
     assert_eq!(f["evidence"]["expected_guest_mtu"], 1442);
     assert_eq!(
         f["evidence"]["dhcp_mtus"],
-        json!([{"cidr": "198.18.10.0/24", "uuid": uuid, "mtu": "1408"}])
+        json!([{"cidr": "198.18.10.0/24", "uuid": uuid, "mtu": "1408", "family": "ipv4"}])
     );
     let fix = format!(
         "ovn-nbctl --db=\"{}\" set DHCP_Options {uuid} options:mtu=1442",

@@ -101,7 +101,10 @@ fn mtu_path_names_every_failure_mode_exactly() {
         summary.contains(&format!("{} black-holes packets above 1500 bytes", b.v4)),
         "{summary}"
     );
-    assert!(summary.ends_with("; 1 unreachable"), "{summary}");
+    assert!(
+        summary.ends_with(&format!("; not concluded: {} (no echo reply)", d.v4)),
+        "{summary}"
+    );
     let fixes: Vec<&str> = c["remediation"]
         .as_array()
         .unwrap()
@@ -122,6 +125,26 @@ fn mtu_path_names_every_failure_mode_exactly() {
         fixes.iter().any(|f| f.contains(&format!(
             "the router {ROUTER_V4} forwards at most 4000 bytes"
         ))),
+        "{fixes:#?}"
+    );
+    // The silent peer has its own step, in its family's words.
+    assert!(
+        fixes
+            .iter()
+            .any(|f| f.starts_with(&format!("{} (no echo reply", d.v4))
+                && f.contains("`sysctl net.ipv4.icmp_echo_ignore_all` must be 0")),
+        "{fixes:#?}"
+    );
+    // The config named is the one this run read (--config), not a default.
+    assert!(
+        fixes.iter().any(|f| f.contains(&format!(
+            "set `underlay_mtu = 1500` under [network] in {}",
+            config.display()
+        ))),
+        "{fixes:#?}"
+    );
+    assert!(
+        !fixes.iter().any(|f| f.contains("/etc/spinifex")),
         "{fixes:#?}"
     );
 }
@@ -414,6 +437,346 @@ fn mtu_path_discovery_falls_back_in_order_to_the_config() {
         .iter()
         .map(|n| n["source"].as_str().unwrap())
         .collect();
-    assert_eq!(notes, ["ovn-sb", "peers.nft", "config"]);
+    assert_eq!(
+        notes,
+        ["ovn-sb", "peers.nft", "peers.nft:spinifex_peers", "config"]
+    );
+    assert_eq!(c["evidence"]["plane"], "wan");
     assert_eq!(peer(c, &h.v4)["source"], "config");
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|s| s.as_str().expect("string").to_owned())
+        .collect()
+}
+
+#[test]
+fn mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_their_fix() {
+    if !support::root_or_skip(
+        "mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_their_fix",
+    ) {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
+    let deaf = fabric.add_node(NodeSpec::jumbo());
+    fabric.node(deaf).ignore_echo();
+    let (s, b, d) = (fabric.node(src), fabric.node(hole), fabric.node(deaf));
+    let (b6, d6) = (b.v6.clone().unwrap(), d.v6.clone().unwrap());
+    // The oracle: both families of the deaf node ignore echo; the hole
+    // carries 1500 on IPv6 too.
+    assert!(!s.ping_df(&d.v4, 56) && !s.ping_df(&d6, 56));
+    assert!(s.ping_df(&b6, 1452) && !s.ping_df(&b6, 1453));
+
+    let args = [
+        "--check", "mtu.path", "--mtu", "9000", "--peer", &b6, "--peer", &d.v4, "--peer", &d6,
+    ];
+    let (code, doc) = run_json(s.spx().args(args));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!(
+            "1 of 3 peers cannot carry 9000 bytes: {b6} black-holes packets above 1500 bytes (no \"packet too big\" comes back)"
+        )),
+        "{summary}"
+    );
+    assert!(
+        summary.ends_with(&format!(
+            "; not concluded: {} (no echo reply), {d6} (no echo reply)",
+            d.v4
+        )),
+        "{summary}"
+    );
+    let fixes = strings(&c["remediation"]);
+    let step = |addr: &str| {
+        fixes
+            .iter()
+            .find(|f| f.starts_with(&format!("{addr} (")))
+            .unwrap_or_else(|| panic!("no step for {addr}: {fixes:#?}"))
+            .clone()
+    };
+    let v4 = step(&d.v4);
+    assert!(
+        v4.contains("`sysctl net.ipv4.icmp_echo_ignore_all` must be 0"),
+        "{v4}"
+    );
+    assert!(v4.contains("minimal 84-byte probe"), "{v4}");
+    let v6 = step(&d6);
+    assert!(
+        v6.contains("`sysctl net.ipv6.icmp.echo_ignore_all` must be 0"),
+        "{v6}"
+    );
+    assert!(
+        v6.contains("ICMPv6 echo-request and packet-too-big"),
+        "{v6}"
+    );
+    assert!(v6.contains("minimal 104-byte probe"), "{v6}");
+    assert!(
+        !v6.contains("ipv4") && !v6.contains("fragmentation"),
+        "{v6}"
+    );
+
+    // In the table, too, the operator reads which peers are silent.
+    let (_, table, _) = support::run(s.spx().args(args));
+    assert!(table.contains(&d.v4) && table.contains(&d6), "{table}");
+
+    // Without the black hole: an error that names both silent peers.
+    let (code, doc) = run_json(s.spx().args([
+        "--check", "mtu.path", "--mtu", "9000", "--peer", &d.v4, "--peer", &d6,
+    ]));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 2, "{c:#}");
+    assert_eq!(c["status"], "error");
+    assert!(
+        c["summary"].as_str().unwrap().starts_with(&format!(
+            "2 of 2 peers answered no echo request ({}, {d6})",
+            d.v4
+        )),
+        "{c:#}"
+    );
+    assert_eq!(strings(&c["remediation"]).len(), 2, "{c:#}");
+
+    // The IPv6 fix, applied as printed, makes the IPv6 peer answer.
+    d.ns.sysctl("net.ipv6.icmp.echo_ignore_all=0");
+    let (_, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--mtu", "9000", "--peer", &d6]),
+    );
+    assert_eq!(peer(check(&doc, "mtu.path"), &d6)["verdict"], "ok");
+}
+
+#[test]
+fn mtu_path_a_half_raised_host_names_its_link_and_the_black_hole_beyond() {
+    if !support::root_or_skip(
+        "mtu_path_a_half_raised_host_names_its_link_and_the_black_hole_beyond",
+    ) {
+        return;
+    }
+    // This host's link raised to 4000, its switch port still at 1500.
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec {
+        mtu: 4000,
+        port_mtu: 1500,
+        ipv6: false,
+    });
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let (s, h) = (fabric.node(src), fabric.node(healthy));
+    // The oracle: 4000 leaves this host and vanishes; a 1500-byte port
+    // passes a VLAN tag's 4 bytes more.
+    assert!(s.ping_df(&h.v4, 1476), "1504 passes the 1500 port");
+    assert!(!s.ping_df(&h.v4, 1477), "1505 does not");
+    assert!(!s.ping_df(&h.v4, 3972), "4000 leaves and vanishes");
+
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--mtu", "9000", "--peer", &h.v4]),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let p = peer(c, &h.v4);
+    assert_eq!(p["verdict"], "local-mtu", "{c:#}");
+    assert_eq!(p["local_mtu"], 4000);
+    assert_eq!(p["beyond"], "blackhole", "{c:#}");
+    assert_eq!(p["path_mtu"], 1504);
+    assert_eq!(p["usable_mtu"], 1500);
+    let summary = c["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(
+            "{}: this host's eth0 is below 9000 (it lets out 4000), and beyond it the path black-holes packets above 1504 bytes",
+            h.v4
+        )),
+        "{summary}"
+    );
+    let fixes = strings(&c["remediation"]);
+    assert!(
+        fixes[0].contains("`ip link set dev eth0 mtu 9000`")
+            && fixes[0].contains("that alone does not fix the path"),
+        "{fixes:#?}"
+    );
+    assert!(
+        fixes.iter().any(|f| f.contains(&format!(
+            "even at this host's 4000 bytes, a switch port or the peer's own interface on the path to {} silently drops frames above 1504 bytes",
+            h.v4
+        ))),
+        "{fixes:#?}"
+    );
+    assert!(
+        fixes
+            .iter()
+            .any(|f| f.contains("(here: `ip link set dev eth0 mtu 1500`)")
+                && f.contains("`underlay_mtu = 1500`")),
+        "{fixes:#?}"
+    );
+}
+
+#[test]
+fn mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is_usable() {
+    if !support::root_or_skip(
+        "mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is_usable",
+    ) {
+        return;
+    }
+    // The peer's own NIC at 1500 behind a jumbo switch: a veth at 1500
+    // takes 1504 bytes in, so the path measures 1504.
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let small = fabric.add_node(NodeSpec {
+        mtu: 1500,
+        port_mtu: 9000,
+        ipv6: false,
+    });
+    let (s, p) = (fabric.node(src), fabric.node(small));
+    assert!(s.ping_df(&p.v4, 1476) && !s.ping_df(&p.v4, 1477));
+
+    // The config lives outside /etc: remediation must name it.
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n[nodes.small]\nhost = \"{}\"\n",
+            s.v4, p.v4
+        ),
+    );
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--config"])
+            .arg(&config),
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let e = peer(c, &p.v4);
+    assert_eq!(e["verdict"], "blackhole");
+    assert_eq!(e["path_mtu"], 1504);
+    assert_eq!(e["usable_mtu"], 1500);
+    assert_eq!(c["evidence"]["suggested_underlay_mtu"], 1500);
+    let fixes = strings(&c["remediation"]).join("\n");
+    assert!(!fixes.contains("a switch between"), "{fixes}");
+    assert!(
+        fixes.contains(&format!(
+            "a switch port or the peer's own interface on the path to {} silently drops frames above 1504 bytes",
+            p.v4
+        )),
+        "{fixes}"
+    );
+    assert!(
+        !fixes.contains("mtu 1504`") && !fixes.contains("= 1504"),
+        "{fixes}"
+    );
+    assert!(
+        fixes.contains(&format!(
+            "then set `underlay_mtu = 1500` under [network] in {} on every node",
+            config.display()
+        )),
+        "{fixes}"
+    );
+    assert!(
+        fixes.contains("(here: `ip link set dev eth0 mtu 1500`)"),
+        "{fixes}"
+    );
+
+    // The printed revert, applied here, makes the suggested setting pass.
+    s.ns.ip(&["link", "set", "dev", "eth0", "mtu", "1500"]);
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--mtu", "1500", "--peer", &p.v4]),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+}
+
+/// The link-local address of `dev` in `ns`, read with `ip` (the oracle).
+fn link_local(ns: &crate::support::Netns, dev: &str) -> String {
+    let out = ns.ip(&["-6", "-o", "addr", "show", "dev", dev, "scope", "link"]);
+    out.split_whitespace()
+        .skip_while(|w| *w != "inet6")
+        .nth(1)
+        .and_then(|a| a.split('/').next())
+        .unwrap_or_else(|| panic!("no link-local address on {dev}: {out}"))
+        .to_owned()
+}
+
+#[test]
+fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
+    if !support::root_or_skip("mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names")
+    {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
+    let (s, h, b) = (fabric.node(src), fabric.node(healthy), fabric.node(hole));
+    let (h_ll, b_ll) = (link_local(&h.ns, "eth0"), link_local(&b.ns, "eth0"));
+    let (h_scoped, b_scoped) = (format!("{h_ll}%eth0"), format!("{b_ll}%eth0"));
+    assert!(s.ping_df(&h_scoped, 8952), "the oracle reaches it scoped");
+    assert!(s.ping_df(&b_scoped, 1452) && !s.ping_df(&b_scoped, 1453));
+
+    let (code, doc) = run_json(s.spx().args([
+        "--check",
+        "mtu.path,underlay.on-link",
+        "--mtu",
+        "9000",
+        "--peer",
+        &h_scoped,
+        "--peer",
+        &b_scoped,
+    ]));
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let ok = peer(c, &h_ll);
+    assert_eq!(ok["verdict"], "ok", "{c:#}");
+    assert_eq!(ok["scope"], "eth0");
+    assert_eq!(ok["interface"], "eth0");
+    let bad = peer(c, &b_ll);
+    assert_eq!(bad["verdict"], "blackhole");
+    assert_eq!(bad["path_mtu"], 1500);
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{b_scoped} black-holes packets above 1500 bytes")),
+        "{c:#}"
+    );
+    // On-link by definition, and said so per peer with its scope.
+    let o = check(&doc, "underlay.on-link");
+    assert!(o["status"] == "pass" || o["status"] == "skip", "{o:#}");
+
+    // The same peer from the config.
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{h_scoped}\"\n",
+            s.v4
+        ),
+    );
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--check", "mtu.path", "--config"])
+            .arg(&config),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(peer(check(&doc, "mtu.path"), &h_ll)["source"], "config");
+
+    // Without its interface, a link-local peer is refused, clearly.
+    let (code, _, err) = support::run(s.spx().args(["--check", "mtu.path", "--peer", &h_ll]));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!(
+            "--peer \"{h_ll}\" is link-local: name the interface it is on"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = support::run(s.spx().args([
+        "--check",
+        "mtu.path",
+        "--peer",
+        &format!("{h_ll}%nosuchif0"),
+    ]));
+    assert_eq!(code, 2);
+    assert!(err.contains("no interface nosuchif0 on this host"), "{err}");
 }

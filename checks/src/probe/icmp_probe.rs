@@ -716,6 +716,8 @@ enum Outcome {
     Pending,
     Answered,
     Refused,
+    /// Dropped on the way out, as silently as on the wire: counted silent.
+    Dropped,
 }
 
 struct Probe {
@@ -971,6 +973,14 @@ impl<'a> Engine<'a> {
                 if limit + 1 < size {
                     state.refused.insert(limit + 1);
                 }
+            }
+            // The device dropped it after all retries (a veth whose other
+            // end, a switch port, is below the size; a full queue): for
+            // the path this is a frame that did not arrive, like silence
+            // on the wire, and it is judged as such.
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                probe.outcome = Outcome::Dropped;
+                *state.silent.entry(size).or_insert(0) += 1;
             }
             Err(e) => {
                 probe.outcome = Outcome::Refused;

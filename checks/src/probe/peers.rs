@@ -1020,8 +1020,14 @@ mod tests {
         assert_eq!(set.plane(), Some("wan"));
         let notes: Vec<&str> = set.consulted.iter().map(|n| n.note.as_str()).collect();
         assert!(notes[1].starts_with("0 in "), "{notes:?}");
-        assert!(notes[1].ends_with("`spinifex_encap_peers` (vpc plane)"), "{notes:?}");
-        assert!(notes[2].ends_with("`spinifex_peers` (wan plane)"), "{notes:?}");
+        assert!(
+            notes[1].ends_with("`spinifex_encap_peers` (vpc plane)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[2].ends_with("`spinifex_peers` (wan plane)"),
+            "{notes:?}"
+        );
         assert_eq!(set.consulted.len(), 3, "config not consulted: {notes:?}");
         assert_eq!(
             serde_json::to_value(PeerSource::PeersNftWan).unwrap(),
@@ -1036,7 +1042,10 @@ mod tests {
             ENCAP_PEERS_DEFINE,
         )
         .unwrap_err();
-        assert!(e.contains("has a scope id, which an nft set cannot hold"), "{e}");
+        assert!(
+            e.contains("has a scope id, which an nft set cannot hold"),
+            "{e}"
+        );
         assert!(e.contains("--peer ADDR%IF"), "{e}");
     }
 
@@ -1045,7 +1054,8 @@ mod tests {
         let set = assemble(
             [(
                 PeerSource::PeersNft,
-                Box::new(|| answer(&["fe80::2", "198.18.0.2"])) as Box<dyn FnOnce() -> SourceAnswer>,
+                Box::new(|| answer(&["fe80::2", "198.18.0.2"]))
+                    as Box<dyn FnOnce() -> SourceAnswer>,
             )],
             || (vec![], vec![]),
         );
@@ -1067,7 +1077,11 @@ mod tests {
             || (vec![], vec![]),
         );
         assert!(set.is_empty());
-        assert!(set.why_empty().contains("fe80::2 excluded: link-local"), "{}", set.why_empty());
+        assert!(
+            set.why_empty().contains("fe80::2 excluded: link-local"),
+            "{}",
+            set.why_empty()
+        );
     }
 
     #[test]
@@ -1076,12 +1090,29 @@ mod tests {
         assert_eq!(a, ip("fe80::2"));
         let scope = scope.unwrap();
         assert_eq!((scope.interface.as_str(), scope.index), ("lo", 1));
-        assert_eq!(parse_address("fe80::2%1").unwrap().unwrap().1.unwrap().interface, "lo");
+        assert_eq!(
+            parse_address("fe80::2%1")
+                .unwrap()
+                .unwrap()
+                .1
+                .unwrap()
+                .interface,
+            "lo"
+        );
         let e = parse_address("fe80::2%nosuchif0").unwrap_err();
-        assert_eq!(e, "\"fe80::2%nosuchif0\": no interface nosuchif0 on this host");
+        assert_eq!(
+            e,
+            "\"fe80::2%nosuchif0\": no interface nosuchif0 on this host"
+        );
         assert_eq!(parse_address("spx2.lan").unwrap(), None);
-        assert_eq!(flag_address("fe80::2%lo").unwrap().as_deref(), Some("fe80::2%lo"));
-        assert_eq!(flag_address("198.18.0.2").unwrap().as_deref(), Some("198.18.0.2"));
+        assert_eq!(
+            flag_address("fe80::2%lo").unwrap().as_deref(),
+            Some("fe80::2%lo")
+        );
+        assert_eq!(
+            flag_address("198.18.0.2").unwrap().as_deref(),
+            Some("198.18.0.2")
+        );
         assert!(flag_address("fe80::2")
             .unwrap_err()
             .contains("is link-local: name the interface it is on, e.g. fe80::2%eth0"));
@@ -1126,9 +1157,6 @@ mod tests {
             set.peers.iter().map(Peer::label).collect::<Vec<_>>(),
             ["fe80::2%lo", "fe80::2%eth0"]
         );
-        assert_eq!(
-            serde_json::to_value(&set.peers[0]).unwrap()["scope"],
-            "lo"
-        );
+        assert_eq!(serde_json::to_value(&set.peers[0]).unwrap()["scope"], "lo");
     }
 }
