@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::ovsdb_server::{refused_port, silent_listener, OvsdbServer};
-use crate::support::{self, check, run_json, spx, Netns};
+use crate::support::{self, check, run_json, run_remediation, spx, Netns};
 
 struct Cluster {
     nb: OvsdbServer,
@@ -51,33 +51,6 @@ fn config_text(ipsec: bool, nodes: usize, nb_addr: &str, extra: &str) -> String 
         "[nodes.spx1.vpcd]\novn_nb_addr = \"{nb_addr}\"\n{extra}"
     ));
     text
-}
-
-/// Run a remediation command exactly as printed (`prog args… # comment`),
-/// without a shell: the printed command must work as is.
-fn run_remediation(step: &str) {
-    let cmd = step.split("   #").next().unwrap().trim();
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    for ch in cmd.chars() {
-        match ch {
-            '"' => quoted = !quoted,
-            ' ' if !quoted => {
-                if !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    words.push(cur);
-    let out = Command::new(&words[0]).args(&words[1..]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]

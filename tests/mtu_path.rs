@@ -716,14 +716,7 @@ fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
     assert!(s.ping_df(&b_scoped, 1452) && !s.ping_df(&b_scoped, 1453));
 
     let (code, doc) = run_json(s.spx().args([
-        "--check",
-        "mtu.path,underlay.on-link",
-        "--mtu",
-        "9000",
-        "--peer",
-        &h_scoped,
-        "--peer",
-        &b_scoped,
+        "--check", "mtu.path", "--mtu", "9000", "--peer", &h_scoped, "--peer", &b_scoped,
     ]));
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
@@ -741,26 +734,29 @@ fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
             .contains(&format!("{b_scoped} black-holes packets above 1500 bytes")),
         "{c:#}"
     );
-    // On-link by definition, and said so per peer with its scope.
-    let o = check(&doc, "underlay.on-link");
-    assert!(o["status"] == "pass" || o["status"] == "skip", "{o:#}");
 
-    // The same peer from the config.
+    // The same peer from the config: on-link on the interface it names.
     let dir = tempfile::tempdir().unwrap();
     let config = support::write_config(
         dir.path(),
         &format!(
-            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{h_scoped}\"\n",
+            "node = \"src\"\n[network]\nunderlay_mtu = 9000\nipsec_enabled = false\n[nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{h_scoped}\"\n",
             s.v4
         ),
     );
     let (code, doc) = run_json(
         s.spx()
-            .args(["--check", "mtu.path", "--config"])
+            .args(["--check", "mtu.path,underlay.on-link", "--config"])
             .arg(&config),
     );
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(peer(check(&doc, "mtu.path"), &h_ll)["source"], "config");
+    let o = check(&doc, "underlay.on-link");
+    assert_eq!(o["status"], "pass", "{o:#}");
+    let p = &o["evidence"]["peers"][0];
+    assert_eq!(p["scope"], "eth0");
+    assert_eq!(p["interface"], "eth0");
+    assert_eq!(p["on_link"], true);
 
     // Without its interface, a link-local peer is refused, clearly.
     let (code, _, err) = support::run(s.spx().args(["--check", "mtu.path", "--peer", &h_ll]));

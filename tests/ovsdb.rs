@@ -343,3 +343,73 @@ fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
     );
     server.join().unwrap();
 }
+
+/// The family of this node's overlay endpoint, as the guest MTU needs it:
+/// the local `ovn-encap-ip` first, else the SB `Encap` rows when they
+/// agree, else IPv4 assumed and said so.
+#[test]
+fn the_underlay_family_is_read_from_ovn_encap_ip_else_the_sb() {
+    use spx_checks::ctx::{ConfigState, Ctx, Options};
+    use spx_checks::expect::Family;
+    use spx_checks::probe::peers::underlay_family;
+
+    let ovs = OvsdbServer::ovs();
+    let sb = OvsdbServer::sb();
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("unix:{}", dir.path().join("none.sock").display());
+    let ctx = |ovs_db: &str, sb_db: Option<String>| {
+        Ctx::new(
+            ConfigState::Missing { looked_at: vec![] },
+            Options {
+                ovs_db: Some(ovs_db.to_owned()),
+                sb_db,
+                ..Options::default()
+            },
+        )
+    };
+    let set = |ip: &str| {
+        ovs.vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            &format!("external_ids:ovn-encap-ip=\"{ip}\""),
+        ])
+    };
+    set("198.18.0.1");
+    let f = underlay_family(&ctx(&ovs.unix(), None));
+    assert_eq!((f.family, f.known), (Family::Ipv4, true), "{f:?}");
+    set("fd00:198:18::1");
+    let f = underlay_family(&ctx(&ovs.unix(), None));
+    assert_eq!((f.family, f.known), (Family::Ipv6, true), "{f:?}");
+    assert_eq!(
+        f.source,
+        format!("ovn-encap-ip fd00:198:18::1 at {}", ovs.unix())
+    );
+    // Both families: the guest MTU must fit the IPv6 tunnels.
+    set("198.18.0.1,fd00:198:18::1");
+    assert_eq!(
+        underlay_family(&ctx(&ovs.unix(), None)).family,
+        Family::Ipv6
+    );
+
+    // No local OVS database: the SB, when every chassis agrees.
+    for (name, ip) in [("spx1", "fd00:198:18::1"), ("spx2", "fd00:198:18::2")] {
+        sb.sbctl(&["chassis-add", name, "geneve", ip]);
+    }
+    let f = underlay_family(&ctx(&missing, Some(sb.unix())));
+    assert_eq!((f.family, f.known), (Family::Ipv6, true), "{f:?}");
+    assert!(f.source.starts_with("OVN SB: all 2 Encap rows"), "{f:?}");
+    sb.sbctl(&["chassis-add", "spx3", "geneve", "198.18.0.3"]);
+    let f = underlay_family(&ctx(&missing, Some(sb.unix())));
+    assert_eq!((f.family, f.known), (Family::Ipv4, false), "{f:?}");
+    assert!(f.source.contains("mix IPv4 and IPv6"), "{f:?}");
+
+    // Nothing to ask: IPv4 assumed, and why.
+    let f = underlay_family(&ctx(&missing, None));
+    assert_eq!((f.family, f.known), (Family::Ipv4, false));
+    assert!(
+        f.source
+            .starts_with("IPv4 assumed (no local OVS database at unix:"),
+        "{f:?}"
+    );
+}

@@ -157,3 +157,88 @@ fn a_preflight_refuses_to_skip_what_it_requires() {
         .collect();
     assert_eq!(ids, ["udp.rcvbuf-errors", "mtu.path"]);
 }
+
+/// The runbooks name the config this run read, revert to its underlay_mtu
+/// (not a hard-coded 1500), and give the guest MTU of this node's underlay
+/// family (IPv6: 20 bytes less).
+#[test]
+fn runbooks_name_the_loaded_config_its_underlay_mtu_and_the_ipv6_guest_mtu() {
+    if !support::root_or_skip(
+        "runbooks_name_the_loaded_config_its_underlay_mtu_and_the_ipv6_guest_mtu",
+    ) {
+        return;
+    }
+    use crate::support::ovsdb_server::OvsdbServer;
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let healthy = fabric.add_node(NodeSpec::jumbo());
+    let (s, h) = (fabric.node(src), fabric.node(healthy));
+    let ovs = OvsdbServer::ovs();
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:ovn-encap-ip=fd00:198:18::1",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"src\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 4000\n\
+             [nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{}\"\n",
+            s.v4, h.v4
+        ),
+    );
+    let cfg = config.display().to_string();
+    let (code, doc) = run_json(
+        s.spx()
+            .args(["--for", "enable-jumbo", "--ovs-db", &ovs.unix(), "--config"])
+            .arg(&config),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let steps = runbook(&doc).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "set `underlay_mtu = 9000` under [network] in {cfg} and `systemctl restart spinifex-daemon`"
+        )),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("revert at once on both ends to the configured underlay_mtu 4000: `ip link set dev <nic> mtu 4000`, `ip link set dev br-vpc mtu 4000`"),
+        "{steps}"
+    );
+    // 9000 - 58 - 20 (an IPv6 outer header).
+    assert!(
+        steps.contains("guests will be given MTU 8922 (IPsec off, IPv6 underlay)"),
+        "{steps}"
+    );
+    assert!(!steps.contains("/etc/spinifex"), "{steps}");
+
+    let (_, doc) = run_json(
+        s.spx()
+            .args([
+                "--for",
+                "disable-ipsec",
+                "--ovs-db",
+                &ovs.unix(),
+                "--config",
+            ])
+            .arg(&config),
+    );
+    let steps = runbook(&doc).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "set `ipsec_enabled = false` under [network] in {cfg}"
+        )),
+        "{steps}"
+    );
+    // 4000 - 58 - 20, with and without ESP's 34.
+    assert!(
+        steps.contains("the guest MTU moves 3888 -> 3922 (IPv6 underlay)"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("DHCP and tap MTU 3922 (mtu.overlay)"),
+        "{steps}"
+    );
+}

@@ -267,3 +267,79 @@ fn a_tuned_guest_has_no_problem_but_what_the_host_lacks() {
     assert_eq!(problems.len(), if vhost { 1 } else { 2 }, "{problems:#?}");
     drop(guest);
 }
+
+/// host_mtu is the guest MTU, which this node's overlay endpoint family
+/// decides: 1442 over IPv4, 1422 over IPv6 (IPsec off, underlay 1500).
+#[test]
+fn host_mtu_follows_the_family_of_this_nodes_encap_ip() {
+    if !support::root_or_skip("host_mtu_follows_the_family_of_this_nodes_encap_ip") {
+        return;
+    }
+    use crate::support::ovsdb_server::OvsdbServer;
+    let ns = Netns::new();
+    ns.ip(&["tuntap", "add", "dev", "tapeni-v6a0", "mode", "tap"]);
+    let guest = QemuGuest::start(
+        &ns,
+        &[
+            "-name",
+            "guest=spx-test-v6",
+            "-netdev",
+            "tap,id=net0,ifname=tapeni-v6a0,script=no,downscript=no",
+            "-device",
+            "virtio-net-pci,netdev=net0,mac=02:00:00:00:00:03,host_mtu=1422,rx_queue_size=1024",
+        ],
+    );
+    let ovs = OvsdbServer::ovs();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), CONFIG);
+    let run = || {
+        run_json(ns.spx().args([
+            "--check",
+            "qemu.tuning",
+            "--config",
+            config.to_str().unwrap(),
+            "--ovs-db",
+            &ovs.unix(),
+            "--probe-timeout",
+            "500ms",
+        ]))
+    };
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:ovn-encap-ip=fd00:198:18::1",
+    ]);
+    let (_, doc) = run();
+    let me = instance(&doc, guest.pid);
+    assert!(
+        strings(&me["ok"])
+            .iter()
+            .any(|o| o == "NIC net0 (tapeni-v6a0): host_mtu=1422 (the guest MTU)"),
+        "{me:#}"
+    );
+    assert!(
+        !strings(&me["problems"])
+            .iter()
+            .any(|p| p.contains("host_mtu")),
+        "{me:#}"
+    );
+    let c = support::check(&doc, "qemu.tuning");
+    assert_eq!(c["evidence"]["expected_guest_mtu"], 1422);
+    assert_eq!(c["evidence"]["underlay_family"]["family"], "ipv6");
+
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:ovn-encap-ip=198.18.0.1",
+    ]);
+    let (_, doc) = run();
+    let me = instance(&doc, guest.pid);
+    assert!(
+        strings(&me["problems"]).iter().any(|p| p
+            == "NIC net0 (tapeni-v6a0): host_mtu=1422, expected host_mtu=1442 (the guest MTU for underlay 1500 without IPsec); large segments vanish otherwise"),
+        "{me:#}"
+    );
+    drop(guest);
+}

@@ -9,6 +9,7 @@ mod junit;
 mod monitoring;
 mod mtu_path;
 mod nic;
+mod overlay;
 mod ovsdb;
 mod preflight;
 mod qemu;

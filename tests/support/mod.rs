@@ -148,3 +148,33 @@ pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     std::fs::write(&path, text).expect("write config");
     path
 }
+
+/// Run a remediation command exactly as printed (`prog args… # comment`),
+/// without a shell: the printed command must work as is.
+pub fn run_remediation(step: &str) {
+    let cmd = step.split("   #").next().unwrap().trim();
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for ch in cmd.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    words.push(cur);
+    let out = std::process::Command::new(&words[0])
+        .args(&words[1..])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
