@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, FAR_V6, ROUTER_V4, ROUTER_V6};
+use crate::support::fabric::{Fabric, Node, NodeSpec, FAR_V4, FAR_V6, ROUTER_V4, ROUTER_V6};
 use crate::support::{self, check, run_json};
 
 fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
@@ -16,6 +16,31 @@ fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
         .iter()
         .find(|p| p["address"] == addr)
         .unwrap_or_else(|| panic!("no peer {addr} in {check:#}"))
+}
+
+/// A config of `text` in a temp dir (kept alive by the returned guard).
+struct Config {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Config {
+    fn new(text: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        Config {
+            path: support::write_config(dir.path(), text),
+            _dir: dir,
+        }
+    }
+
+    /// Run `checks` from `node` with this config: (exit code, report).
+    fn run(&self, node: &Node, checks: &str) -> (i32, Value) {
+        run_json(
+            node.spx()
+                .args(["--check", checks, "--config"])
+                .arg(&self.path),
+        )
+    }
 }
 
 #[test]
@@ -45,24 +70,16 @@ fn mtu_path_names_every_failure_mode_exactly() {
     assert!(!s.ping_df(&d.v4, 56), "deaf node ignores echo");
 
     // Peers from the config, this node's own entry among them (skipped).
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n\
-             [nodes.src]\nhost = \"{}\"\n\
-             [nodes.healthy]\nhost = \"{}\"\n\
-             [nodes.hole]\nhost = \"{}:8443\"\n\
-             [nodes.deaf]\nadvertise = \"{}\"\n\
-             [nodes.far]\nhost = \"{FAR_V4}\"\n",
-            s.v4, h.v4, b.v4, d.v4
-        ),
-    );
-    let (code, doc) = run_json(
-        s.spx()
-            .args(["--check", "mtu.path", "--config"])
-            .arg(&config),
-    );
+    let config = Config::new(&format!(
+        "node = \"src\"\n[network]\nunderlay_mtu = 9000\n\
+         [nodes.src]\nhost = \"{}\"\n\
+         [nodes.healthy]\nhost = \"{}\"\n\
+         [nodes.hole]\nhost = \"{}:8443\"\n\
+         [nodes.deaf]\nadvertise = \"{}\"\n\
+         [nodes.far]\nhost = \"{FAR_V4}\"\n",
+        s.v4, h.v4, b.v4, d.v4
+    ));
+    let (code, doc) = config.run(s, "mtu.path");
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
     assert_eq!(c["status"], "fail");
@@ -139,7 +156,7 @@ fn mtu_path_names_every_failure_mode_exactly() {
     assert!(
         fixes.iter().any(|f| f.contains(&format!(
             "set `underlay_mtu = 1500` under [network] in {}",
-            config.display()
+            config.path.display()
         ))),
         "{fixes:#?}"
     );
@@ -260,19 +277,11 @@ fn mtu_path_without_peers_skips() {
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let s = fabric.node(src);
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n",
-            s.v4
-        ),
-    );
-    let (_, doc) = run_json(
-        s.spx()
-            .args(["--check", "mtu.path", "--config"])
-            .arg(&config),
-    );
+    let config = Config::new(&format!(
+        "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n",
+        s.v4
+    ));
+    let (_, doc) = config.run(s, "mtu.path");
     let c = check(&doc, "mtu.path");
     assert_eq!(c["status"], "skip");
     assert!(
@@ -362,21 +371,17 @@ fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
     ]);
 
     // Config nodes name other addresses: the SB, a better source, wins.
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"spx1\"\n[network]\nunderlay_mtu = 9000\n\
-             [nodes.spx1]\nhost = \"198.18.0.77\"\n\
-             [nodes.spx1.vpcd]\novn_sb_addr = \"{}\"\n\
-             [nodes.spx5]\nhost = \"198.18.0.99\"\n",
-            sb.unix()
-        ),
-    );
+    let config = Config::new(&format!(
+        "node = \"spx1\"\n[network]\nunderlay_mtu = 9000\n\
+         [nodes.spx1]\nhost = \"198.18.0.77\"\n\
+         [nodes.spx1.vpcd]\novn_sb_addr = \"{}\"\n\
+         [nodes.spx5]\nhost = \"198.18.0.99\"\n",
+        sb.unix()
+    ));
     let (code, doc) = run_json(
         s.spx()
             .args(["--check", "mtu.path", "--ovs-db", &ovs.unix(), "--config"])
-            .arg(&config),
+            .arg(&config.path),
     );
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
@@ -416,19 +421,11 @@ fn mtu_path_discovery_falls_back_in_order_to_the_config() {
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
     let (s, h) = (fabric.node(src), fabric.node(healthy));
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"a\"\n[network]\nunderlay_mtu = 9000\n[nodes.a]\nhost = \"{}\"\n[nodes.b]\nhost = \"{}\"\n",
-            s.v4, h.v4
-        ),
-    );
-    let (code, doc) = run_json(
-        s.spx()
-            .args(["--check", "mtu.path", "--config"])
-            .arg(&config),
-    );
+    let config = Config::new(&format!(
+        "node = \"a\"\n[network]\nunderlay_mtu = 9000\n[nodes.a]\nhost = \"{}\"\n[nodes.b]\nhost = \"{}\"\n",
+        s.v4, h.v4
+    ));
+    let (code, doc) = config.run(s, "mtu.path");
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 0, "{c:#}");
     let notes: Vec<&str> = c["evidence"]["peer_discovery"]
@@ -634,19 +631,11 @@ fn mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is
     assert!(s.ping_df(&p.v4, 1476) && !s.ping_df(&p.v4, 1477));
 
     // The config lives outside /etc: remediation must name it.
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n[nodes.small]\nhost = \"{}\"\n",
-            s.v4, p.v4
-        ),
-    );
-    let (code, doc) = run_json(
-        s.spx()
-            .args(["--check", "mtu.path", "--config"])
-            .arg(&config),
-    );
+    let config = Config::new(&format!(
+        "node = \"src\"\n[network]\nunderlay_mtu = 9000\n[nodes.src]\nhost = \"{}\"\n[nodes.small]\nhost = \"{}\"\n",
+        s.v4, p.v4
+    ));
+    let (code, doc) = config.run(s, "mtu.path");
     let c = check(&doc, "mtu.path");
     assert_eq!(code, 1, "{c:#}");
     let e = peer(c, &p.v4);
@@ -670,7 +659,7 @@ fn mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is
     assert!(
         fixes.contains(&format!(
             "then set `underlay_mtu = 1500` under [network] in {} on every node",
-            config.display()
+            config.path.display()
         )),
         "{fixes}"
     );
@@ -736,19 +725,11 @@ fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
     );
 
     // The same peer from the config: on-link on the interface it names.
-    let dir = tempfile::tempdir().unwrap();
-    let config = support::write_config(
-        dir.path(),
-        &format!(
-            "node = \"src\"\n[network]\nunderlay_mtu = 9000\nipsec_enabled = false\n[nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{h_scoped}\"\n",
-            s.v4
-        ),
-    );
-    let (code, doc) = run_json(
-        s.spx()
-            .args(["--check", "mtu.path,underlay.on-link", "--config"])
-            .arg(&config),
-    );
+    let config = Config::new(&format!(
+        "node = \"src\"\n[network]\nunderlay_mtu = 9000\nipsec_enabled = false\n[nodes.src]\nhost = \"{}\"\n[nodes.h]\nhost = \"{h_scoped}\"\n",
+        s.v4
+    ));
+    let (code, doc) = config.run(s, "mtu.path,underlay.on-link");
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(peer(check(&doc, "mtu.path"), &h_ll)["source"], "config");
     let o = check(&doc, "underlay.on-link");
