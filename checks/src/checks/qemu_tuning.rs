@@ -164,7 +164,8 @@ impl Check for QemuTuning {
          dotted form, -smp in any form, -set and -global), and audits each guest:\n\
          - VPC NIC (any tap not named mg*): -netdev tap with vhost=on; queues= equal to \
          min(vCPUs, 8) with IPsec off and 1 with IPsec on; virtio-net-pci with mq=on and \
-         vectors=2N+2 when N>1 queues, rx_queue_size=1024, host_mtu= the expected guest MTU. \
+         vectors=2N+2 when N>1 queues, rx_queue_size=1024, host_mtu= the expected guest MTU \
+         (20 less when this node's ovn-encap-ip is IPv6). \
          The management NIC (mg* tap, 1 queue, no host_mtu) is not audited.\n\
          - Boot disk (drive id os, else the lowest bootindex): an -object iothread, cache=none \
          on the drive, virtio-blk-pci with iothread= and num-queues= the vCPU count.\n\
