@@ -6,6 +6,7 @@ mod cli;
 mod hardening;
 mod ipsec;
 mod junit;
+mod kernel_lab;
 mod monitoring;
 mod mtu_path;
 mod nic;

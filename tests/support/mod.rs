@@ -9,6 +9,7 @@ pub mod fabric;
 pub mod netns;
 pub mod ovsdb_server;
 pub mod qemu;
+pub mod vm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
