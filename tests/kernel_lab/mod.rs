@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::vm::{self, Vm};
 
+mod ipsec;
+mod tcp;
 mod udp;
 
 /// Traffic for the lab, run inside the guest by [`crate::support::vm::helper`]
@@ -25,7 +27,7 @@ fn guest_helper() {
     let words: Vec<&str> = spec.split_whitespace().collect();
     let result = match words.as_slice() {
         ["udp-bursts", burst, dir] => udp_bursts(burst.parse().unwrap(), dir),
-        ["tcp-serve", bind] => tcp_serve(bind),
+        ["tcp-serve", bind, dir] => tcp_serve(bind, dir),
         ["tcp-send", to, dir] => tcp_send(to, dir),
         _ => panic!("unknown helper {spec:?}"),
     };
@@ -61,27 +63,36 @@ impl Until {
 }
 
 /// Start a helper in the background in the guest (inside `netns` when
-/// given), its result going to `DIR/result`; returns once it says traffic
-/// flows (helpers that serve say nothing: this returns at once for them).
-pub fn start_helper(vm: &Vm, netns: Option<&str>, args: &[&str], dir: &str, wait: bool) {
-    let ns = netns.map_or(String::new(), |n| format!("ip netns exec {n} "));
+/// given), its output going to `DIR/result`; returns once it says it is
+/// listening or its traffic flows (`DIR/started`).
+pub fn start_helper(vm: &Vm, netns: Option<&str>, args: &[&str], dir: &str) {
     vm.ok(&format!(
-        "mkdir -p {dir} && rm -f {dir}/started {dir}/stop {dir}/result && ({ns}{} >{dir}/result 2>&1 &)",
-        vm::helper(args)
+        "mkdir -p {dir} && rm -f {dir}/started {dir}/stop {dir}/result && ({} >{dir}/result 2>&1 &)",
+        vm::helper(netns, args)
     ));
-    if wait {
-        vm.ok(&format!(
-            "i=0; while [ ! -e {dir}/started ]; do i=$((i+1)); [ $i -lt 600 ] || exit 1; sleep 0.05; done"
-        ));
-    }
+    let waited = vm.sh(&format!(
+        "end=$(($(date +%s) + 60)); while [ ! -e {dir}/started ]; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done"
+    ));
+    assert_eq!(
+        waited.code,
+        0,
+        "helper {args:?} never started: {}",
+        vm.sh(&format!("cat {dir}/result")).stdout
+    );
 }
 
 /// Tell the helper writing to `dir` to stop; its result once it has.
 pub fn stop_helper(vm: &Vm, dir: &str) -> serde_json::Value {
-    let out = vm.ok(&format!(
-        "touch {dir}/stop; i=0; until grep -q '^test result' {dir}/result; do i=$((i+1)); [ $i -lt 1200 ] || exit 1; sleep 0.05; done; cat {dir}/result"
+    let out = vm.sh(&format!(
+        "touch {dir}/stop; end=$(($(date +%s) + 60)); until grep -q '^test result' {dir}/result; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done; cat {dir}/result"
     ));
-    helper_result(&out)
+    assert_eq!(
+        out.code,
+        0,
+        "helper in {dir} did not finish: {}",
+        vm.sh(&format!("cat {dir}/result")).stdout
+    );
+    helper_result(&out.stdout)
 }
 
 /// The result line of a helper's output.
@@ -102,8 +113,13 @@ fn udp_bursts(burst: u64, dir: &str) -> serde_json::Value {
     let rx = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
     rx.set_recv_buffer_size(7 * 1024 * 1024).unwrap();
     let granted = rx.recv_buffer_size().unwrap();
-    rx.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
-        .unwrap();
+    rx.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
     let rx: UdpSocket = rx.into();
     rx.set_nonblocking(true).unwrap();
     let to = rx.local_addr().unwrap();
@@ -129,8 +145,9 @@ fn udp_bursts(burst: u64, dir: &str) -> serde_json::Value {
     serde_json::json!({"rcvbuf": granted, "sent": sent, "received": received, "bursts": bursts})
 }
 
-fn tcp_serve(bind: &str) -> serde_json::Value {
+fn tcp_serve(bind: &str, dir: &str) -> serde_json::Value {
     let listener = TcpListener::bind(bind).unwrap();
+    Until::new(dir).more();
     let (mut conn, _) = listener.accept().unwrap();
     let mut buf = vec![0_u8; 1 << 16];
     let mut total = 0_u64;

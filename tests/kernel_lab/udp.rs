@@ -19,14 +19,22 @@ const BURST: &str = "2000";
 /// `udp.rcvbuf-errors` sampled while the bursts run; the helper's own
 /// count of what it sent and received.
 fn sample_during_bursts(vm: &Vm) -> (i32, Value, Value) {
-    start_helper(vm, None, &["udp-bursts", BURST, "/tmp/bursts"], "/tmp/bursts", true);
+    start_helper(
+        vm,
+        None,
+        &["udp-bursts", BURST, "/tmp/bursts"],
+        "/tmp/bursts",
+    );
     let (code, doc) = vm.spx(None, &["--check", "udp.rcvbuf-errors", "--sample", "2s"]);
     let traffic = stop_helper(vm, "/tmp/bursts");
     (code, check(&doc, "udp.rcvbuf-errors").clone(), traffic)
 }
 
 fn rmem_max(vm: &Vm) -> u64 {
-    vm.ok("cat /proc/sys/net/core/rmem_max").trim().parse().unwrap()
+    vm.ok("cat /proc/sys/net/core/rmem_max")
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 #[test]

@@ -181,14 +181,11 @@ fn build_image(cache: &Path) -> Result<Image, String> {
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .collect();
     let [release] = releases.as_slice() else {
-        return Err(format!("{package}: expected one module tree, found {releases:?}"));
+        return Err(format!(
+            "{package}: expected one module tree, found {releases:?}"
+        ));
     };
-    run_tool(
-        Command::new("depmod")
-            .arg("-b")
-            .arg(&modroot)
-            .arg(release),
-    )?;
+    run_tool(Command::new("depmod").arg("-b").arg(&modroot).arg(release))?;
     let image = image_at(cache, &package, release);
     let vmlinuz = fs::read(modroot.join(format!("boot/vmlinuz-{release}")))
         .map_err(|e| format!("vmlinuz-{release}: {e}"))?;
@@ -430,7 +427,11 @@ fn initramfs(modroot: &Path, release: &str) -> Result<Vec<u8>, String> {
             parent.push_str(&part.to_string_lossy());
             cpio.dir(&parent);
         }
-        cpio.file(rel, 0o755, &fs::read(lib).map_err(|e| format!("{lib}: {e}"))?);
+        cpio.file(
+            rel,
+            0o755,
+            &fs::read(lib).map_err(|e| format!("{lib}: {e}"))?,
+        );
     }
     let modules_dir = modroot.join("lib/modules").join(release);
     for (i, path) in module_closure(&modules_dir, &INITRAMFS_MODULES)?
@@ -598,30 +599,37 @@ impl Vm {
         .unwrap();
 
         let mut cmd = Command::new(QEMU);
-        cmd.args(["-accel", "tcg", "-cpu", "max", "-nodefaults", "-no-user-config"])
-            .args(["-display", "none", "-no-reboot"])
-            .args(["-m", &opts.memory_mb.to_string()])
-            .args(["-smp", &opts.cpus.to_string()])
-            .arg("-kernel")
-            .arg(&image.vmlinux)
-            .arg("-initrd")
-            .arg(&image.initramfs)
-            .args(["-append", "console=ttyS0 panic=-1 quiet"])
-            .arg("-serial")
-            .arg(format!("file:{}", lab.join("console.log").display()))
-            .args([
-                "-virtfs",
-                "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-            ])
-            .arg("-virtfs")
-            .arg(format!(
-                "local,path={},mount_tag=lab,security_model=none",
-                lab.display()
-            ))
-            .args(&opts.qemu_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(lab.join("qemu.log")).unwrap());
+        cmd.args([
+            "-accel",
+            "tcg",
+            "-cpu",
+            "max",
+            "-nodefaults",
+            "-no-user-config",
+        ])
+        .args(["-display", "none", "-no-reboot"])
+        .args(["-m", &opts.memory_mb.to_string()])
+        .args(["-smp", &opts.cpus.to_string()])
+        .arg("-kernel")
+        .arg(&image.vmlinux)
+        .arg("-initrd")
+        .arg(&image.initramfs)
+        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .arg("-serial")
+        .arg(format!("file:{}", lab.join("console.log").display()))
+        .args([
+            "-virtfs",
+            "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        ])
+        .arg("-virtfs")
+        .arg(format!(
+            "local,path={},mount_tag=lab,security_model=none",
+            lab.display()
+        ))
+        .args(&opts.qemu_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(lab.join("qemu.log")).unwrap());
         // SAFETY: prctl is async-signal-safe; it only asks the kernel to
         // kill QEMU when the thread that spawned it dies.
         unsafe {
@@ -714,9 +722,8 @@ impl Vm {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let read = |ext: &str| {
-            fs::read_to_string(lab.join(format!("out/{n}.{ext}"))).unwrap_or_default()
-        };
+        let read =
+            |ext: &str| fs::read_to_string(lab.join(format!("out/{n}.{ext}"))).unwrap_or_default();
         GuestOutput {
             code: read("rc").trim().parse().expect("exit code"),
             stdout: read("out"),
@@ -765,6 +772,17 @@ impl Vm {
         (out.code, doc)
     }
 
+    /// Put `contents` where the guest reads it: returns its guest path
+    /// (`/run/lab/files/NAME`).
+    pub fn file(&self, name: &str, contents: &str) -> String {
+        let dir = self.dir.path().join("files");
+        fs::create_dir_all(&dir).unwrap();
+        let tmp = dir.join(format!(".{name}.partial"));
+        fs::write(&tmp, contents).unwrap();
+        fs::rename(&tmp, dir.join(name)).unwrap();
+        format!("/run/lab/files/{name}")
+    }
+
     /// Seconds since QEMU started.
     pub fn uptime(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
@@ -783,10 +801,11 @@ impl Drop for Vm {
 /// A command line that runs this very test binary in the guest as a
 /// traffic helper (see `kernel_lab::guest_helper`): the same Rust socket
 /// code as the host tests, no tool the image would otherwise need.
-pub fn helper(args: &[&str]) -> String {
+pub fn helper(netns: Option<&str>, args: &[&str]) -> String {
     let exe = std::env::current_exe().expect("current_exe");
+    let ns = netns.map_or(String::new(), |n| format!("ip netns exec {} ", quote(n)));
     format!(
-        "SPX_VMLAB_HELPER={} {} --exact kernel_lab::guest_helper --ignored --nocapture --quiet --test-threads=1",
+        "SPX_VMLAB_HELPER={} {ns}{} --exact kernel_lab::guest_helper --ignored --nocapture --quiet --test-threads=1",
         quote(&args.join(" ")),
         quote(&exe.to_string_lossy())
     )
