@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::support::vm::{self, Vm};
 
 mod ipsec;
+mod qemu;
 mod tcp;
 mod udp;
 
@@ -29,6 +30,7 @@ fn guest_helper() {
         ["udp-bursts", burst, dir] => udp_bursts(burst.parse().unwrap(), dir),
         ["tcp-serve", bind, dir] => tcp_serve(bind, dir),
         ["tcp-send", to, dir] => tcp_send(to, dir),
+        ["qmp-prelaunch", socket] => qmp_prelaunch(socket),
         _ => panic!("unknown helper {spec:?}"),
     };
     println!("SPX-VMLAB {result}");
@@ -143,6 +145,19 @@ fn udp_bursts(burst: u64, dir: &str) -> serde_json::Value {
         }
     }
     serde_json::json!({"rcvbuf": granted, "sent": sent, "received": received, "bursts": bursts})
+}
+
+/// Wait until the QEMU behind `socket` answers QMP with every device
+/// realized (`query-status` says prelaunch: started with -S).
+fn qmp_prelaunch(socket: &str) -> serde_json::Value {
+    let end = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Ok(mut q) = crate::support::qemu::Qmp::connect(std::path::Path::new(socket)) {
+            return q.execute("query-status", serde_json::json!({}));
+        }
+        assert!(Instant::now() < end, "no QMP at {socket} in 90s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn tcp_serve(bind: &str, dir: &str) -> serde_json::Value {
