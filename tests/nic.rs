@@ -14,9 +14,14 @@ use serde_json::Value;
 
 use crate::support::{self, run_json, Netns};
 
-/// `ethtool -k IF` inside `ns` as kernel feature name → state. ethtool
-/// prints a few single features under legacy names; map those back.
+/// `ethtool -k IF` inside `ns` as kernel feature name → state.
 fn ethtool_k(ns: &Netns, ifname: &str) -> BTreeMap<String, String> {
+    parse_ethtool_k(&ns.exec(&["ethtool", "-k", ifname]))
+}
+
+/// The text of `ethtool -k IF` as kernel feature name → state. ethtool
+/// prints a few single features under legacy names; map those back.
+pub fn parse_ethtool_k(text: &str) -> BTreeMap<String, String> {
     let legacy = [
         ("rx-checksumming", "rx-checksum"),
         ("generic-segmentation-offload", "tx-generic-segmentation"),
@@ -27,8 +32,7 @@ fn ethtool_k(ns: &Netns, ifname: &str) -> BTreeMap<String, String> {
         ("ntuple-filters", "rx-ntuple-filter"),
         ("receive-hashing", "rx-hashing"),
     ];
-    ns.exec(&["ethtool", "-k", ifname])
-        .lines()
+    text.lines()
         .skip(1)
         .filter_map(|l| l.trim().split_once(": "))
         .map(|(n, v)| {

@@ -9,7 +9,7 @@ mod junit;
 mod kernel_lab;
 mod monitoring;
 mod mtu_path;
-mod nic;
+pub mod nic;
 mod overlay;
 mod ovsdb;
 mod preflight;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::support::vm::{self, Vm};
 
 mod ipsec;
+mod nic;
 mod qemu;
 mod tcp;
 mod udp;
@@ -95,6 +96,11 @@ pub fn stop_helper(vm: &Vm, dir: &str) -> serde_json::Value {
         vm.sh(&format!("cat {dir}/result")).stdout
     );
     helper_result(&out.stdout)
+}
+
+#[allow(clippy::disallowed_macros)]
+pub fn note(s: &str) {
+    eprintln!("{s}");
 }
 
 /// The result line of a helper's output.

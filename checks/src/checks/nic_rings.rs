@@ -21,8 +21,14 @@ pub const RX_RING_MIN: u32 = 1024;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceRings {
     pub name: String,
+    pub driver: Option<String>,
     pub rings: Reported<Rings>,
 }
+
+/// The guest NIC's driver: its ring maximum is the virtqueue size the
+/// host's QEMU gave the device (`rx_queue_size`, 256 by default), so a
+/// maximum below 1024 is the host's to fix, not a property of hardware.
+pub const VIRTIO_NET: &str = "virtio_net";
 
 impl Check for NicRings {
     fn id(&self) -> &'static str {
@@ -40,8 +46,10 @@ impl Check for NicRings {
          beneath).\n\
          \n\
          Verdict: an rx ring below 1024 where the device's maximum allows 1024 warns, with \
-         the `ethtool -G` command. A ring already at the device's maximum passes; a driver \
-         without ring parameters (veth, for one) is 'not reported by this driver'.\n\
+         the `ethtool -G` command. A ring already at the device's maximum passes, except on \
+         virtio_net (a guest NIC), whose maximum is the queue size the host's QEMU gave it: \
+         below 1024 it warns, naming rx_queue_size. A driver without ring parameters \
+         (veth, for one) is 'not reported by this driver'.\n\
          \n\
          Why: the tuning page moved the guest NIC's RX ring from 256 to 1024 because the \
          shallow ring was a drop source under burst (Spinifex now passes \
@@ -62,10 +70,16 @@ impl Check for NicRings {
 }
 
 pub fn gather(sel: &Selection) -> Result<Vec<InterfaceRings>, Finding> {
-    let read = underlay_nics::read_each(sel, |e, name| e.rings(name))?;
+    let read = underlay_nics::read_each(sel, |e, name| {
+        Ok((underlay_nics::driver(e, name), e.rings(name)?))
+    })?;
     Ok(read
         .into_iter()
-        .map(|(name, rings)| InterfaceRings { name, rings })
+        .map(|(name, (driver, rings))| InterfaceRings {
+            name,
+            driver,
+            rings,
+        })
         .collect())
 }
 
@@ -106,6 +120,18 @@ pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
                 i.name, r.rx, r.rx_max
             ));
             fixes.push(format!("ethtool -G {} rx {RX_RING_MIN}", i.name));
+        } else if r.rx < RX_RING_MIN && i.driver.as_deref() == Some(VIRTIO_NET) {
+            // Measured on Debian's 6.1 under QEMU 7.2: without
+            // rx_queue_size the device offers 256 and nothing in the guest
+            // can raise it.
+            shallow.push(format!(
+                "{} rx ring {} is all its virtio device offers (QEMU's default rx_queue_size; Spinifex starts guests with rx_queue_size={RX_RING_MIN})",
+                i.name, r.rx
+            ));
+            fixes.push(format!(
+                "on the host: stop, then start this instance, so that its QEMU gets rx_queue_size={RX_RING_MIN} (`{} --check qemu.tuning` there names the instance)",
+                crate::spinifex::doctor_command()
+            ));
         } else if r.rx < RX_RING_MIN {
             fine.push(format!("{} rx {} (its maximum)", i.name, r.rx));
         } else {
@@ -147,6 +173,7 @@ mod tests {
     fn iface(name: &str, rx: u32, rx_max: u32) -> InterfaceRings {
         InterfaceRings {
             name: name.into(),
+            driver: Some("mlx5_core".into()),
             rings: Reported::Yes(Rings {
                 rx,
                 rx_max,
@@ -170,6 +197,22 @@ mod tests {
     }
 
     #[test]
+    fn a_virtio_nic_capped_at_256_warns_naming_rx_queue_size() {
+        // ethtool -g in the kernel lab (Debian 6.1, QEMU 7.2): a
+        // virtio-net-pci device without rx_queue_size offers RX 256 at most.
+        let mut nic = iface("eth1", 256, 256);
+        nic.driver = Some(VIRTIO_NET.into());
+        let f = judge(&[nic]);
+        assert_eq!(f.status, Status::Warn);
+        assert!(f.summary.contains("rx_queue_size=1024"), "{}", f.summary);
+        assert!(f.remediation[0].contains("stop, then start this instance"));
+        // At 1024 it passes; resized down in the guest, ethtool fixes it.
+        let mut nic = iface("eth0", 1024, 1024);
+        nic.driver = Some(VIRTIO_NET.into());
+        assert_eq!(judge(&[nic]).status, Status::Pass);
+    }
+
+    #[test]
     fn deep_or_maxed_rings_pass_and_veth_is_not_reported() {
         assert_eq!(
             judge(&[iface("enp65s0f0np0", 1024, 8192)]).status,
@@ -179,6 +222,7 @@ mod tests {
         assert_eq!(judge(&[iface("eth0", 256, 256)]).status, Status::Pass);
         let veth = InterfaceRings {
             name: "va".into(),
+            driver: Some("veth".into()),
             rings: Reported::NotReported,
         };
         let f = judge(&[veth]);
