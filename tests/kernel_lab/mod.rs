@@ -15,6 +15,44 @@ mod qemu;
 mod tcp;
 mod udp;
 
+/// The harness itself: what a guest command prints and returns comes back
+/// unchanged, a command past its bound fails the test, and the QEMU behind
+/// a panicking test is gone once the panic has unwound.
+#[test]
+fn the_lab_returns_output_and_never_leaves_qemu_behind() {
+    let Some(image) = vm::lab_or_skip("the_lab_returns_output_and_never_leaves_qemu_behind") else {
+        return;
+    };
+    let vm = Vm::boot(image, vm::VmOptions::default());
+    let out = vm.sh("echo out; echo err >&2; uname -r; exit 7");
+    assert_eq!(out.code, 7);
+    assert_eq!(out.stdout, format!("out\n{}\n", image.kernel_release));
+    assert_eq!(out.stderr, "err\n");
+    // The guest's root is the host's, under an overlay: what it writes
+    // stays in the guest.
+    let marker = format!("/tmp/spx-vmlab-overlay-{}", std::process::id());
+    vm.ok(&format!("touch {marker} && test -e {marker}"));
+    assert!(!std::path::Path::new(&marker).exists());
+
+    let pid = vm.pid();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let vm = vm;
+        vm.sh_within("sleep 30", Duration::from_secs(2))
+    }));
+    let message = panicked.expect_err("a command past its bound fails the test");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(message.contains("did not finish in 2s"), "{message}");
+    // Killed and reaped while the panic unwound: the pid is free.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "QEMU {pid} outlived its test"
+    );
+}
+
 /// Traffic for the lab, run inside the guest by [`crate::support::vm::helper`]
 /// (this very test binary, re-executed with `SPX_VMLAB_HELPER` set). Its one
 /// result line starts with `SPX-VMLAB ` and is JSON.
@@ -96,11 +134,6 @@ pub fn stop_helper(vm: &Vm, dir: &str) -> serde_json::Value {
         vm.sh(&format!("cat {dir}/result")).stdout
     );
     helper_result(&out.stdout)
-}
-
-#[allow(clippy::disallowed_macros)]
-pub fn note(s: &str) {
-    eprintln!("{s}");
 }
 
 /// The result line of a helper's output.

@@ -662,6 +662,12 @@ impl Vm {
         };
         vm.wait_ready(Duration::from_secs(120));
         vm.boot_seconds = started.elapsed().as_secs_f64();
+        note(&format!(
+            "vmlab: {} ready in {:.1}s (modules: {})",
+            vm.kernel_release,
+            vm.boot_seconds,
+            opts.modules.join(" ")
+        ));
         let failed = fs::read_to_string(vm.dir.path().join("modules.failed")).unwrap_or_default();
         assert!(
             failed.is_empty(),
@@ -783,6 +789,11 @@ impl Vm {
         format!("/run/lab/files/{name}")
     }
 
+    /// QEMU's pid on the host.
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap().id()
+    }
+
     /// Seconds since QEMU started.
     pub fn uptime(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
@@ -791,6 +802,7 @@ impl Vm {
 
 impl Drop for Vm {
     fn drop(&mut self) {
+        note(&format!("vmlab: guest stopped after {:.1}s", self.uptime()));
         drop(self.cancel.take());
         let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
         let _ = child.kill();
