@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::support::qemu::{vhost_net_available, QemuGuest};
-use crate::support::{self, run_json, write_config, Netns};
+use crate::support::{self, run_json, strings, write_config, Netns};
 
 /// One node, IPsec off, underlay 1500: guest MTU 1442, queues min(vCPUs, 8)
 /// = 2 for the 2-vCPU guests below.
@@ -25,7 +25,7 @@ fn run_check(ns: &Netns, config: &std::path::Path) -> (i32, Value) {
 }
 
 /// This guest's entry in the evidence.
-fn instance(doc: &Value, pid: u32) -> Value {
+pub fn instance(doc: &Value, pid: u32) -> Value {
     let check = support::check(doc, "qemu.tuning");
     check["evidence"]["instances"]
         .as_array()
@@ -34,14 +34,6 @@ fn instance(doc: &Value, pid: u32) -> Value {
         .find(|i| i["pid"] == pid)
         .unwrap_or_else(|| panic!("pid {pid} not in {check:#}"))
         .clone()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

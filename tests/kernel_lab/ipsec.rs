@@ -8,8 +8,8 @@
 
 use serde_json::{json, Value};
 
-use crate::support::check;
 use crate::support::vm::{self, Vm, VmOptions};
+use crate::support::{check, strings};
 
 const KEY: &str = "0x0102030405060708090a0b0c0d0e0f1011121314";
 
@@ -84,18 +84,10 @@ fn sa_packets(vm: &Vm, ns: u32, s: u32, d: u32) -> u64 {
 fn overlay_reachable(vm: &Vm, a: u32, b: u32) -> bool {
     let (lo, hi) = (a.min(b), a.max(b));
     vm.sh(&format!(
-        "ip netns exec n{a} ping -c 1 -W 2 10.{lo}{hi}.0.{b}"
+        "ip netns exec n{a} ping -c 1 -W 5 10.{lo}{hi}.0.{b}"
     ))
     .code
         == 0
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -111,12 +111,8 @@ pub fn start_helper(vm: &Vm, netns: Option<&str>, args: &[&str], dir: &str) {
         "mkdir -p {dir} && rm -f {dir}/started {dir}/stop {dir}/result && ({} >{dir}/result 2>&1 &)",
         vm::helper(netns, args)
     ));
-    let waited = vm.sh(&format!(
-        "end=$(($(date +%s) + 60)); while [ ! -e {dir}/started ]; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done"
-    ));
-    assert_eq!(
-        waited.code,
-        0,
+    assert!(
+        vm.wait_until(&format!("[ -e {dir}/started ]"), Duration::from_secs(60)),
         "helper {args:?} never started: {}",
         vm.sh(&format!("cat {dir}/result")).stdout
     );
@@ -124,16 +120,14 @@ pub fn start_helper(vm: &Vm, netns: Option<&str>, args: &[&str], dir: &str) {
 
 /// Tell the helper writing to `dir` to stop; its result once it has.
 pub fn stop_helper(vm: &Vm, dir: &str) -> serde_json::Value {
-    let out = vm.sh(&format!(
-        "touch {dir}/stop; end=$(($(date +%s) + 60)); until grep -q '^test result' {dir}/result; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done; cat {dir}/result"
-    ));
-    assert_eq!(
-        out.code,
-        0,
-        "helper in {dir} did not finish: {}",
-        vm.sh(&format!("cat {dir}/result")).stdout
+    vm.ok(&format!("touch {dir}/stop"));
+    let finished = vm.wait_until(
+        &format!("grep -q '^test result' {dir}/result"),
+        Duration::from_secs(60),
     );
-    helper_result(&out.stdout)
+    let out = vm.sh(&format!("cat {dir}/result")).stdout;
+    assert!(finished, "helper in {dir} did not finish: {out}");
+    helper_result(&out)
 }
 
 /// The result line of a helper's output.

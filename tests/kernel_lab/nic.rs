@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use crate::nic::parse_ethtool_k;
-use crate::support::check;
 use crate::support::vm::{self, Vm, VmOptions};
+use crate::support::{check, strings};
 
 /// IPsec on (the default), two nodes, underlay 1500: guests get 1408.
 const CONFIG: &str = "node = \"spx1\"\n[network]\nunderlay_mtu = 1500\n\
@@ -45,17 +45,7 @@ ovsdb-server --detach --no-chdir --pidfile=/tmp/nb.pid --unixctl=/tmp/nb.ctl --r
 ovn-nbctl --db=unix:/tmp/nb.sock init
 ovn-nbctl --db=unix:/tmp/nb.sock dhcp-options-create 10.0.0.0/24
 ovn-nbctl --db=unix:/tmp/nb.sock dhcp-options-set-options $(ovn-nbctl --db=unix:/tmp/nb.sock --bare --columns=_uuid find DHCP_Options) mtu=1408 router=10.0.0.1
-end=$(($(date +%s) + 60))
-until [ -e /sys/class/net/genev_sys_6081 ]; do [ $(date +%s) -lt $end ]; sleep 0.1; done
 ";
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
-        .collect()
-}
 
 fn rings(vm: &Vm, ifname: &str) -> (i32, Value) {
     let (code, doc) = vm.spx(None, &["--check", "nic.rings", "--interface", ifname]);
@@ -95,6 +85,14 @@ fn a_node_with_ovs_geneve_and_virtio_nics() {
             ]),
     );
     vm.ok(NODE);
+    assert!(
+        vm.wait_until(
+            "[ -e /sys/class/net/genev_sys_6081 ]",
+            std::time::Duration::from_secs(60)
+        ),
+        "ovs-vswitchd made no tunnel device: {}",
+        vm.sh("cat /tmp/ovs-vswitchd.log").stdout
+    );
     let config = vm.file("spinifex.toml", CONFIG);
 
     // The kernel datapath as OVS made it (oracles: sysfs, ovs-dpctl).

@@ -5,10 +5,10 @@
 //! check must find nothing wrong with it, and name vhost on the same guest
 //! started with vhost=off.
 
-use serde_json::Value;
-
-use crate::support::check;
+use crate::qemu::instance;
+use crate::support::qemu::PAUSED;
 use crate::support::vm::{self, quote, Vm, VmOptions};
+use crate::support::{check, strings};
 
 /// One node, IPsec off, underlay 1500: guests get 1442 and min(vCPUs, 8)
 /// = 2 queue pairs for the 2-vCPU guests below.
@@ -22,14 +22,6 @@ fn start_guest(vm: &Vm, name: &str, tap: &str, mg: &str, vhost: &str) -> u32 {
     ));
     let qmp = format!("/tmp/{name}.qmp");
     let args = [
-        "-S",
-        "-accel",
-        "tcg",
-        "-nodefaults",
-        "-display",
-        "none",
-        "-m",
-        "64",
         "-name",
         &format!("guest={name}"),
         "-smp",
@@ -51,7 +43,7 @@ fn start_guest(vm: &Vm, name: &str, tap: &str, mg: &str, vhost: &str) -> u32 {
         "-device",
         "virtio-net-pci,netdev=mg0,mac=02:00:00:00:00:02",
     ];
-    let line: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    let line: Vec<String> = PAUSED.iter().chain(&args).map(|a| quote(a)).collect();
     let pid: u32 = vm
         .ok(&format!(
             "/usr/bin/qemu-system-x86_64 {} </dev/null >/tmp/{name}.log 2>&1 & echo $!",
@@ -70,24 +62,6 @@ fn start_guest(vm: &Vm, name: &str, tap: &str, mg: &str, vhost: &str) -> u32 {
         vm.sh(&format!("cat /tmp/{name}.log")).stdout
     );
     pid
-}
-
-fn instance(c: &Value, pid: u32) -> Value {
-    c["evidence"]["instances"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no instances in {c:#}"))
-        .iter()
-        .find(|i| i["pid"] == pid)
-        .unwrap_or_else(|| panic!("pid {pid} not in {c:#}"))
-        .clone()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]
@@ -118,15 +92,15 @@ fn a_daemon_started_guest_with_vhost_net_passes_and_vhost_off_is_named() {
                 "5s",
             ],
         );
-        (code, check(&doc, "qemu.tuning").clone())
+        (code, check(&doc, "qemu.tuning").clone(), doc)
     };
 
     let tuned = start_guest(&vm, "spx-tuned", "tapeni-new0", "mgi-new0", "on");
-    let (code, c) = run(&vm);
+    let (code, c, doc) = run(&vm);
     assert_eq!(c["status"], "pass", "{c:#}");
     assert_eq!(code, 0);
     assert_eq!(c["evidence"]["vhost_net"], true, "{c:#}");
-    let me = instance(&c, tuned);
+    let me = instance(&doc, tuned);
     assert!(strings(&me["problems"]).is_empty(), "{me:#}");
     let ok = strings(&me["ok"]).join("\n");
     for expected in [
@@ -150,10 +124,10 @@ fn a_daemon_started_guest_with_vhost_net_passes_and_vhost_off_is_named() {
     // The same guest with vhost=off: named, with the fix, and nothing
     // else wrong with either guest.
     let untuned = start_guest(&vm, "spx-novhost", "tapeni-old0", "mgi-old0", "off");
-    let (code, c) = run(&vm);
+    let (code, c, doc) = run(&vm);
     assert_eq!(c["status"], "fail", "{c:#}");
     assert_eq!(code, 1);
-    let problems = strings(&instance(&c, untuned)["problems"]);
+    let problems = strings(&instance(&doc, untuned)["problems"]);
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(
         problems[0].starts_with("NIC net0 (tapeni-old0): vhost=off, expected vhost=on"),
@@ -164,7 +138,7 @@ fn a_daemon_started_guest_with_vhost_net_passes_and_vhost_off_is_named() {
         "{problems:#?}"
     );
     assert!(
-        strings(&instance(&c, tuned)["problems"]).is_empty(),
+        strings(&instance(&doc, tuned)["problems"]).is_empty(),
         "{c:#}"
     );
     let summary = c["summary"].as_str().unwrap();

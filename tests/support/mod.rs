@@ -74,6 +74,15 @@ pub fn check<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {id} in {doc}"))
 }
 
+/// A JSON array of strings (a check's remediation, problems, …).
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
 static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 pub fn assert_valid(doc: &Value) {

@@ -21,6 +21,19 @@ use super::Netns;
 
 pub const QEMU: &str = "/usr/bin/qemu-system-x86_64";
 
+/// Every test guest starts with these: paused before its first
+/// instruction, TCG, no default devices, no display, 64 MiB.
+pub const PAUSED: [&str; 8] = [
+    "-S",
+    "-accel",
+    "tcg",
+    "-nodefaults",
+    "-display",
+    "none",
+    "-m",
+    "64",
+];
+
 pub struct QemuGuest {
     child: Child,
     pub pid: u32,
@@ -49,22 +62,13 @@ impl QemuGuest {
         let qmp = dir.path().join("qmp.sock");
         let log = std::fs::File::create(dir.path().join("qemu.log")).expect("log file");
         let mut cmd = ns.command(QEMU);
-        cmd.args([
-            "-S",
-            "-accel",
-            "tcg",
-            "-nodefaults",
-            "-display",
-            "none",
-            "-m",
-            "64",
-        ])
-        .arg("-qmp")
-        .arg(format!("unix:{},server=on,wait=off", qmp.display()))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log);
+        cmd.args(PAUSED)
+            .arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", qmp.display()))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
         let child = cmd.spawn().expect("spawn qemu");
         let mut guest = QemuGuest {
             pid: child.id(),

@@ -778,6 +778,20 @@ impl Vm {
         (out.code, doc)
     }
 
+    /// Wait in the guest until the shell test `condition` holds, at most
+    /// `bound`; false if it never did.
+    pub fn wait_until(&self, condition: &str, bound: Duration) -> bool {
+        let secs = bound.as_secs().max(1);
+        self.sh_within(
+            &format!(
+                "end=$(($(date +%s) + {secs})); until {condition}; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done"
+            ),
+            bound + Duration::from_secs(30),
+        )
+        .code
+            == 0
+    }
+
     /// Put `contents` where the guest reads it: returns its guest path
     /// (`/run/lab/files/NAME`).
     pub fn file(&self, name: &str, contents: &str) -> String {
