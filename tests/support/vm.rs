@@ -255,7 +255,7 @@ fn download(cache: &Path, package: &str) -> Result<PathBuf, String> {
         fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    // Readable by apt's sandbox user, so apt does not warn.
+    // Writable by apt's sandbox user (_apt), so apt does not warn.
     let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o777));
     if apt(&["apt-get", "download", "-qq", package], &dir).is_err() {
         // Stale package lists name a version the mirror dropped.
@@ -289,7 +289,7 @@ pub fn extract_vmlinux(bzimage: &[u8]) -> Result<Vec<u8>, String> {
     if bzimage.get(0x202..0x206) != Some(b"HdrS") {
         return Err("not a bzImage (no HdrS)".into());
     }
-    let version = u16::from_le_bytes([bzimage[0x206], bzimage[0x207]]);
+    let version = u32_at(0x206)? & 0xffff;
     if version < 0x208 {
         return Err(format!("boot protocol {version:#x} has no payload fields"));
     }
@@ -301,6 +301,7 @@ pub fn extract_vmlinux(bzimage: &[u8]) -> Result<Vec<u8>, String> {
     let len = u32_at(0x24c)? as usize;
     let payload = bzimage
         .get(start..start + len)
+        .filter(|p| p.len() > 4)
         .ok_or("payload outside the image")?;
     let (data, size) = payload.split_at(len - 4);
     let size = u32::from_le_bytes(size.try_into().unwrap()) as usize;
