@@ -175,7 +175,7 @@ fn build_image(cache: &Path) -> Result<Image, String> {
     }
     run_tool(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacking))?;
     fs::rename(&unpacking, &modroot).map_err(|e| format!("rename: {e}"))?;
-    let _ = fs::remove_file(&deb);
+    let _ = fs::remove_dir_all(cache.join("download"));
     let releases: Vec<String> = fs::read_dir(modroot.join("lib/modules"))
         .map_err(|e| format!("{package} has no lib/modules: {e}"))?
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
