@@ -17,6 +17,8 @@ pub mod ctx;
 pub mod endpoint;
 pub mod expect;
 pub mod finding;
+#[cfg(test)]
+pub(crate) mod hw_captures;
 pub mod probe;
 pub mod profile;
 pub mod select;

@@ -96,10 +96,112 @@ impl Channels {
     }
 
     /// Queue pairs the device offers at most.
+    ///
+    /// The maxima are alternatives, not a sum: ice reports rx 16, tx 16 and
+    /// combined 16 for a device with 16 queue pairs (E810, 6.1; see
+    /// testdata/hw/ice), and bnxt_en reports its shared-ring (combined) and
+    /// separate-ring (rx/tx) limits side by side. A device offers as many
+    /// pairs as the larger of its combined maximum and the pairs its
+    /// separate rx and tx maxima can form.
     pub fn max_pairs(&self) -> u32 {
-        self.max_combined
-            .saturating_add(self.max_rx.min(self.max_tx))
+        self.max_combined.max(self.max_rx.min(self.max_tx))
     }
+}
+
+/// What a driver calls its transmit counters in `ethtool -S`, learned from
+/// the real captures in `checks/testdata/hw/` (README there for sources).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverCounters {
+    /// The driver's name as `ethtool -i` reports it.
+    pub driver: &'static str,
+    /// Counters of TSO descriptors (super-packets handed to the NIC), by
+    /// name as the driver spells it (leading blanks trimmed); every entry
+    /// of each name is summed. Empty: the driver counts none.
+    pub tso: &'static [&'static str],
+    /// How the driver names its per-queue transmit packet counters, for
+    /// the operator (`N` is the queue).
+    pub tx_queue_packets: &'static str,
+}
+
+/// Drivers whose statistics are known.
+pub const DRIVER_COUNTERS: &[DriverCounters] = &[
+    // Plain and encapsulated (geneve, vxlan) TSO are counted apart; both are
+    // also kept per queue (txN_tso_packets), which must not be added again.
+    DriverCounters {
+        driver: "mlx5_core",
+        tso: &["tx_tso_packets", "tx_tso_inner_packets"],
+        tx_queue_packets: "txN_packets",
+    },
+    DriverCounters {
+        driver: "mlx4_en",
+        tso: &["tso_packets"],
+        tx_queue_packets: "txN_packets",
+    },
+    // sfc's tx_tso_packets counts the segments TSO produced (wire packets);
+    // the descriptors are tx_tso_bursts.
+    DriverCounters {
+        driver: "sfc",
+        tso: &["tx_tso_bursts"],
+        tx_queue_packets: "tx-N.tx_packets",
+    },
+    // Repeated under each "Tx Queue#: N" heading.
+    DriverCounters {
+        driver: "vmxnet3",
+        tso: &["TSO pkts tx"],
+        tx_queue_packets: "ucast pkts tx (under Tx Queue#: N)",
+    },
+    // TSCTC: TCP segmentation contexts transmitted, one per TSO packet.
+    DriverCounters {
+        driver: "igb",
+        tso: &["tx_tcp_seg_good"],
+        tx_queue_packets: "tx_queue_N_packets",
+    },
+    DriverCounters {
+        driver: "e1000e",
+        tso: &["tx_tcp_seg_good"],
+        tx_queue_packets: "tx_packets",
+    },
+    DriverCounters {
+        driver: "ice",
+        tso: &[],
+        tx_queue_packets: "tx_queue_N_packets",
+    },
+    // Older i40e: tx-N.tx_packets; 2.3.2-k and later: tx-N.packets.
+    DriverCounters {
+        driver: "i40e",
+        tso: &[],
+        tx_queue_packets: "tx-N.packets, tx-N.tx_packets before 2.3.2-k",
+    },
+    DriverCounters {
+        driver: "ixgbe",
+        tso: &[],
+        tx_queue_packets: "tx_queue_N_packets",
+    },
+    DriverCounters {
+        driver: "bnxt_en",
+        tso: &[],
+        tx_queue_packets: "[N]: tx_ucast_packets",
+    },
+    DriverCounters {
+        driver: "ena",
+        tso: &[],
+        tx_queue_packets: "queue_N_tx_cnt",
+    },
+    DriverCounters {
+        driver: "virtio_net",
+        tso: &[],
+        tx_queue_packets: "tx_queue_N_packets",
+    },
+];
+
+/// TSO counter names recognised for a driver not in [`DRIVER_COUNTERS`]
+/// (mlx5 and mlx4 spellings, which other drivers and representors reuse).
+pub const GENERIC_TSO_COUNTERS: [&str; 3] =
+    ["tx_tso_packets", "tx_tso_inner_packets", "tso_packets"];
+
+/// The known counters of `driver`, if it is known.
+pub fn driver_counters(driver: &str) -> Option<&'static DriverCounters> {
+    DRIVER_COUNTERS.iter().find(|d| d.driver == driver)
 }
 
 /// `ethtool -g`.
@@ -734,6 +836,10 @@ mod tests {
         // mlx5 reports combined channels only.
         let c = parse_channels(&ne32(&[ETHTOOL_GCHANNELS, 0, 0, 0, 63, 0, 0, 0, 8])).unwrap();
         assert_eq!((c.current_pairs(), c.max_pairs()), (8, 63));
+        // ice (E810, 6.1, testdata/hw/ice): rx, tx and combined maxima are
+        // the same 16 queue pairs, not 32.
+        let c = parse_channels(&ne32(&[ETHTOOL_GCHANNELS, 16, 16, 1, 16, 0, 0, 1, 4])).unwrap();
+        assert_eq!((c.current_pairs(), c.max_pairs()), (4, 16));
         assert!(parse_channels(&[0; 8]).is_err());
     }
 
@@ -795,29 +901,6 @@ mod tests {
         );
     }
 
-    /// `ethtool -k IF` as name → state, with ethtool's legacy names for
-    /// single features mapped back to the kernel's names.
-    pub fn ethtool_k_oracle(text: &str) -> std::collections::BTreeMap<String, String> {
-        let legacy = [
-            ("rx-checksumming", "rx-checksum"),
-            ("generic-segmentation-offload", "tx-generic-segmentation"),
-            ("generic-receive-offload", "rx-gro"),
-            ("large-receive-offload", "rx-lro"),
-            ("rx-vlan-offload", "rx-vlan-hw-parse"),
-            ("tx-vlan-offload", "tx-vlan-hw-insert"),
-            ("ntuple-filters", "rx-ntuple-filter"),
-            ("receive-hashing", "rx-hashing"),
-        ];
-        text.lines()
-            .skip(1)
-            .filter_map(|l| l.trim().split_once(": "))
-            .map(|(n, v)| {
-                let n = legacy.iter().find(|(l, _)| *l == n).map_or(n, |(_, k)| k);
-                (n.to_owned(), v.trim().to_owned())
-            })
-            .collect()
-    }
-
     #[test]
     fn loopback_features_match_ethtool_k() {
         // ethtool is the independent oracle (installed in CI).
@@ -831,7 +914,7 @@ mod tests {
             }
             _ => return,
         };
-        let oracle = ethtool_k_oracle(&String::from_utf8_lossy(&out.stdout));
+        let oracle = crate::hw_captures::ethtool_k(&String::from_utf8_lossy(&out.stdout));
         let ours = Ethtool::open()
             .unwrap()
             .features("lo")
