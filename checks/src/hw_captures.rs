@@ -199,7 +199,11 @@ pub fn interrupts(text: &str) -> Interrupts {
     let mut lines = text.lines();
     let cpus = lines
         .next()
-        .map(|h| h.split_whitespace().filter(|w| w.starts_with("CPU")).count())
+        .map(|h| {
+            h.split_whitespace()
+                .filter(|w| w.starts_with("CPU"))
+                .count()
+        })
         .unwrap_or(0);
     let irqs = lines
         .filter_map(|l| {
@@ -235,7 +239,9 @@ mod tests {
 
     #[test]
     fn every_capture_has_a_provenance_header_and_a_body() {
-        let root: PathBuf = [env!("CARGO_MANIFEST_DIR"), "testdata", "hw"].iter().collect();
+        let root: PathBuf = [env!("CARGO_MANIFEST_DIR"), "testdata", "hw"]
+            .iter()
+            .collect();
         let mut n = 0;
         for dir in std::fs::read_dir(&root).unwrap() {
             let dir = dir.unwrap().path();
@@ -268,7 +274,10 @@ mod tests {
                     ".ethtool-S.txt",
                     ".proc-interrupts.txt",
                 ];
-                assert!(kind.iter().any(|k| name.ends_with(k)), "{name}: unknown kind");
+                assert!(
+                    kind.iter().any(|k| name.ends_with(k)),
+                    "{name}: unknown kind"
+                );
                 let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
                 let stem = name.split('.').next().unwrap();
                 assert!(readme.contains(stem), "{name} is not in README.md");
@@ -323,8 +332,14 @@ mod tests {
         let comp = i.named(|n| n.starts_with("mlx5_comp") && n.ends_with("@pci:0000:01:00.0"));
         assert_eq!(comp.len(), 4);
         // virtio_net: "virtio<N>-input.<q>" / "virtio<N>-output.<q>".
-        let i = interrupts(&load("virtio_net", "netutils-vscale-vm.proc-interrupts.txt"));
+        let i = interrupts(&load(
+            "virtio_net",
+            "netutils-vscale-vm.proc-interrupts.txt",
+        ));
         assert_eq!(i.cpus, 1);
-        assert_eq!(i.named(|n| n.starts_with("virtio0-input.")), ["virtio0-input.0"]);
+        assert_eq!(
+            i.named(|n| n.starts_with("virtio0-input.")),
+            ["virtio0-input.0"]
+        );
     }
 }

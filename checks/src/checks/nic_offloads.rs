@@ -36,6 +36,16 @@ pub const BASICS: [(&str, &str); 4] = [
 ];
 /// Reported for the operator, not judged.
 pub const INFORMATIONAL: [&str; 3] = ["tx-tcp6-segmentation", "tx-checksum-ipv6", "rx-gro-hw"];
+/// The GSO-partial switch: drivers that segment a tunnel through it show
+/// the tunnel feature on while the stack still segments in software when
+/// it is off.
+pub const GSO_PARTIAL: &str = "tx-gso-partial";
+/// Drivers that offload UDP tunnel segmentation only as partial GSO (the
+/// tunnel features are in the driver's gso_partial_features): ixgbe puts
+/// GRE, IPIP and both UDP tunnel kinds there (IXGBE_GSO_PARTIAL_FEATURES),
+/// and its `ethtool -k` shows tx-gso-partial beside them
+/// (testdata/hw/ixgbe).
+pub const TUNNEL_VIA_GSO_PARTIAL: [(&str, &[&str]); 1] = [("ixgbe", &TUNNEL)];
 
 /// The features of one interface, as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,8 +76,11 @@ impl Check for NicOffloads {
          segmented in software by the host CPU, which is the largest measured cost in the \
          stack (0 TSO super-packets, 1.0 wire packets per descriptor, 17.6 Gbit/s over the \
          overlay against 92.6 Gbit/s on the same NIC: 5.3x). GRO, TSO, GSO, scatter-gather \
-         or checksumming off warns. A driver that does not report features is 'not \
-         reported by this driver', never a fail.\n\
+         or checksumming off warns; where they are off [fixed] (ena: TSO and receive \
+         checksumming) the fix says no `ethtool -K` can help. ixgbe offloads UDP tunnels \
+         only as partial GSO: with tx-gso-partial off its tunnel features print on but \
+         geneve is segmented in software, which fails. A driver that does not report \
+         features is 'not reported by this driver', never a fail.\n\
          \n\
          Fix: `ethtool -K IF tx-udp_tnl-segmentation on` where the feature is not fixed; \
          where it is fixed off the driver or firmware cannot do it, and only a NIC that \
@@ -122,13 +135,28 @@ struct Lacks {
     basics_fixable: Vec<(String, &'static str)>,
     /// Warn-level features off [fixed].
     basics_fixed: Vec<String>,
+    /// Tunnel features on, but carried by tx-gso-partial, which is off.
+    tunnel_partial_off: Vec<String>,
+    /// And tx-gso-partial can be turned on.
+    partial_fixable: bool,
 }
 
-fn lacks(features: &[Feature]) -> Lacks {
+fn lacks(features: &[Feature], driver: Option<&str>) -> Lacks {
     let get = |n: &str| features.iter().find(|f| f.name == n);
     let mut l = Lacks::default();
+    let via_partial: &[&str] = TUNNEL_VIA_GSO_PARTIAL
+        .iter()
+        .find(|(d, _)| Some(*d) == driver)
+        .map_or(&[], |(_, f)| f);
+    let partial = get(GSO_PARTIAL);
     for name in TUNNEL {
         match get(name) {
+            Some(f) if f.active && via_partial.contains(&name) => {
+                if let Some(p) = partial.filter(|p| !p.active) {
+                    l.tunnel_partial_off.push(name.to_owned());
+                    l.partial_fixable = !p.fixed();
+                }
+            }
             Some(f) if f.active => {}
             Some(f) if !f.fixed() => l.tunnel_fixable.push(name.to_owned()),
             _ => l.tunnel_fixed.push(name.to_owned()),
@@ -192,7 +220,7 @@ pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
                 shown.insert(f.name.clone(), Value::String(f.state()));
             }
         }
-        let l = lacks(features);
+        let l = lacks(features, i.driver.as_deref());
         let state = |n: &str| {
             features
                 .iter()
@@ -202,17 +230,37 @@ pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
         let mut missing: Vec<String> = Vec::new();
         missing.extend(l.tunnel_fixable.iter().cloned());
         missing.extend(l.tunnel_fixed.iter().cloned());
+        missing.extend(l.tunnel_partial_off.iter().cloned());
         missing.extend(l.basics_fixable.iter().map(|(n, _)| n.clone()));
         missing.extend(l.basics_fixed.iter().cloned());
 
-        if !l.tunnel_fixable.is_empty() || !l.tunnel_fixed.is_empty() {
-            let what: Vec<String> = l
+        if !l.tunnel_fixable.is_empty()
+            || !l.tunnel_fixed.is_empty()
+            || !l.tunnel_partial_off.is_empty()
+        {
+            let mut what: Vec<String> = l
                 .tunnel_fixable
                 .iter()
                 .chain(&l.tunnel_fixed)
                 .map(|n| format!("{n} {}", state(n)))
                 .collect();
+            what.extend(l.tunnel_partial_off.iter().map(|n| {
+                format!(
+                    "{n} on, but {GSO_PARTIAL} {} ({driver} segments UDP tunnels through GSO partial)",
+                    state(GSO_PARTIAL)
+                )
+            }));
             fails.push(format!("{} ({driver}): {}", i.name, what.join(", ")));
+        }
+        if !l.tunnel_partial_off.is_empty() {
+            fixes.push(if l.partial_fixable {
+                format!("ethtool -K {} {GSO_PARTIAL} on", i.name)
+            } else {
+                format!(
+                    "{} ({driver}): {GSO_PARTIAL} is fixed off, so the tunnel features cannot take effect",
+                    i.name
+                )
+            });
         }
         if !l.tunnel_fixable.is_empty() {
             let args: Vec<String> = l.tunnel_fixable.iter().map(|n| format!("{n} on")).collect();
@@ -242,6 +290,19 @@ pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
                 .map(|(_, w)| format!("{w} on"))
                 .collect();
             fixes.push(format!("ethtool -K {} {}", i.name, args.join(" ")));
+        }
+        let basics_fixed_off: Vec<&str> = l
+            .basics_fixed
+            .iter()
+            .filter(|n| features.iter().any(|f| f.name == **n))
+            .map(String::as_str)
+            .collect();
+        if !basics_fixed_off.is_empty() {
+            fixes.push(format!(
+                "{} ({driver}): {} cannot be turned on (fixed by the driver): the host CPU does that work for every packet on this NIC; only another NIC or fewer, larger packets (jumbo frames, `spx doctor --for enable-jumbo`) reduce it",
+                i.name,
+                basics_fixed_off.join(", ")
+            ));
         }
         evidence.push(InterfaceEvidence {
             name: i.name.clone(),
@@ -285,6 +346,7 @@ pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::hw_captures as hw;
 
     fn feat(name: &str, active: bool, fixed: bool) -> Feature {
         Feature {
@@ -421,5 +483,112 @@ mod tests {
         let f = judge(&[i, iface("eth1", capable())]);
         assert_eq!(f.status, Status::Pass);
         assert_eq!(f.evidence["interfaces"][0]["note"], NOT_REPORTED);
+    }
+
+    fn captured(driver: &str, name: &str, file: &str) -> InterfaceFeatures {
+        InterfaceFeatures {
+            name: name.into(),
+            driver: Some(driver.into()),
+            features: Reported::Yes(hw::features(&hw::load(driver, file))),
+        }
+    }
+
+    #[test]
+    fn ixgbe_82599es_capture_passes_and_needs_gso_partial() {
+        // ixgbe 5.1.0-k on an 82599ES: tunnel segmentation on through
+        // tx-gso-partial, checksumming as ip-generic (ipv4 bit fixed off).
+        let i = captured("ixgbe", "em1", "netdev-2020-macsec.ethtool-k.txt");
+        let f = judge(std::slice::from_ref(&i));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        let ev = &f.evidence["interfaces"][0];
+        assert_eq!(ev["features"]["tx-udp_tnl-segmentation"], "on");
+        assert_eq!(ev["features"]["tx-checksum-ipv4"], "off [fixed]");
+        assert_eq!(ev["features"]["tx-checksum-ip-generic"], "on");
+        // The same NIC with `ethtool -K em1 tx-gso-partial off`: the tunnel
+        // features still print "on", but ixgbe only offloads them as partial
+        // GSO, so geneve is segmented in software. This used to pass.
+        let mut off = i;
+        if let Reported::Yes(fs) = &mut off.features {
+            set(fs, GSO_PARTIAL, false, false);
+        }
+        let f = judge(&[off]);
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert!(
+            f.summary.contains(
+                "tx-udp_tnl-segmentation on, but tx-gso-partial off (ixgbe segments UDP tunnels through GSO partial)"
+            ),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.remediation[0], "ethtool -K em1 tx-gso-partial on");
+        // Other drivers do not route UDP tunnels through it.
+        let mut mlx = captured("ixgbe", "em1", "netdev-2020-macsec.ethtool-k.txt");
+        mlx.driver = Some("mlx5_core".into());
+        if let Reported::Yes(fs) = &mut mlx.features {
+            set(fs, GSO_PARTIAL, false, false);
+        }
+        assert_eq!(judge(&[mlx]).status, Status::Pass);
+    }
+
+    #[test]
+    fn mlx5_excerpt_has_tunnel_segmentation_on() {
+        // Published as `ethtool -k enp2s0f0np0 | grep udp`: the tunnel
+        // features are on; the basics are absent from the excerpt only.
+        let i = captured(
+            "mlx5_core",
+            "enp2s0f0np0",
+            "stable-6.12-bond-encap.ethtool-k.txt",
+        );
+        let f = judge(&[i]);
+        assert_ne!(f.status, Status::Fail, "{}", f.summary);
+        let ev = &f.evidence["interfaces"][0];
+        assert_eq!(ev["features"]["tx-udp_tnl-segmentation"], "on");
+        assert_eq!(ev["features"]["tx-udp_tnl-csum-segmentation"], "on");
+        let missing: Vec<&str> = ev["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            !missing.iter().any(|m| m.starts_with("tx-udp_tnl")),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn ena_fixed_off_tso_and_rx_checksum_get_no_useless_command() {
+        // ENA on 6.8.0-1044-aws: TSO and receive checksumming are fixed off.
+        // The stored copy stops before the UDP tunnel lines, so here they
+        // read as unknown; the verdict would be the same with them (ena
+        // does not offer UDP tunnel segmentation).
+        let i = captured("ena", "ens1", "amzn-drivers-pr360.ethtool-k.txt");
+        let f = judge(&[i]);
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        let ev = &f.evidence["interfaces"][0];
+        assert_eq!(ev["features"]["tx-tcp-segmentation"], "off [fixed]");
+        assert_eq!(ev["features"]["rx-checksum"], "off [fixed]");
+        assert_eq!(ev["features"]["tx-checksum-ipv4"], "on");
+        assert!(
+            f.summary.contains("tx-tcp-segmentation off [fixed]"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            !f.remediation
+                .iter()
+                .any(|r| r.starts_with("ethtool -K ens1")),
+            "{:?}",
+            f.remediation
+        );
+        let fixed = f
+            .remediation
+            .iter()
+            .find(|r| r.contains("cannot be turned on (fixed by the driver)"))
+            .unwrap_or_else(|| panic!("{:?}", f.remediation));
+        assert!(
+            fixed.starts_with("ens1 (ena): rx-checksum, tx-tcp-segmentation"),
+            "{fixed}"
+        );
     }
 }

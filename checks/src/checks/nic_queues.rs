@@ -5,7 +5,10 @@
 //! host NIC can run fewer RSS channels than it has. Either way receive work
 //! lands on fewer cores than it could. Queue pairs are counted as combined
 //! channels, plus the smaller of rx and tx where a driver reports them
-//! apart (veth, some virtio versions).
+//! apart (veth, bnxt_en without shared rings). A device's rx, tx and
+//! combined maxima are alternatives (ice reports 16 of each for 16 pairs),
+//! and pairs beyond the number of online CPUs add no core: ixgbe offers 63
+//! whatever the host has.
 
 use serde::Serialize;
 
@@ -36,14 +39,17 @@ impl Check for NicQueues {
     fn explain(&self) -> &'static str {
         "Reads channel counts through the SIOCETHTOOL ioctl (what `ethtool -l IF` shows): \
          the pre-set maximum and the current number of queue pairs, counting combined \
-         channels, or the smaller of rx and tx where a driver reports them apart. \
+         channels, or the smaller of rx and tx where a driver reports them apart (the \
+         rx, tx and combined maxima are alternatives: ice reports 16 of each for 16 pairs). \
          Interfaces: --interface IF, else the underlay NICs (ports of br-vpc, else br-lan, \
          else br-wan, else the egress of the routes to --peer addresses), else, inside a \
          guest, the interface of the default route. A VLAN, bond or macvlan is followed \
          down to the devices beneath it (sysfs lower_*), which own the queues.\n\
          \n\
          Verdict: fewer in use than offered warns, with the `ethtool -L` command that uses \
-         them all. A driver without channel support is 'not reported by this driver'.\n\
+         them all; offered pairs beyond the online CPUs are not counted (ixgbe offers 63 on \
+         any host), since a pair per CPU already spreads receive work over every core. A \
+         driver without channel support is 'not reported by this driver'.\n\
          \n\
          Why: QEMU offers a guest as many queue pairs as Spinifex decided (1 with IPsec \
          on, min(vCPUs, 8) with it off, worth +54% when the sending host's vhost thread \
@@ -58,10 +64,18 @@ impl Check for NicQueues {
             Err(f) => return f,
         };
         match gather(&sel) {
-            Ok(facts) => judge(&facts).with("interface_source", &sel.source),
+            Ok(facts) => judge(&facts, online_cpus()).with("interface_source", &sel.source),
             Err(f) => f,
         }
     }
+}
+
+/// CPUs online now (sysconf(_SC_NPROCESSORS_ONLN), what `nproc --all`
+/// counts less the offline ones); None if the libc cannot say.
+pub fn online_cpus() -> Option<u32> {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).ok().filter(|&n| n > 0)
 }
 
 pub fn gather(sel: &Selection) -> Result<Vec<InterfaceChannels>, Finding> {
@@ -84,20 +98,35 @@ struct Evidence {
     driver: Option<String>,
     current: Option<u32>,
     max: Option<u32>,
+    /// The pairs worth using: the maximum, or the online CPUs if fewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usable: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'static str>,
 }
 
-/// The `ethtool -L` command that uses every offered queue pair.
-pub fn use_all_command(name: &str, c: &Channels) -> String {
-    if c.max_combined > 0 {
-        format!("ethtool -L {name} combined {}", c.max_combined)
+/// The `ethtool -L` command that sets `pairs` queue pairs: combined
+/// channels where the driver has them, else separate rx and tx. `ethtool
+/// -L` keeps every count it is not given, and drivers refuse combined
+/// channels beside separate ones (bnxt_en: EINVAL), so a switch to combined
+/// zeroes rx and tx in the same command.
+pub fn use_command(name: &str, c: &Channels, pairs: u32) -> String {
+    if c.max_combined >= c.max_rx.min(c.max_tx) && c.max_combined > 0 {
+        if c.rx > 0 || c.tx > 0 {
+            format!("ethtool -L {name} rx 0 tx 0 combined {pairs}")
+        } else {
+            format!("ethtool -L {name} combined {pairs}")
+        }
+    } else if c.combined > 0 {
+        format!("ethtool -L {name} combined 0 rx {pairs} tx {pairs}")
     } else {
-        format!("ethtool -L {name} rx {} tx {}", c.max_rx, c.max_tx)
+        format!("ethtool -L {name} rx {pairs} tx {pairs}")
     }
 }
 
-pub fn judge(ifaces: &[InterfaceChannels]) -> Finding {
+/// `cpus`: CPUs online on the host (None: not known, every offered pair
+/// counts).
+pub fn judge(ifaces: &[InterfaceChannels], cpus: Option<u32>) -> Finding {
     let mut evidence = Vec::new();
     let mut short: Vec<String> = Vec::new();
     let mut fixes: Vec<String> = Vec::new();
@@ -111,15 +140,30 @@ pub fn judge(ifaces: &[InterfaceChannels]) -> Finding {
                     driver: i.driver.clone(),
                     current: None,
                     max: None,
+                    usable: None,
                     note: Some(NOT_REPORTED),
                 });
                 continue;
             }
         };
         let (current, max) = (c.current_pairs(), c.max_pairs());
-        if current < max {
-            short.push(format!("{} uses {current} of {max} queue pairs", i.name));
-            fixes.push(use_all_command(&i.name, c));
+        let usable = cpus.map_or(max, |n| max.min(n));
+        let driver = i.driver.as_deref().unwrap_or("unknown driver");
+        let cpu_note = match cpus {
+            Some(n) if n < max => format!(", {n} CPUs online"),
+            _ => String::new(),
+        };
+        if current < usable {
+            short.push(format!(
+                "{} ({driver}) uses {current} of {max} queue pairs{cpu_note}",
+                i.name
+            ));
+            fixes.push(use_command(&i.name, c, usable));
+        } else if current < max {
+            full.push(format!(
+                "{} {current}/{max}, one per online CPU (more would add no core)",
+                i.name
+            ));
         } else {
             full.push(format!("{} {current}/{max}", i.name));
         }
@@ -128,6 +172,7 @@ pub fn judge(ifaces: &[InterfaceChannels]) -> Finding {
             driver: i.driver.clone(),
             current: Some(current),
             max: Some(max),
+            usable: Some(usable),
             note: None,
         });
     }
@@ -146,17 +191,22 @@ pub fn judge(ifaces: &[InterfaceChannels]) -> Finding {
         .fix("in a guest the queue count follows ipsec_enabled (1 pair with IPsec on): if the offered count is intended, run the command in the guest; it lasts until reboot unless the distro's network config sets it")
     } else {
         Finding::pass(format!(
-            "every offered queue pair is in use ({})",
-            full.join(", ")
+            "every queue pair that can add a core is in use ({})",
+            full.join("; ")
         ))
     };
-    finding.with("interfaces", evidence)
+    let finding = finding.with("interfaces", evidence);
+    match cpus {
+        Some(n) => finding.with("online_cpus", n),
+        None => finding,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::hw_captures as hw;
 
     fn iface(name: &str, c: Channels) -> InterfaceChannels {
         InterfaceChannels {
@@ -175,7 +225,7 @@ mod tests {
             combined: 1,
             ..Channels::default()
         };
-        let f = judge(&[iface("enp0s16", c)]);
+        let f = judge(&[iface("enp0s16", c)], Some(4));
         assert_eq!(f.status, Status::Warn);
         assert_eq!(f.remediation[0], "ethtool -L enp0s16 combined 4");
         assert_eq!(f.evidence["interfaces"][0]["current"], 1);
@@ -193,7 +243,7 @@ mod tests {
             tx: 1,
             ..Channels::default()
         };
-        let f = judge(&[iface("va", c)]);
+        let f = judge(&[iface("va", c)], None);
         assert_eq!(f.status, Status::Warn);
         assert_eq!(f.remediation[0], "ethtool -L va rx 4 tx 4");
     }
@@ -210,14 +260,136 @@ mod tests {
             driver: None,
             channels: Reported::NotReported,
         };
-        let f = judge(&[iface("enp65s0f0np0", c), none.clone()]);
+        let f = judge(&[iface("enp65s0f0np0", c), none.clone()], Some(128));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(f.evidence["interfaces"][1]["note"], NOT_REPORTED);
-        assert_eq!(judge(&[none]).status, Status::Skip);
+        assert_eq!(judge(&[none], None).status, Status::Skip);
         // A driver answering all zeroes says nothing either.
         assert_eq!(
-            judge(&[iface("x", Channels::default())]).status,
+            judge(&[iface("x", Channels::default())], None).status,
             Status::Skip
         );
+    }
+
+    fn captured(driver: &str, name: &str, file: &str) -> InterfaceChannels {
+        InterfaceChannels {
+            name: name.into(),
+            driver: Some(driver.into()),
+            channels: Reported::Yes(hw::channels(&hw::load(driver, file))),
+        }
+    }
+
+    #[test]
+    fn ice_e810_counts_16_pairs_not_32() {
+        // E810-XXV on 6.1, 16 cores: rx 16, tx 16, combined 16 maxima,
+        // 4 combined in use. Adding the maxima said "4 of 32".
+        let i = captured("ice", "ice0", "xdp-newbies-2022-12.ethtool-l.txt");
+        let f = judge(&[i], Some(16));
+        assert_eq!(f.status, Status::Warn, "{}", f.summary);
+        assert!(
+            f.summary
+                .starts_with("ice0 (ice) uses 4 of 16 queue pairs:"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.remediation[0], "ethtool -L ice0 combined 16");
+        assert_eq!(f.evidence["interfaces"][0]["max"], 16);
+        assert_eq!(f.evidence["online_cpus"], 16);
+    }
+
+    #[test]
+    fn ena_before_and_after_ethtool_l_combined_1() {
+        // ena 2.2.3: both queue pairs in use as the instance came up…
+        let before = captured("ena", "eth0", "amzn-drivers-issue123-before.ethtool-l.txt");
+        let f = judge(&[before], None);
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(f.summary.contains("eth0 2/2"), "{}", f.summary);
+        // …and one of two after `ethtool -L eth0 combined 1`.
+        let after = captured("ena", "eth0", "amzn-drivers-issue123-after.ethtool-l.txt");
+        let f = judge(&[after], None);
+        assert_eq!(f.status, Status::Warn, "{}", f.summary);
+        assert!(
+            f.summary.contains("eth0 (ena) uses 1 of 2 queue pairs"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.remediation[0], "ethtool -L eth0 combined 2");
+    }
+
+    #[test]
+    fn ixgbe_one_pair_per_cpu_passes_though_63_are_offered() {
+        // The 82599ES host of testdata/hw/ixgbe: 32 CPUs and 32
+        // eth2-TxRx-N vectors (one per combined channel). ixgbe offers 63
+        // combined channels with flow director whatever the CPU count
+        // (ixgbe_max_channels); the maximum is the driver's, the rest the
+        // capture's.
+        let irq = hw::interrupts(&hw::load("ixgbe", "netutils-82599es.proc-interrupts.txt"));
+        let in_use = irq.named(|n| n.starts_with("eth2-TxRx-")).len() as u32;
+        let cpus = irq.cpus as u32;
+        assert_eq!((in_use, cpus), (32, 32));
+        let c = Channels {
+            max_combined: 63,
+            max_other: 1,
+            combined: in_use,
+            other: 1,
+            ..Channels::default()
+        };
+        let i = InterfaceChannels {
+            name: "eth2".into(),
+            driver: Some("ixgbe".into()),
+            channels: Reported::Yes(c),
+        };
+        let f = judge(std::slice::from_ref(&i), Some(cpus));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(
+            f.summary.contains("eth2 32/63, one per online CPU"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.evidence["interfaces"][0]["usable"], 32);
+        // With 16 in use the fix asks for 32, not 63.
+        let mut fewer = i;
+        if let Reported::Yes(c) = &mut fewer.channels {
+            c.combined = 16;
+        }
+        let f = judge(&[fewer], Some(cpus));
+        assert_eq!(f.status, Status::Warn);
+        assert!(
+            f.summary
+                .contains("uses 16 of 63 queue pairs, 32 CPUs online"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.remediation[0], "ethtool -L eth2 combined 32");
+    }
+
+    #[test]
+    fn bnxt_separate_rings_switch_to_combined_in_one_command() {
+        // bnxt_get_channels reports the shared-ring maximum as combined and
+        // the separate-ring maxima as rx/tx; without shared rings the
+        // current counts are rx/tx. `ethtool -L IF combined N` alone keeps
+        // rx and tx, which bnxt_set_channels refuses beside combined.
+        let c = Channels {
+            max_rx: 9,
+            max_tx: 9,
+            max_combined: 18,
+            rx: 4,
+            tx: 4,
+            ..Channels::default()
+        };
+        assert_eq!(c.max_pairs(), 18);
+        assert_eq!(
+            use_command("eno1np0", &c, 18),
+            "ethtool -L eno1np0 rx 0 tx 0 combined 18"
+        );
+        let veth = Channels {
+            max_rx: 4,
+            max_tx: 4,
+            combined: 0,
+            rx: 1,
+            tx: 1,
+            ..Channels::default()
+        };
+        assert_eq!(use_command("va", &veth, 4), "ethtool -L va rx 4 tx 4");
     }
 }

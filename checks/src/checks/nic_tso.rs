@@ -445,7 +445,12 @@ mod tests {
     /// counted since it loaded is the end sample, zero the start. Only the
     /// verdict, the counters found and the ratio are asserted; the rate is
     /// an artefact of the one-second window chosen here.
-    fn capture(driver: &str, file: &str, packets: u64, bytes: u64) -> (InterfaceSample, Vec<(String, u64)>) {
+    fn capture(
+        driver: &str,
+        file: &str,
+        packets: u64,
+        bytes: u64,
+    ) -> (InterfaceSample, Vec<(String, u64)>) {
         let stats = hw::stats(&hw::load(driver, file));
         let tso_counters = tso_counter_names(Some(driver), &stats);
         let end = TxCounters {
@@ -488,11 +493,15 @@ mod tests {
         let f = judge(&[s], Duration::from_secs(1));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert!(
-            f.summary.contains("16.0 wire packets per TSO descriptor (56041559 descriptors"),
+            f.summary
+                .contains("16.0 wire packets per TSO descriptor (56041559 descriptors"),
             "{}",
             f.summary
         );
-        assert_eq!(f.evidence["interfaces"][0]["wire_packets_per_descriptor"], 16.0);
+        assert_eq!(
+            f.evidence["interfaces"][0]["wire_packets_per_descriptor"],
+            16.0
+        );
     }
 
     #[test]
@@ -512,7 +521,10 @@ mod tests {
         assert_eq!(hw::stat(&stats, "tx_tso_packets"), 390);
         let f = judge(&[s], Duration::from_secs(1));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
-        assert_eq!(f.evidence["interfaces"][0]["wire_packets_per_descriptor"], 22.7);
+        assert_eq!(
+            f.evidence["interfaces"][0]["wire_packets_per_descriptor"],
+            22.7
+        );
         assert_eq!(f.evidence["interfaces"][0]["tso_descriptors"], 82);
     }
 
@@ -544,7 +556,12 @@ mod tests {
         assert_eq!(s.tso_counters, ["tx_tcp_seg_good"]);
         let f = judge(&[s], Duration::from_secs(1));
         assert_eq!(f.status, Status::Skip, "{}", f.summary);
-        assert!(f.summary.contains("no bulk traffic to segment (average frame 114 B)"), "{}", f.summary);
+        assert!(
+            f.summary
+                .contains("no bulk traffic to segment (average frame 114 B)"),
+            "{}",
+            f.summary
+        );
     }
 
     /// Drivers whose statistics hold no TSO descriptor count: the check
@@ -553,12 +570,42 @@ mod tests {
     #[test]
     fn drivers_without_tso_counters_skip_naming_what_they_count() {
         let cases = [
-            ("ice", "ethq-tests.ethtool-S.txt", "tx_queue_0_packets", "tx_queue_N_packets"),
-            ("i40e", "ethq-tests-v2.3.2k.ethtool-S.txt", "tx-0.packets", "tx-N.packets"),
-            ("i40e", "ethq-tests.ethtool-S.txt", "tx-0.tx_packets", "tx-N.tx_packets before 2.3.2-k"),
-            ("bnxt_en", "ethq-tests.ethtool-S.txt", "[0]: tx_ucast_packets", "[N]: tx_ucast_packets"),
-            ("ena", "ethq-issue15.ethtool-S.txt", "queue_0_tx_cnt", "queue_N_tx_cnt"),
-            ("virtio_net", "ethq-tests.ethtool-S.txt", "tx_queue_0_packets", "tx_queue_N_packets"),
+            (
+                "ice",
+                "ethq-tests.ethtool-S.txt",
+                "tx_queue_0_packets",
+                "tx_queue_N_packets",
+            ),
+            (
+                "i40e",
+                "ethq-tests-v2.3.2k.ethtool-S.txt",
+                "tx-0.packets",
+                "tx-N.packets",
+            ),
+            (
+                "i40e",
+                "ethq-tests.ethtool-S.txt",
+                "tx-0.tx_packets",
+                "tx-N.tx_packets before 2.3.2-k",
+            ),
+            (
+                "bnxt_en",
+                "ethq-tests.ethtool-S.txt",
+                "[0]: tx_ucast_packets",
+                "[N]: tx_ucast_packets",
+            ),
+            (
+                "ena",
+                "ethq-issue15.ethtool-S.txt",
+                "queue_0_tx_cnt",
+                "queue_N_tx_cnt",
+            ),
+            (
+                "virtio_net",
+                "ethq-tests.ethtool-S.txt",
+                "tx_queue_0_packets",
+                "tx_queue_N_packets",
+            ),
         ];
         for (driver, file, queue0, named) in cases {
             let stats = hw::stats(&hw::load(driver, file));
@@ -569,7 +616,8 @@ mod tests {
             let f = judge(&[s], Duration::from_secs(1));
             assert_eq!(f.status, Status::Skip, "{driver}: {}", f.summary);
             assert!(
-                f.summary.contains(&format!("eth0 ({driver}): the driver has no TSO counters")),
+                f.summary
+                    .contains(&format!("eth0 ({driver}): the driver has no TSO counters")),
                 "{}",
                 f.summary
             );
