@@ -5,6 +5,17 @@
 use crate::ctx::Ctx;
 use crate::finding::Finding;
 
+/// Where a check's facts come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One node: the host the doctor runs on.
+    Node,
+    /// The whole cluster: judged by `spx doctor --cluster` from every
+    /// node's report ([`crate::cluster`]). Outside a cluster run such a
+    /// check is not selected by default, and skips when asked for by id.
+    Cluster,
+}
+
 pub trait Check: Send + Sync {
     /// Stable public id, `category.name`: used in `--check`, JSON and metrics.
     fn id(&self) -> &'static str;
@@ -21,6 +32,11 @@ pub trait Check: Send + Sync {
     /// concurrently, so any number of them costs one window.
     fn samples(&self) -> bool {
         false
+    }
+
+    /// [`Scope::Node`] for every check that reads this host.
+    fn scope(&self) -> Scope {
+        Scope::Node
     }
 
     /// Gather facts and judge them. Never prints, never changes the host.

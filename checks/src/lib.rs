@@ -12,6 +12,7 @@
 
 pub mod check;
 pub mod checks;
+pub mod cluster;
 pub mod config;
 pub mod ctx;
 pub mod endpoint;
@@ -25,11 +26,12 @@ pub mod select;
 pub mod spinifex;
 pub mod validate;
 
-pub use check::Check;
+pub use check::{Check, Scope};
 pub use ctx::{ConfigState, Ctx, Options};
 pub use finding::{Finding, SkipReason, Status};
 
-/// Every check, in the order reports list them.
+/// Every check, in the order reports list them: the node checks, then the
+/// cluster checks ([`Scope::Cluster`]).
 pub static CHECKS: &[&dyn Check] = &[
     &checks::udp_buffers::UdpBuffers,
     &checks::rcvbuf_errors::RcvbufErrors,
@@ -45,6 +47,12 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::cpu_softirq::CpuSoftirq,
     &checks::tcp_reordering::TcpReordering,
     &checks::qemu_tuning::QemuTuning,
+    // Cluster checks (Scope::Cluster): judged by `--cluster` from every
+    // node's report; never selected by default in a node run.
+    &checks::cluster_reachable::ClusterReachable,
+    &checks::cluster_config_drift::ClusterConfigDrift,
+    &checks::cluster_path_matrix::ClusterPathMatrix,
+    &checks::cluster_sa_pairs::ClusterSaPairs,
 ];
 
 /// Look a check up by id.

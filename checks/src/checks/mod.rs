@@ -2,6 +2,10 @@
 //! facts, compare them with what the config implies, and say what was
 //! measured and what to type to fix it.
 
+pub mod cluster_config_drift;
+pub mod cluster_path_matrix;
+pub mod cluster_reachable;
+pub mod cluster_sa_pairs;
 pub mod cpu_softirq;
 pub mod ipsec_flags;
 pub mod ipsec_xfrm;

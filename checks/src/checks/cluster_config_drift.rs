@@ -1,0 +1,412 @@
+//! `cluster.config-drift`: `ipsec_enabled`, `underlay_mtu`, the set of
+//! `[nodes.*]` names and the doctor's version are the same on every node.
+//!
+//! The guest MTU and multiqueue follow `ipsec_enabled` on each node on its
+//! own, so one node left behind after a change gives its guests an MTU the
+//! rest of the overlay does not carry; a node with a different node list
+//! expects SAs to nodes the others never set up. Each node reports the
+//! config it ran with (`config` in JSON v1); this check names the odd ones
+//! out and their values.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::check::{Check, Scope};
+use crate::cluster::{self, and_list, ClusterFacts};
+use crate::ctx::Ctx;
+use crate::finding::Finding;
+
+pub struct ClusterConfigDrift;
+
+impl Check for ClusterConfigDrift {
+    fn id(&self) -> &'static str {
+        "cluster.config-drift"
+    }
+
+    fn title(&self) -> &'static str {
+        "Every node runs the same ipsec_enabled, underlay_mtu, node list and doctor"
+    }
+
+    fn explain(&self) -> &'static str {
+        "Compares what every node's report says it ran with (JSON v1 `config`: [network] \
+         ipsec_enabled and underlay_mtu as the node's spinifex.toml has them, the names of \
+         its [nodes.*] tables) and the doctor's version (`tool.version`). Names the odd \
+         node(s) and their values against the rest.\n\
+         \n\
+         Fails when ipsec_enabled, underlay_mtu or the node list differ; a different doctor \
+         version alone is a warning. A node that did not answer leaves the check \
+         inconclusive unless the others already disagree.\n\
+         \n\
+         Why: the guest MTU (1408 with IPsec, 1442 without, at 1500) and multiqueue follow \
+         ipsec_enabled on each node by itself. Turning IPsec off on three nodes of four \
+         gives the fourth's guests 1408 while the others send 1442; raising underlay_mtu on \
+         some nodes only gives their guests an MTU the fabric between them and the rest \
+         does not carry; a node list that differs means SAs and peers nobody expects.\n\
+         \n\
+         Fix: make the value the same in /etc/spinifex/spinifex.toml on every node, then \
+         `systemctl restart spinifex-daemon` on the nodes changed, and stop and start their \
+         guests."
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Cluster
+    }
+
+    fn run(&self, _ctx: &Ctx) -> Finding {
+        cluster::outside_cluster_run()
+    }
+}
+
+/// One compared setting and its key in spinifex.toml.
+struct Setting {
+    key: &'static str,
+    toml: Option<&'static str>,
+    read: fn(&Value) -> Option<Value>,
+}
+
+const SETTINGS: &[Setting] = &[
+    Setting {
+        key: "ipsec_enabled",
+        toml: Some("ipsec_enabled"),
+        read: |r| r.get("config")?.get("ipsec_enabled").cloned(),
+    },
+    Setting {
+        key: "underlay_mtu",
+        toml: Some("underlay_mtu"),
+        read: |r| r.get("config")?.get("underlay_mtu").cloned(),
+    },
+    Setting {
+        key: "nodes",
+        toml: None,
+        read: |r| {
+            let mut names: Vec<String> = r
+                .get("config")?
+                .get("nodes")?
+                .as_array()?
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            names.sort();
+            Some(json!(names))
+        },
+    },
+    Setting {
+        key: "version",
+        toml: None,
+        read: |r| r.get("tool")?.get("version").cloned(),
+    },
+];
+
+fn shown(key: &str, v: &Value) -> String {
+    match (key, v) {
+        ("nodes", Value::Array(a)) => format!(
+            "[nodes.*] {}",
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ("version", Value::String(s)) => format!("spx-doctor {s}"),
+        (_, Value::String(s)) => format!("{key} = {s:?}"),
+        (_, other) => format!("{key} = {other}"),
+    }
+}
+
+pub fn judge(facts: &ClusterFacts) -> Finding {
+    let mut configs = serde_json::Map::new();
+    let mut without_config: Vec<&str> = Vec::new();
+    for n in facts.answered() {
+        let r = n.report().expect("answered");
+        if r.get("config").is_none_or(Value::is_null) {
+            without_config.push(&n.name);
+        }
+        let mut row = serde_json::Map::new();
+        for s in SETTINGS {
+            row.insert(s.key.into(), (s.read)(r).unwrap_or(Value::Null));
+        }
+        configs.insert(n.name.clone(), Value::Object(row));
+    }
+    let unanswered: Vec<&str> = facts.unreached().map(|(n, _)| n.name.as_str()).collect();
+
+    let mut drift = Vec::new();
+    let mut fail_parts = Vec::new();
+    let mut warn_parts = Vec::new();
+    let mut fixes = Vec::new();
+    for s in SETTINGS {
+        // value -> nodes, in node order within each value
+        let mut groups: BTreeMap<String, (Value, Vec<&str>)> = BTreeMap::new();
+        for n in facts.answered() {
+            if without_config.contains(&n.name.as_str()) && s.key != "version" {
+                continue;
+            }
+            let v = (s.read)(n.report().expect("answered")).unwrap_or(Value::Null);
+            groups
+                .entry(v.to_string())
+                .or_insert_with(|| (v.clone(), Vec::new()))
+                .1
+                .push(&n.name);
+        }
+        if groups.len() < 2 {
+            continue;
+        }
+        let mut by_size: Vec<&(Value, Vec<&str>)> = groups.values().collect();
+        by_size.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
+        let majority_clear = by_size[0].1.len() > by_size[1].1.len();
+        let text = if majority_clear {
+            let (common, most) = by_size[0];
+            let odd: Vec<String> = by_size[1..]
+                .iter()
+                .map(|(v, nodes)| {
+                    format!(
+                        "{} {} {}",
+                        and_list(nodes),
+                        if nodes.len() == 1 { "has" } else { "have" },
+                        shown(s.key, v)
+                    )
+                })
+                .collect();
+            format!(
+                "{} (the other {} have {})",
+                and_list(&odd),
+                most.len(),
+                shown(s.key, common)
+            )
+        } else {
+            let all: Vec<String> = by_size
+                .iter()
+                .map(|(v, nodes)| {
+                    format!(
+                        "{} {} {}",
+                        and_list(nodes),
+                        if nodes.len() == 1 { "has" } else { "have" },
+                        shown(s.key, v)
+                    )
+                })
+                .collect();
+            all.join("; ")
+        };
+        drift.push(json!({
+            "key": s.key,
+            "values": by_size.iter().map(|(v, nodes)| json!({"value": v, "nodes": nodes})).collect::<Vec<_>>(),
+        }));
+        if s.key == "version" {
+            warn_parts.push(format!("doctor version: {text}"));
+            fixes.push(format!(
+                "install the same spx-doctor on every node ({} here)",
+                facts.version
+            ));
+            continue;
+        }
+        fail_parts.push(format!("{}: {text}", s.key));
+        let odd_nodes: Vec<&str> = if majority_clear {
+            by_size[1..]
+                .iter()
+                .flat_map(|(_, n)| n.iter().copied())
+                .collect()
+        } else {
+            by_size
+                .iter()
+                .flat_map(|(_, n)| n.iter().copied())
+                .collect()
+        };
+        fixes.push(match (s.toml, majority_clear) {
+            (Some(key), true) => format!(
+                "on {}: set `{key} = {}` under [network] in /etc/spinifex/spinifex.toml (or the others to {}'s value, whichever is intended), then `systemctl restart spinifex-daemon` there and stop and start its guests",
+                and_list(&odd_nodes),
+                by_size[0].0,
+                if odd_nodes.len() == 1 { "its" } else { "their" }
+            ),
+            (Some(key), false) => format!(
+                "decide on one `{key}` and set it under [network] in /etc/spinifex/spinifex.toml on every node, then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests"
+            ),
+            (None, _) => format!(
+                "make the [nodes.*] tables the same on every node (on {}), then `systemctl restart spinifex-daemon` there",
+                and_list(&odd_nodes)
+            ),
+        });
+    }
+
+    let evidence = |f: Finding| {
+        f.with("configs", &configs)
+            .with("drift", &drift)
+            .with("unanswered", &unanswered)
+            .with("without_config", &without_config)
+    };
+    if !fail_parts.is_empty() {
+        let mut summary = format!("the nodes' configs disagree: {}", fail_parts.join("; "));
+        if !warn_parts.is_empty() {
+            summary.push_str(&format!("; {}", warn_parts.join("; ")));
+        }
+        if !unanswered.is_empty() {
+            summary.push_str(&format!("; {} did not answer", and_list(&unanswered)));
+        }
+        return evidence(Finding::fail(summary).fixes(fixes));
+    }
+    if !without_config.is_empty() || !unanswered.is_empty() {
+        let mut why = Vec::new();
+        if !unanswered.is_empty() {
+            why.push(format!("{} did not answer", and_list(&unanswered)));
+        }
+        if !without_config.is_empty() {
+            why.push(format!(
+                "{} reported no config (a doctor before JSON v1 `config`?)",
+                and_list(&without_config)
+            ));
+        }
+        let answered = facts.answered().count() - without_config.len();
+        let mut f = Finding::error(format!(
+            "{}, so their configs are unknown; the {answered} that did agree",
+            why.join("; ")
+        ));
+        if !warn_parts.is_empty() {
+            f.summary.push_str(&format!(" ({})", warn_parts.join("; ")));
+        }
+        return evidence(f);
+    }
+    if !warn_parts.is_empty() {
+        return evidence(
+            Finding::warn(format!(
+                "the configs agree, but the doctors differ: {}",
+                warn_parts.join("; ")
+            ))
+            .fixes(fixes),
+        );
+    }
+    let first = facts.answered().next().and_then(|n| n.report());
+    let Some(first) = first else {
+        return evidence(Finding::error("no node answered"));
+    };
+    let common: Vec<String> = SETTINGS
+        .iter()
+        .filter_map(|s| (s.read)(first).map(|v| shown(s.key, &v)))
+        .collect();
+    evidence(Finding::pass(format!(
+        "all {} nodes run the same config: {}",
+        facts.nodes.len(),
+        common.join(", ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::testing::*;
+    use crate::cluster::UnreachedKind;
+    use crate::finding::Status;
+
+    const ALL: &[&str] = &["n0", "n1", "n2", "n3"];
+
+    fn node(name: &str, ipsec: bool, mtu: u32, version: &str) -> crate::cluster::NodeAnswer {
+        answer(
+            name,
+            report(version, config(name, ipsec, mtu, ALL), &[], json!([])),
+        )
+    }
+
+    #[test]
+    fn the_same_everywhere_passes() {
+        let f = judge(&facts(
+            ALL.iter().map(|n| node(n, true, 9000, "0.1.0")).collect(),
+            &[],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert_eq!(
+            f.summary,
+            "all 4 nodes run the same config: ipsec_enabled = true, underlay_mtu = 9000, [nodes.*] n0, n1, n2, n3, spx-doctor 0.1.0"
+        );
+    }
+
+    #[test]
+    fn one_flipped_ipsec_enabled_is_named() {
+        let f = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                node("n1", true, 1500, "0.1.0"),
+                node("n2", false, 1500, "0.1.0"),
+                node("n3", true, 1500, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert_eq!(
+            f.summary,
+            "the nodes' configs disagree: ipsec_enabled: n2 has ipsec_enabled = false (the other 3 have ipsec_enabled = true)"
+        );
+        assert!(f.remediation[0].starts_with("on n2: set `ipsec_enabled = true` under [network]"));
+        assert_eq!(f.evidence["drift"][0]["values"][1]["nodes"], json!(["n2"]));
+    }
+
+    #[test]
+    fn an_even_split_names_both_sides() {
+        let f = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                node("n1", true, 9000, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .contains("n0 has underlay_mtu = 1500; n1 has underlay_mtu = 9000"),
+            "{}",
+            f.summary
+        );
+        assert!(f.remediation[0].starts_with("decide on one `underlay_mtu`"));
+    }
+
+    #[test]
+    fn a_different_node_list_and_version() {
+        let mut odd = report(
+            "0.0.9",
+            config("n1", true, 1500, &["n0", "n1"]),
+            &[],
+            json!([]),
+        );
+        odd["tool"]["version"] = json!("0.0.9");
+        let f = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                answer("n1", odd),
+                node("n2", true, 1500, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.contains(
+                "nodes: n1 has [nodes.*] n0, n1 (the other 2 have [nodes.*] n0, n1, n2, n3)"
+            ),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary
+                .contains("doctor version: n1 has spx-doctor 0.0.9"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn version_alone_warns_and_silence_is_inconclusive() {
+        let f = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                node("n1", true, 1500, "0.2.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Warn, "{}", f.summary);
+        let f = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                unreached("n1", UnreachedKind::ConnectionRefused, ""),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Error, "{}", f.summary);
+        assert!(f.summary.starts_with("n1 did not answer"), "{}", f.summary);
+    }
+}

@@ -1,0 +1,472 @@
+//! `cluster.sa-pairs`: where IPsec is wanted, every node's outbound ESP SA
+//! to another node exists on that node, with the same SPI and algorithm,
+//! and no node holds SAs toward an address that is no node of the cluster.
+//!
+//! Each node sees only its own SA table: a count of 2×(N−1) and a reverse
+//! for every SA can hold on both ends of a pair while the SPIs do not match
+//! (one side rekeyed and the other did not), which drops every packet of
+//! that direction. Only the two tables side by side show it. The SA lists
+//! come from every node's `ipsec.xfrm` evidence (`sas`: src, dst, spi,
+//! algorithm, direction; never keys).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::check::{Check, Scope};
+use crate::cluster::{self, and_list, pair, ClusterFacts};
+use crate::ctx::Ctx;
+use crate::finding::{Finding, SkipReason};
+
+pub struct ClusterSaPairs;
+
+impl Check for ClusterSaPairs {
+    fn id(&self) -> &'static str {
+        "cluster.sa-pairs"
+    }
+
+    fn title(&self) -> &'static str {
+        "Every outbound ESP SA exists on the node it points to, same SPI and algorithm"
+    }
+
+    fn explain(&self) -> &'static str {
+        "Where IPsec is wanted (ipsec_enabled on every node of a cluster of more than one), \
+         puts every node's SA table side by side (ipsec.xfrm evidence `sas`: src, dst, SPI, \
+         algorithm and direction, dumped over netlink; never keys). For every ordered pair \
+         A->B, A's outbound ESP SA (src A, dst B) must exist on B as an inbound SA with the \
+         same SPI and algorithm, and B must hold no inbound SA from A that A does not have. \
+         No node may hold SAs toward an address that is no node of the cluster (proven only \
+         when every node of the config answered). Addresses are matched to nodes by the \
+         config's host/advertise and the addresses each node reports as its own.\n\
+         \n\
+         Skips when IPsec is not wanted (ipsec.xfrm then checks that every node holds no \
+         ESP SA) or ipsec.xfrm was not selected; a node whose SA table was not read (no \
+         CAP_NET_ADMIN, no answer) leaves its pairs unproven.\n\
+         \n\
+         Why: each node alone sees the right count of SAs and a reverse for each, yet an \
+         SPI that one side rekeyed and the other did not drops every packet of that \
+         direction; an SA toward a removed node keeps charon negotiating with nobody.\n\
+         \n\
+         Fix: `systemctl restart openvswitch-ipsec` on both nodes of a pair named \
+         (ovs-monitor-ipsec re-initiates the tunnel); for a foreign peer, remove the stale \
+         chassis from OVN, then restart openvswitch-ipsec on the nodes holding its SAs."
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Cluster
+    }
+
+    fn run(&self, _ctx: &Ctx) -> Finding {
+        cluster::outside_cluster_run()
+    }
+}
+
+/// One SA as a node reported it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReportedSa {
+    pub node: String,
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub spi: String,
+    pub algorithm: Option<String>,
+    pub direction: String,
+}
+
+fn sas_of(node: &str, check: &Value) -> Option<Vec<ReportedSa>> {
+    let list = check.get("evidence")?.get("sas")?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(|s| {
+                Some(ReportedSa {
+                    node: node.to_owned(),
+                    src: s.get("src")?.as_str()?.parse().ok()?,
+                    dst: s.get("dst")?.as_str()?.parse().ok()?,
+                    spi: s.get("spi")?.as_str()?.to_ascii_lowercase(),
+                    algorithm: s
+                        .get("algorithm")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    direction: s.get("direction")?.as_str()?.to_owned(),
+                })
+            })
+            .collect(),
+    )
+}
+
+fn wanted(report: &Value) -> Option<bool> {
+    let c = report.get("config")?;
+    let enabled = c.get("ipsec_enabled")?.as_bool()?;
+    let nodes = c.get("nodes")?.as_array()?.len();
+    Some(enabled && nodes > 1)
+}
+
+fn sa_text(s: &ReportedSa) -> String {
+    format!("spi {} ({}->{})", s.spi, s.src, s.dst)
+}
+
+pub fn judge(facts: &ClusterFacts) -> Finding {
+    if !facts.selected("ipsec.xfrm") {
+        return Finding::skip(SkipReason::NotApplicable(
+            "ipsec.xfrm was not selected (--check/--skip), so no node's SA table was read".into(),
+        ));
+    }
+    let views: Vec<(&str, Option<bool>)> = facts
+        .answered()
+        .map(|n| (n.name.as_str(), wanted(n.report().expect("answered"))))
+        .collect();
+    let yes: Vec<&str> = views
+        .iter()
+        .filter(|(_, w)| *w == Some(true))
+        .map(|(n, _)| *n)
+        .collect();
+    let no: Vec<&str> = views
+        .iter()
+        .filter(|(_, w)| *w == Some(false))
+        .map(|(n, _)| *n)
+        .collect();
+    if yes.is_empty() && !no.is_empty() {
+        return Finding::skip(SkipReason::NotApplicable(
+            "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)".into(),
+        ));
+    }
+    if !yes.is_empty() && !no.is_empty() {
+        return Finding::error(format!(
+            "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so the SAs expected are unknown",
+            and_list(&yes),
+            if yes.len() == 1 { "wants" } else { "want" },
+            and_list(&no),
+            if no.len() == 1 { "does" } else { "do" }
+        ));
+    }
+
+    let book = facts.address_book();
+    let mut tables: BTreeMap<&str, Vec<ReportedSa>> = BTreeMap::new();
+    let mut unjudged: Vec<String> = Vec::new();
+    for n in &facts.nodes {
+        match n.report.as_ref() {
+            Err(e) => unjudged.push(format!("{} did not answer ({})", n.name, e.kind.as_str())),
+            Ok(_) => match n.check("ipsec.xfrm") {
+                Some(c) => match sas_of(&n.name, c) {
+                    Some(list) => {
+                        tables.insert(&n.name, list);
+                    }
+                    None => unjudged.push(format!(
+                        "{}'s ipsec.xfrm: {}",
+                        n.name,
+                        c.get("summary")
+                            .and_then(Value::as_str)
+                            .unwrap_or("no SA list")
+                    )),
+                },
+                None => unjudged.push(format!("{}'s report has no ipsec.xfrm", n.name)),
+            },
+        }
+    }
+
+    let complete = facts.complete();
+    let mut problems: Vec<String> = Vec::new();
+    let mut foreign: Vec<String> = Vec::new();
+    let mut unattributed: Vec<String> = Vec::new();
+    let mut bad_pairs: Vec<(String, String)> = Vec::new();
+    let owner_of = |s: &ReportedSa| -> Option<(IpAddr, Option<&str>)> {
+        let remote = match s.direction.as_str() {
+            "out" => s.dst,
+            "in" => s.src,
+            _ => return None,
+        };
+        Some((remote, book.owner(remote)))
+    };
+    for (node, list) in &tables {
+        for s in list {
+            match owner_of(s) {
+                Some((_, Some(_))) => {}
+                Some((remote, None)) => {
+                    let text = format!("{node} holds {} toward {remote}", sa_text(s));
+                    if complete {
+                        foreign.push(text);
+                    } else {
+                        unattributed.push(text);
+                    }
+                }
+                None => unattributed.push(format!(
+                    "{node} holds {} with neither end its own",
+                    sa_text(s)
+                )),
+            }
+        }
+    }
+    let mut pairs_checked = 0usize;
+    for (a, a_list) in &tables {
+        for (b, b_list) in &tables {
+            if a == b {
+                continue;
+            }
+            pairs_checked += 1;
+            let out: Vec<&ReportedSa> = a_list
+                .iter()
+                .filter(|s| s.direction == "out" && book.owner(s.dst) == Some(b))
+                .collect();
+            let inbound: Vec<&ReportedSa> = b_list
+                .iter()
+                .filter(|s| s.direction == "in" && book.owner(s.src) == Some(a))
+                .collect();
+            let before = problems.len();
+            if out.is_empty() {
+                problems.push(format!("{} has no outbound SA", pair(a, b)));
+            }
+            for s in &out {
+                match inbound
+                    .iter()
+                    .find(|r| r.src == s.src && r.dst == s.dst && r.spi == s.spi)
+                {
+                    None => problems.push(format!(
+                        "{}: {a}'s outbound {} is not on {b}",
+                        pair(a, b),
+                        sa_text(s)
+                    )),
+                    Some(r) if r.algorithm != s.algorithm => problems.push(format!(
+                        "{}: {} is {} on {a} but {} on {b}",
+                        pair(a, b),
+                        sa_text(s),
+                        s.algorithm.as_deref().unwrap_or("no encryption"),
+                        r.algorithm.as_deref().unwrap_or("no encryption")
+                    )),
+                    Some(_) => {}
+                }
+            }
+            for r in &inbound {
+                if !out
+                    .iter()
+                    .any(|s| s.src == r.src && s.dst == r.dst && s.spi == r.spi)
+                {
+                    problems.push(format!(
+                        "{}: {b} holds inbound {} that {a} does not have",
+                        pair(a, b),
+                        sa_text(r)
+                    ));
+                }
+            }
+            if problems.len() > before {
+                bad_pairs.push((a.to_string(), b.to_string()));
+            }
+        }
+    }
+    let evidence = |f: Finding| {
+        let all: Vec<&ReportedSa> = tables.values().flatten().collect();
+        f.with("pairs_checked", pairs_checked)
+            .with("problems", &problems)
+            .with("foreign", &foreign)
+            .with("unattributed", &unattributed)
+            .with("unjudged", &unjudged)
+            .with("sas", all)
+    };
+    if !problems.is_empty() || !foreign.is_empty() {
+        let mut parts = problems.clone();
+        parts.extend(
+            foreign
+                .iter()
+                .map(|f| format!("{f}, which is no node of the cluster")),
+        );
+        let mut shown: Vec<String> = parts.iter().take(6).cloned().collect();
+        if parts.len() > 6 {
+            shown.push(format!("and {} more", parts.len() - 6));
+        }
+        let mut summary = format!("SAs do not pair up: {}", shown.join("; "));
+        if !unjudged.is_empty() {
+            summary.push_str(&format!("; not judged: {}", unjudged.join("; ")));
+        }
+        let mut nodes: Vec<&str> = Vec::new();
+        for (a, b) in &bad_pairs {
+            for n in [a.as_str(), b.as_str()] {
+                if !nodes.contains(&n) {
+                    nodes.push(n);
+                }
+            }
+        }
+        let mut f = Finding::fail(summary);
+        if !nodes.is_empty() {
+            f = f.fix(format!(
+                "on {}: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec re-initiates every tunnel, both ends get the same new SAs); `swanctl --list-sas` on both ends shows the SPIs",
+                and_list(&nodes)
+            ));
+        }
+        if !foreign.is_empty() {
+            f = f.fix(
+                "SAs toward an address that is no node of the cluster: remove that chassis from OVN (`ovn-sbctl chassis-del CHASSIS`) if the node is gone, then `systemctl restart openvswitch-ipsec` on the nodes holding them",
+            );
+        }
+        return evidence(f);
+    }
+    if !unjudged.is_empty() || !unattributed.is_empty() {
+        let mut why = unjudged.clone();
+        if !unattributed.is_empty() {
+            why.push(format!(
+                "{} SAs toward addresses no answering node claims (a node that did not answer or was not selected?): {}",
+                unattributed.len(),
+                unattributed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+            ));
+        }
+        return evidence(Finding::error(format!(
+            "not every pair could be judged: {}; the {pairs_checked} pairs that could pair up",
+            why.join("; ")
+        )));
+    }
+    evidence(Finding::pass(format!(
+        "every outbound ESP SA of the {} nodes is on the node it points to, same SPI and algorithm ({pairs_checked} ordered pairs)",
+        tables.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Recorded per-node reports: the `sas` evidence as ipsec.xfrm writes
+    //! it (this kernel, CONFIG_INET_ESP unset, cannot hold ESP states).
+    use super::*;
+    use crate::cluster::testing::*;
+    use crate::cluster::NodeAnswer;
+    use crate::finding::Status;
+    use serde_json::json;
+
+    const NAMES: [&str; 3] = ["n0", "n1", "n2"];
+    const ALG: &str = "rfc4106(gcm(aes))";
+
+    fn ip(i: usize) -> String {
+        format!("198.18.0.{}", i + 1)
+    }
+
+    /// The SPI OVN's IKE would pick for i->j (any distinct value).
+    fn spi(i: usize, j: usize) -> String {
+        format!("0x{:08x}", 0xc000_0000u32 + (i as u32) * 16 + j as u32)
+    }
+
+    fn sa(src: usize, dst: usize, me: usize, spi: &str, alg: &str) -> Value {
+        json!({"src": ip(src), "dst": ip(dst), "spi": spi, "algorithm": alg,
+               "direction": if src == me { "out" } else { "in" }})
+    }
+
+    fn node(i: usize, sas: Vec<Value>, ipsec: bool) -> NodeAnswer {
+        let checks = json!([{
+            "id": "ipsec.xfrm", "title": "t", "status": "pass", "summary": "s",
+            "evidence": {"sa_count": sas.len(), "sas": sas}, "remediation": [], "duration_ms": 1
+        }]);
+        answer(
+            NAMES[i],
+            report(
+                "0.1.0",
+                config(NAMES[i], ipsec, 1500, &NAMES),
+                &[&ip(i)],
+                checks,
+            ),
+        )
+    }
+
+    /// A healthy table for node i: out and in SAs with every other node.
+    fn healthy(i: usize) -> Vec<Value> {
+        let mut v = Vec::new();
+        for j in 0..NAMES.len() {
+            if j != i {
+                v.push(sa(i, j, i, &spi(i, j), ALG));
+                v.push(sa(j, i, i, &spi(j, i), ALG));
+            }
+        }
+        v
+    }
+
+    fn lab(tables: Vec<Vec<Value>>) -> ClusterFacts {
+        facts(
+            tables
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| node(i, t, true))
+                .collect(),
+            &["ipsec.xfrm"],
+        )
+    }
+
+    #[test]
+    fn matching_tables_pass() {
+        let f = judge(&lab((0..3).map(healthy).collect()));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert_eq!(f.evidence["pairs_checked"], 6);
+    }
+
+    #[test]
+    fn a_rekey_one_side_missed_is_named_with_both_spis() {
+        let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
+        // n1 rekeyed its n1->n2 SA; n2 still holds the old inbound one.
+        tables[1].retain(|s| !(s["src"] == ip(1) && s["dst"] == ip(2)));
+        tables[1].push(sa(1, 2, 1, "0xdeadbeef", ALG));
+        let f = judge(&lab(tables));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.contains(
+                "n1->n2: n1's outbound spi 0xdeadbeef (198.18.0.2->198.18.0.3) is not on n2"
+            ),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains(&format!(
+                "n1->n2: n2 holds inbound spi {} (198.18.0.2->198.18.0.3) that n1 does not have",
+                spi(1, 2)
+            )),
+            "{}",
+            f.summary
+        );
+        assert!(f.remediation[0].starts_with("on n1 and n2: `systemctl restart openvswitch-ipsec`"));
+    }
+
+    #[test]
+    fn a_missing_outbound_and_an_algorithm_mismatch() {
+        let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
+        tables[0].retain(|s| !(s["src"] == ip(0) && s["dst"] == ip(1)));
+        for s in tables[2].iter_mut() {
+            if s["src"] == ip(0) {
+                s["algorithm"] = json!("cbc(aes)");
+            }
+        }
+        let f = judge(&lab(tables));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary.contains("n0->n1 has no outbound SA"),
+            "{}",
+            f.summary
+        );
+        assert!(f.summary.contains(&format!("n0->n2: spi {} (198.18.0.1->198.18.0.3) is rfc4106(gcm(aes)) on n0 but cbc(aes) on n2", spi(0, 2))), "{}", f.summary);
+    }
+
+    #[test]
+    fn an_sa_toward_no_node_of_the_cluster_fails_only_when_everyone_answered() {
+        let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
+        tables[0].push(json!({"src": ip(0), "dst": "198.18.0.99", "spi": "0x00000099", "algorithm": ALG, "direction": "out"}));
+        let f = judge(&lab(tables.clone()));
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.summary.contains("n0 holds spi 0x00000099 (198.18.0.1->198.18.0.99) toward 198.18.0.99, which is no node of the cluster"), "{}", f.summary);
+        // With a node of the config not selected, it may be that node's.
+        let mut facts = lab(tables);
+        facts.config_nodes.push("n9".into());
+        let f = judge(&facts);
+        assert_eq!(f.status, Status::Error, "{}", f.summary);
+    }
+
+    #[test]
+    fn ipsec_not_wanted_skips_and_disagreement_is_inconclusive() {
+        let f = judge(&facts(
+            (0..3).map(|i| node(i, vec![], false)).collect(),
+            &["ipsec.xfrm"],
+        ));
+        assert_eq!(f.status, Status::Skip);
+        let f = judge(&facts(
+            vec![node(0, healthy(0), true), node(1, vec![], false)],
+            &["ipsec.xfrm"],
+        ));
+        assert_eq!(f.status, Status::Error);
+        assert!(
+            f.summary.contains("n0 wants it, n1 does not"),
+            "{}",
+            f.summary
+        );
+    }
+}

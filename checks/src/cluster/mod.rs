@@ -1,0 +1,376 @@
+//! The cluster as `spx doctor --cluster` sees it: every selected node's
+//! report (JSON v1, from the node itself over OpenSSH, or from this process
+//! for this node), or exactly why a node did not answer.
+//!
+//! The cross-node checks (`cluster.*`) judge these facts, which no single
+//! node can see: whether every node answered, whether their configs agree,
+//! the N×N path-MTU matrix, and whether every node's outbound ESP SAs exist
+//! on the node they point to. They read the reports as the public JSON v1
+//! contract, so a node's report is judged the same whether it came over
+//! ssh or from this process.
+
+pub mod runbook;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::finding::{Finding, SkipReason};
+
+/// Why a node has no report. `kind` is what an operator acts on; `detail`
+/// is what ssh, sudo or the remote doctor said, verbatim (one line).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unreached {
+    pub kind: UnreachedKind,
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnreachedKind {
+    /// The config names no `host` or `advertise` for the node.
+    NoAddress,
+    /// `ssh` itself could not be started here.
+    SshMissing,
+    ConnectionRefused,
+    TimedOut,
+    NoRoute,
+    NameUnresolved,
+    /// The node's host key differs from the one in known_hosts.
+    HostKeyChanged,
+    /// No host key for the node in known_hosts (BatchMode never asks).
+    HostKeyUnknown,
+    PermissionDenied,
+    /// `sudo -n` on the node wants a password.
+    SudoPassword,
+    /// `sudo` on the node refused for another reason (not in sudoers…).
+    SudoRefused,
+    /// The remote shell or sudo did not find the doctor binary (exit 127).
+    BinaryNotFound,
+    /// Found but not executable (exit 126).
+    NotExecutable,
+    /// The remote doctor does not know a flag this one forwarded: another
+    /// version.
+    OtherVersion,
+    /// The remote doctor refused (its one-line error, exit 2).
+    RemoteRefused,
+    /// The remote answered, but not with a JSON v1 report.
+    InvalidAnswer,
+    /// Nothing (or not all of it) by the run's deadline; ssh was stopped.
+    Deadline,
+    /// Any other ssh failure (exit 255), with ssh's words.
+    Ssh,
+}
+
+impl UnreachedKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnreachedKind::NoAddress => "no address",
+            UnreachedKind::SshMissing => "ssh not found",
+            UnreachedKind::ConnectionRefused => "connection refused",
+            UnreachedKind::TimedOut => "connection timed out",
+            UnreachedKind::NoRoute => "no route to host",
+            UnreachedKind::NameUnresolved => "name does not resolve",
+            UnreachedKind::HostKeyChanged => "host key changed",
+            UnreachedKind::HostKeyUnknown => "host key unknown",
+            UnreachedKind::PermissionDenied => "permission denied",
+            UnreachedKind::SudoPassword => "sudo wants a password",
+            UnreachedKind::SudoRefused => "sudo refused",
+            UnreachedKind::BinaryNotFound => "remote binary not found (exit 127)",
+            UnreachedKind::NotExecutable => "remote binary not executable (exit 126)",
+            UnreachedKind::OtherVersion => "remote doctor of another version",
+            UnreachedKind::RemoteRefused => "remote doctor refused",
+            UnreachedKind::InvalidAnswer => "not a JSON v1 report",
+            UnreachedKind::Deadline => "no answer by the deadline",
+            UnreachedKind::Ssh => "ssh failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.detail.is_empty() {
+            f.write_str(self.kind.as_str())
+        } else {
+            write!(f, "{}: {}", self.kind.as_str(), self.detail)
+        }
+    }
+}
+
+/// One selected node and what it answered.
+#[derive(Clone, Debug)]
+pub struct NodeAnswer {
+    /// Its `[nodes.NAME]`.
+    pub name: String,
+    /// The address ssh was given; `None` for this node (run in-process).
+    pub host: Option<String>,
+    /// Its report, JSON v1, or why there is none.
+    pub report: Result<Value, Unreached>,
+}
+
+impl NodeAnswer {
+    pub fn report(&self) -> Option<&Value> {
+        self.report.as_ref().ok()
+    }
+
+    /// This node's finding for check `id`, when its report has one.
+    pub fn check(&self, id: &str) -> Option<&Value> {
+        check_in(self.report()?, id)
+    }
+
+    /// `tool.version` of the doctor that wrote the report.
+    pub fn version(&self) -> Option<&str> {
+        self.report()?.get("tool")?.get("version")?.as_str()
+    }
+}
+
+/// The finding for `id` in a JSON v1 report.
+pub fn check_in<'a>(report: &'a Value, id: &str) -> Option<&'a Value> {
+    report
+        .get("checks")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+}
+
+/// A finding's status word (`pass`, `fail`, …).
+pub fn status_of(check: &Value) -> Option<&str> {
+    check.get("status")?.as_str()
+}
+
+/// Everything the cluster checks judge.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterFacts {
+    /// The selected nodes, in order (`--nodes`, else by name).
+    pub nodes: Vec<NodeAnswer>,
+    /// Every `[nodes.*]` name in the coordinator's config.
+    pub config_nodes: Vec<String>,
+    /// Addresses the coordinator's config gives each node (`host`,
+    /// `advertise`, resolved), by node name.
+    pub config_addresses: BTreeMap<String, Vec<IpAddr>>,
+    /// The node checks every node was asked to run.
+    pub node_checks: Vec<String>,
+    /// This doctor's version.
+    pub version: String,
+    /// `--ssh-user`, for remediation text.
+    pub ssh_user: Option<String>,
+    /// `--remote-bin`, for remediation text.
+    pub remote_bin: String,
+}
+
+impl ClusterFacts {
+    pub fn answered(&self) -> impl Iterator<Item = &NodeAnswer> {
+        self.nodes.iter().filter(|n| n.report.is_ok())
+    }
+
+    pub fn unreached(&self) -> impl Iterator<Item = (&NodeAnswer, &Unreached)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.report.as_ref().err().map(|e| (n, e)))
+    }
+
+    /// True when every node checks was asked to run `id`.
+    pub fn selected(&self, id: &str) -> bool {
+        self.node_checks.iter().any(|c| c == id)
+    }
+
+    /// Who owns each address: the config's `host`/`advertise`, and the
+    /// addresses every answering node reported as its own. Every node of
+    /// the config is in the book, selected or not.
+    pub fn address_book(&self) -> AddressBook {
+        let mut owner: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+        for (name, addrs) in &self.config_addresses {
+            for a in addrs {
+                owner.entry(*a).or_default().insert(name.clone());
+            }
+        }
+        for n in self.answered() {
+            for a in reported_addresses(n.report().expect("answered")) {
+                owner.entry(a).or_default().insert(n.name.clone());
+            }
+        }
+        AddressBook { owner }
+    }
+
+    /// Whether every node of the config was selected and answered: only
+    /// then is an address that nobody owns proven foreign.
+    pub fn complete(&self) -> bool {
+        self.config_nodes
+            .iter()
+            .all(|c| self.nodes.iter().any(|n| &n.name == c && n.report.is_ok()))
+    }
+
+    /// Names of the selected nodes, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+}
+
+/// `addresses` in a report: the host's own unicast addresses.
+pub fn reported_addresses(report: &Value) -> Vec<IpAddr> {
+    report
+        .get("addresses")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Address → node.
+#[derive(Clone, Debug, Default)]
+pub struct AddressBook {
+    owner: BTreeMap<IpAddr, BTreeSet<String>>,
+}
+
+impl AddressBook {
+    /// The node owning `addr`, when exactly one does.
+    pub fn owner(&self, addr: IpAddr) -> Option<&str> {
+        match self.owner.get(&addr) {
+            Some(set) if set.len() == 1 => set.iter().next().map(String::as_str),
+            _ => None,
+        }
+    }
+
+    /// Every node claiming `addr` (more than one is a config mistake).
+    pub fn claimants(&self, addr: IpAddr) -> Vec<&str> {
+        self.owner
+            .get(&addr)
+            .map(|s| s.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// What a cluster check returns when asked for outside `--cluster`.
+pub fn outside_cluster_run() -> Finding {
+    Finding::skip(SkipReason::NotApplicable(
+        "a cluster check compares every node's report: run `spx doctor --cluster`".into(),
+    ))
+}
+
+/// `a->b`, the way pairs are named in every cluster finding.
+pub fn pair(from: &str, to: &str) -> String {
+    format!("{from}->{to}")
+}
+
+/// "a, b and c".
+pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [rest @ .., last] => format!(
+            "{} and {}",
+            rest.iter()
+                .map(|s| s.as_ref())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.as_ref()
+        ),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Recorded-shape node reports for the cluster checks' unit tests.
+    use super::*;
+    use serde_json::json;
+
+    pub fn report(version: &str, config: Value, addresses: &[&str], checks: Value) -> Value {
+        json!({
+            "schema_version": 1,
+            "tool": {"name": "spx-doctor", "version": version},
+            "host": "lab",
+            "node": config.get("node").cloned().unwrap_or(Value::Null),
+            "profile": "default",
+            "started_at": "2026-01-01T00:00:00.000Z",
+            "duration_ms": 1000,
+            "exit_code": 0,
+            "summary": {"pass": 0, "warn": 0, "fail": 0, "skip": 0, "error": 0},
+            "checks": checks,
+            "config": config,
+            "addresses": addresses,
+        })
+    }
+
+    pub fn config(node: &str, ipsec: bool, mtu: u32, nodes: &[&str]) -> Value {
+        json!({
+            "path": "/etc/spinifex/spinifex.toml",
+            "node": node,
+            "ipsec_enabled": ipsec,
+            "underlay_mtu": mtu,
+            "nodes": nodes,
+        })
+    }
+
+    pub fn answer(name: &str, report: Value) -> NodeAnswer {
+        NodeAnswer {
+            name: name.into(),
+            host: Some(format!("{name}.lab")),
+            report: Ok(report),
+        }
+    }
+
+    pub fn unreached(name: &str, kind: UnreachedKind, detail: &str) -> NodeAnswer {
+        NodeAnswer {
+            name: name.into(),
+            host: Some(format!("{name}.lab")),
+            report: Err(Unreached {
+                kind,
+                detail: detail.into(),
+            }),
+        }
+    }
+
+    pub fn facts(nodes: Vec<NodeAnswer>, checks: &[&str]) -> ClusterFacts {
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        ClusterFacts {
+            config_nodes: names,
+            nodes,
+            node_checks: checks.iter().map(|s| s.to_string()).collect(),
+            version: "0.1.0".into(),
+            remote_bin: "spx-doctor".into(),
+            ..ClusterFacts::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_address_book_takes_the_config_and_the_reports() {
+        let mut f = facts(
+            vec![
+                answer(
+                    "a",
+                    report(
+                        "0.1.0",
+                        config("a", true, 1500, &["a", "b"]),
+                        &["198.18.0.1", "fd00::1"],
+                        json!([]),
+                    ),
+                ),
+                unreached("b", UnreachedKind::ConnectionRefused, ""),
+            ],
+            &[],
+        );
+        f.config_addresses
+            .insert("b".into(), vec!["198.18.0.2".parse().unwrap()]);
+        let book = f.address_book();
+        assert_eq!(book.owner("198.18.0.1".parse().unwrap()), Some("a"));
+        assert_eq!(book.owner("fd00::1".parse().unwrap()), Some("a"));
+        assert_eq!(book.owner("198.18.0.2".parse().unwrap()), Some("b"));
+        assert_eq!(book.owner("198.18.0.9".parse().unwrap()), None);
+        assert!(!f.complete(), "b did not answer");
+    }
+
+    #[test]
+    fn lists_read_as_prose() {
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+        assert_eq!(and_list::<&str>(&[]), "");
+    }
+}

@@ -1,0 +1,157 @@
+//! The preflight runbooks of a cluster run (`spx doctor --cluster --for
+//! CHANGE`): the same procedure as a node's ([`crate::profile`]), with the
+//! cluster's values filled in: the nodes, in order, and what the cross-node
+//! checks found.
+
+use crate::expect;
+use crate::finding::{Finding, Status};
+
+/// What the cluster runbooks are filled with.
+#[derive(Clone, Debug)]
+pub struct RunbookFacts<'a> {
+    /// The selected nodes, in the order the change goes through them.
+    pub nodes: Vec<String>,
+    /// The target underlay MTU (`--mtu`, else the profile's default).
+    pub target_mtu: u32,
+    /// The coordinator's `ipsec_enabled`, when its config was read.
+    pub ipsec_enabled: Option<bool>,
+    /// The coordinator's underlay MTU (after the 668 floor).
+    pub underlay_mtu: u32,
+    /// The NB raft endpoints, comma-separated, or a placeholder.
+    pub nb: String,
+    /// `cluster.path-matrix`, when it ran.
+    pub path_matrix: Option<&'a Finding>,
+    /// Nodes whose `underlay.on-link` warned or failed, with its summary.
+    pub routed: Vec<(String, String)>,
+}
+
+/// The steps of `profile` for the cluster, or none for an unknown profile.
+pub fn runbook(profile: &str, f: &RunbookFacts) -> Vec<String> {
+    match profile {
+        "enable-jumbo" => enable_jumbo(f),
+        "disable-ipsec" => disable_ipsec(f),
+        _ => Vec::new(),
+    }
+}
+
+fn in_order(f: &RunbookFacts) -> String {
+    format!("one node at a time, in this order: {}", f.nodes.join(", "))
+}
+
+fn enable_jumbo(f: &RunbookFacts) -> Vec<String> {
+    let t = f.target_mtu;
+    let mut steps = Vec::new();
+    if let Some(m) = f.path_matrix.filter(|m| m.status == Status::Fail) {
+        steps.push(format!(
+            "STOP: not every pair carries {t}: {}. Configure the fabric (every switch port, VLAN and router between the pairs named) for {t} before anything else",
+            m.summary
+        ));
+    }
+    steps.push(format!(
+        "{}: raise the physical NIC and then the bridge (`ip link set dev <dev> mtu {t}`; each node's own report lists its devices in its runbook)",
+        in_order(f)
+    ));
+    steps.push(format!(
+        "verify from this node: `spx doctor --cluster --for enable-jumbo --mtu {t}` must exit 0 (every pair carries {t}, both ways); if it does not, revert the devices on every node to {}",
+        f.underlay_mtu
+    ));
+    steps.push(format!(
+        "only then, {}: set `underlay_mtu = {t}` under [network] in /etc/spinifex/spinifex.toml and `systemctl restart spinifex-daemon`",
+        in_order(f)
+    ));
+    steps.push(match f.ipsec_enabled {
+        Some(on) => format!(
+            "guests will be given MTU {} (IPsec {}): stop and start every running guest, which keeps its old host_mtu and its DHCP lease (up to an hour) until then",
+            expect::guest_mtu(t, on, false),
+            if on { "on" } else { "off" }
+        ),
+        None => format!(
+            "guests will be given MTU {} ({} with IPsec): stop and start every running guest",
+            expect::guest_mtu(t, false, false),
+            expect::guest_mtu(t, true, false)
+        ),
+    });
+    steps.push(format!(
+        "afterwards a plain `spx doctor --cluster` verifies the end state: underlay_mtu = {t} on every node (cluster.config-drift), every pair at {t} (cluster.path-matrix), guest MTUs (mtu.overlay on every node)"
+    ));
+    steps
+}
+
+fn disable_ipsec(f: &RunbookFacts) -> Vec<String> {
+    let mut steps = Vec::new();
+    for (node, summary) in &f.routed {
+        steps.push(format!(
+            "STOP and decide: on {node}, {summary}: east-west traffic to those peers would cross a router hop in clear"
+        ));
+    }
+    steps.push("only on a physically trusted underlay (one rack, a private VLAN, no untrusted tenant on the fabric): all east-west guest traffic will cross the wire unencrypted".to_owned());
+    steps.push(format!(
+        "{}: set `ipsec_enabled = false` under [network] in /etc/spinifex/spinifex.toml and `systemctl restart spinifex-daemon`",
+        in_order(f)
+    ));
+    steps.push(
+        "`spx doctor --cluster --check ipsec.xfrm` must then report 0 ESP SAs on every node (charon and the SAs gone)"
+            .to_owned(),
+    );
+    steps.push(format!(
+        "once, against the NB raft endpoints (the local unix socket fails on a cluster): `ovn-nbctl --db=\"{}\" set NB_Global . ipsec=false`",
+        f.nb
+    ));
+    steps.push(format!(
+        "on every node ({}): `ovs-vsctl remove Open_vSwitch . other_config ipsec_encapsulation`",
+        f.nodes.join(", ")
+    ));
+    steps.push(format!(
+        "stop and start every guest: the guest MTU moves {} -> {} and multiqueue turns on; expect launches to fail for a minute or two while ovn-controller reprograms tunnels (RunInstances ServerInternal, vpc.add-nat timing out: not a capacity problem)",
+        expect::guest_mtu(f.underlay_mtu, true, false),
+        expect::guest_mtu(f.underlay_mtu, false, false)
+    ));
+    steps.push(format!(
+        "afterwards a plain `spx doctor --cluster` verifies the end state: ipsec_enabled = false on every node (cluster.config-drift), 0 SAs (ipsec.xfrm), flags cleared (ipsec.flags), DHCP and tap MTU {} (mtu.overlay)",
+        expect::guest_mtu(f.underlay_mtu, false, false)
+    ));
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(m: Option<&Finding>) -> RunbookFacts<'_> {
+        RunbookFacts {
+            nodes: vec!["n0".into(), "n1".into(), "n2".into()],
+            target_mtu: 9000,
+            ipsec_enabled: Some(true),
+            underlay_mtu: 1500,
+            nb: "tcp:198.18.0.1:6641,tcp:198.18.0.2:6641".into(),
+            path_matrix: m,
+            routed: vec![],
+        }
+    }
+
+    #[test]
+    fn jumbo_goes_through_the_nodes_in_order_and_stops_on_a_bad_matrix() {
+        let steps = runbook("enable-jumbo", &facts(None));
+        assert!(steps[0].starts_with("one node at a time, in this order: n0, n1, n2: raise"));
+        assert!(steps.iter().any(|s| s.contains("`underlay_mtu = 9000`")));
+        assert!(steps.iter().any(|s| s.contains("MTU 8908 (IPsec on)")));
+        let bad = Finding::fail("2 of 6 paths cannot carry 9000 bytes: n0<->n2").fix("x");
+        let steps = runbook("enable-jumbo", &facts(Some(&bad)));
+        assert!(steps[0].starts_with("STOP: not every pair carries 9000: 2 of 6 paths"));
+    }
+
+    #[test]
+    fn ipsec_names_the_nb_once_and_every_node() {
+        let mut f = facts(None);
+        f.routed
+            .push(("n1".into(), "198.18.1.2 is behind a router".into()));
+        let steps = runbook("disable-ipsec", &f);
+        assert!(steps[0].starts_with("STOP and decide: on n1, 198.18.1.2 is behind a router"));
+        assert!(steps.iter().any(|s| s.contains("ovn-nbctl --db=\"tcp:198.18.0.1:6641,tcp:198.18.0.2:6641\" set NB_Global . ipsec=false")));
+        assert!(steps
+            .iter()
+            .any(|s| s.starts_with("on every node (n0, n1, n2): `ovs-vsctl remove")));
+        assert!(steps.iter().any(|s| s.contains("1408 -> 1442")));
+        assert!(runbook("nope", &f).is_empty());
+    }
+}
