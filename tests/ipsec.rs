@@ -536,6 +536,14 @@ fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
         json!(["198.18.0.4->198.18.0.1"])
     );
     assert_eq!(f["evidence"]["algorithms"], json!(["rfc4106(gcm(aes))"]));
+    // The SA list cluster.sa-pairs reads: never the key. This namespace
+    // holds none of the addresses, so no SA is in or out from here.
+    assert_eq!(
+        f["evidence"]["sas"][0],
+        json!({"src": "198.18.0.1", "dst": "198.18.0.2", "spi": "0x00001000",
+               "algorithm": "rfc4106(gcm(aes))", "direction": "other"})
+    );
+    assert!(!f["evidence"].to_string().contains("0102030405"));
     assert!(ns.try_exec(&[
         "ip",
         "xfrm",

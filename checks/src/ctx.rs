@@ -31,6 +31,10 @@ pub struct Options {
     pub timeout: Duration,
     /// `--for`: the preflight profile, if any.
     pub profile: Option<String>,
+    /// In a cluster run, the node that reads OVN NB and SB for the whole
+    /// cluster; set on every other node, which then leaves them alone
+    /// ([`crate::probe::ovsdb::endpoints`]).
+    pub ovn_read_by: Option<String>,
 }
 
 impl Default for Options {
@@ -46,6 +50,7 @@ impl Default for Options {
             sample: Duration::from_secs(1),
             timeout: Duration::from_secs(10),
             profile: None,
+            ovn_read_by: None,
         }
     }
 }

@@ -31,6 +31,9 @@ pub struct FlagFacts {
     /// The Spinifex config the remediation names (the one this run read).
     pub config_file: String,
     pub nb: Result<Answer<Option<bool>>, ProbeError>,
+    /// In a cluster run, the node that read NB for the cluster when it is
+    /// not this one: `nb` is then not judged here.
+    pub nb_read_by: Option<String>,
     pub ovs: Result<Answer<OvsRow>, ProbeError>,
 }
 
@@ -70,8 +73,12 @@ impl Check for IpsecFlags {
             Ok(e) => e.clone(),
             Err(f) => return f,
         };
-        let (nb_endpoints, _) = match endpoints::nb(ctx) {
-            Ok(x) => x,
+        // In a cluster run another node may read NB for everyone; this
+        // node still judges its own Open_vSwitch flag.
+        let nb_read_by = ctx.opts.ovn_read_by.clone();
+        let nb_endpoints = match endpoints::nb(ctx) {
+            Ok((list, _)) => list,
+            Err(_) if nb_read_by.is_some() => Vec::new(),
             Err(f) => return f,
         };
         let (ovs_endpoint, _) = match endpoints::ovs(ctx) {
@@ -82,7 +89,10 @@ impl Check for IpsecFlags {
         // The two servers are independent: ask both at once, so a hung NB
         // member does not eat the OVS read's time.
         let (nb, ovs) = std::thread::scope(|s| {
-            let nb = s.spawn(|| ovsdb::nb_global_ipsec(&nb_endpoints, budget));
+            let nb = s.spawn(|| match &nb_read_by {
+                Some(node) => Err(ProbeError::Other(format!("read by {node}"))),
+                None => ovsdb::nb_global_ipsec(&nb_endpoints, budget),
+            });
             let ovs = ovsdb::ovs_row(&ovs_endpoint, budget);
             let nb = nb
                 .join()
@@ -96,6 +106,7 @@ impl Check for IpsecFlags {
             nb_endpoints,
             config_file: crate::spinifex::config_file(ctx),
             nb,
+            nb_read_by,
             ovs,
         })
     }
@@ -114,8 +125,15 @@ pub fn judge(facts: FlagFacts) -> Finding {
         nb_endpoints,
         config_file,
         nb,
+        nb_read_by,
         ovs,
     } = facts;
+    // NB read elsewhere (a cluster run): nothing about it is judged here.
+    let nb_err = if nb_read_by.is_none() {
+        nb.as_ref().err()
+    } else {
+        None
+    };
     let nb_db = endpoint::join(&nb_endpoints);
     let nb_value = nb.as_ref().ok().map(|a| a.value);
     let ovs_value = ovs
@@ -132,10 +150,11 @@ pub fn judge(facts: FlagFacts) -> Finding {
             .with("nb_endpoint", nb_answered.clone())
             .with("ovs_endpoint", ovs_answered.clone())
             .with("nb_endpoints", nb_db.clone())
+            .with("nb_read_by", nb_read_by.clone())
     };
 
     let mut errors = Vec::new();
-    if let Err(e) = &nb {
+    if let Some(e) = nb_err {
         errors.push(format!("NB_Global.ipsec could not be read: {e}"));
     }
     if let Err(e) = &ovs {
@@ -225,7 +244,7 @@ pub fn judge(facts: FlagFacts) -> Finding {
         // Unreadable never passes. When every failure is a permission
         // problem, it is a skip naming the privilege; anything else is an
         // error.
-        let denied: Vec<&str> = [nb.as_ref().err(), ovs.as_ref().err()]
+        let denied: Vec<&str> = [nb_err, ovs.as_ref().err()]
             .into_iter()
             .flatten()
             .filter_map(|e| match e {
@@ -239,6 +258,12 @@ pub fn judge(facts: FlagFacts) -> Finding {
             )));
         }
         return evidence(Finding::error(errors.join("; ")));
+    }
+    if let Some(node) = &nb_read_by {
+        return evidence(Finding::pass(format!(
+            "IPsec {wanted_word} in the config and ipsec_encapsulation ({}); NB_Global.ipsec is cluster-wide, read once by {node}",
+            ovs_answered.as_deref().unwrap_or("?")
+        )));
     }
     evidence(Finding::pass(format!(
         "IPsec {wanted_word} in the config, NB_Global.ipsec ({}) and ipsec_encapsulation ({})",
@@ -273,6 +298,7 @@ mod tests {
                 endpoint: ep("tcp:198.18.3.182:6641"),
                 passed_over: vec![],
             }),
+            nb_read_by: None,
             ovs: Ok(Answer {
                 value: OvsRow {
                     ipsec_encapsulation: ovs.map(str::to_owned),
@@ -395,5 +421,28 @@ mod tests {
         x.nb = Err(denied("unix:/run/ovn/ovnnb_db.sock"));
         x.ovs = Err(ProbeError::Other("down".into()));
         assert_eq!(judge(x).status, Status::Error);
+    }
+
+    #[test]
+    fn nb_read_by_another_node_judges_only_this_nodes_ovs_flag() {
+        let mut x = facts(false, None, Some("true"));
+        x.nb = Err(ProbeError::Other("read by n0".into()));
+        x.nb_read_by = Some("n0".into());
+        let f = judge(x);
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert!(!f.summary.contains("NB_Global"), "{}", f.summary);
+        assert!(f.remediation[0].starts_with("ovs-vsctl remove"));
+        let mut x = facts(true, None, Some("true"));
+        x.nb = Err(ProbeError::Other("read by n0".into()));
+        x.nb_read_by = Some("n0".into());
+        let f = judge(x);
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(
+            f.summary
+                .ends_with("NB_Global.ipsec is cluster-wide, read once by n0"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.evidence["nb_read_by"], "n0");
     }
 }

@@ -44,6 +44,43 @@ pub struct XfrmFacts {
     /// Every SA the kernel holds (ESP and other protocols).
     pub states: Vec<SecurityAssociation>,
     pub peers: PeerView,
+    /// This host's own addresses: an SA from one is outbound, to one
+    /// inbound (the `direction` of each entry in the `sas` evidence).
+    pub local_addresses: Vec<IpAddr>,
+}
+
+/// One ESP SA as the evidence lists it, for `cluster.sa-pairs`: never the
+/// keys.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SaEntry {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// `0x` and 8 hex digits, as `ip xfrm state` writes it.
+    pub spi: String,
+    pub algorithm: Option<String>,
+    /// `out` (from this host), `in` (to it), `other` (neither end is ours).
+    pub direction: &'static str,
+}
+
+/// The ESP SAs of `states`, each with its direction seen from this host.
+pub fn sa_entries(states: &[SecurityAssociation], local: &[IpAddr]) -> Vec<SaEntry> {
+    states
+        .iter()
+        .filter(|s| s.is_esp())
+        .map(|s| SaEntry {
+            src: s.src,
+            dst: s.dst,
+            spi: format!("0x{:08x}", s.spi),
+            algorithm: s.algorithm.clone(),
+            direction: if local.contains(&s.src) {
+                "out"
+            } else if local.contains(&s.dst) {
+                "in"
+            } else {
+                "other"
+            },
+        })
+        .collect()
 }
 
 impl Check for IpsecXfrm {
@@ -105,6 +142,9 @@ impl Check for IpsecXfrm {
             expected_min: expect.esp_sa_min,
             states,
             peers,
+            // Unreadable addresses leave every SA's direction `other`:
+            // cluster.sa-pairs then cannot attribute them, and says so.
+            local_addresses: crate::probe::links::local_addresses().unwrap_or_default(),
         })
     }
 }
@@ -157,6 +197,7 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
         f.with("sa_count", count)
             .with("expected_min", facts.expected_min)
             .with("algorithms", &algorithms)
+            .with("sas", sa_entries(&facts.states, &facts.local_addresses))
     };
 
     if !facts.ipsec_wanted {
@@ -435,7 +476,37 @@ mod tests {
             expected_min: if wanted { 6 } else { 0 },
             states: chunk.states,
             peers,
+            local_addresses: vec!["198.18.0.1".parse().unwrap()],
         }
+    }
+
+    #[test]
+    fn the_sa_list_has_direction_and_spi_and_never_keys() {
+        let mut bytes = newsa("198.18.0.1", "198.18.0.2", 0xc0ffee01, Some(OVN_ALGORITHM));
+        bytes.extend(newsa(
+            "198.18.0.2",
+            "198.18.0.1",
+            0x0000_0007,
+            Some(OVN_ALGORITHM),
+        ));
+        bytes.extend(newsa("198.18.0.5", "198.18.0.6", 9, Some(OVN_ALGORITHM)));
+        let f = judge(&facts(
+            &bytes,
+            true,
+            PeerView::Unknown { why: "test".into() },
+        ));
+        let sas = f.evidence["sas"].as_array().unwrap();
+        assert_eq!(sas.len(), 3);
+        assert_eq!(
+            sas[0],
+            serde_json::json!({"src": "198.18.0.1", "dst": "198.18.0.2", "spi": "0xc0ffee01",
+                               "algorithm": OVN_ALGORITHM, "direction": "out"})
+        );
+        assert_eq!(sas[1]["direction"], "in");
+        assert_eq!(sas[1]["spi"], "0x00000007");
+        assert_eq!(sas[2]["direction"], "other");
+        let text = f.evidence["sas"].to_string();
+        assert!(!text.contains("key"), "{text}");
     }
 
     #[test]

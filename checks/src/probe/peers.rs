@@ -416,6 +416,7 @@ pub fn assemble<const N: usize>(
 }
 
 fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
+    super::ovsdb::endpoints::read_elsewhere(ctx, "SB").map_err(|f| f.summary)?;
     let endpoints = match &ctx.opts.sb_db {
         Some(text) => Endpoint::parse_list(text).map_err(|e| format!("--sb-db: {e}"))?,
         None => match ctx.config() {

@@ -47,9 +47,21 @@ fn parse(flag: &str, text: &str) -> Result<Vec<Endpoint>, Finding> {
     Endpoint::parse_list(text).map_err(|e| Finding::error(format!("{flag}: {e}")))
 }
 
+/// In a cluster run, OVN NB and SB are read once, by one node: on every
+/// other node the checks leave them alone and say who read them.
+pub fn read_elsewhere(ctx: &Ctx, db: &str) -> Result<(), Finding> {
+    match &ctx.opts.ovn_read_by {
+        Some(node) => Err(Finding::skip(SkipReason::NotApplicable(format!(
+            "OVN {db} is cluster-wide: read once in this cluster run, by {node}"
+        )))),
+        None => Ok(()),
+    }
+}
+
 /// The northbound raft list. Without a flag or a config naming one, the
 /// check cannot know the cluster's NB: it skips, saying how to give one.
 pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
+    read_elsewhere(ctx, "NB")?;
     if let Some(text) = &ctx.opts.nb_db {
         return Ok((parse("--nb-db", text)?, Source::Flag));
     }
@@ -64,6 +76,7 @@ pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
 
 /// The southbound raft list, as [`nb`].
 pub fn sb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
+    read_elsewhere(ctx, "SB")?;
     if let Some(text) = &ctx.opts.sb_db {
         return Ok((parse("--sb-db", text)?, Source::Flag));
     }
