@@ -38,18 +38,18 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --help --version list explain completions man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --help --version list explain completions man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --check)
-                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning sysctl udp mtu underlay ipsec nic cpu tcp qemu" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning cluster.reachable cluster.config-drift cluster.path-matrix cluster.sa-pairs sysctl udp mtu underlay ipsec nic cpu tcp qemu cluster" -- "${cur}"))
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning sysctl udp mtu underlay ipsec nic cpu tcp qemu" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning cluster.reachable cluster.config-drift cluster.path-matrix cluster.sa-pairs sysctl udp mtu underlay ipsec nic cpu tcp qemu cluster" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -112,6 +112,30 @@ _spx__doctor() {
                     COMPREPLY=($(compgen -W "enable-jumbo disable-ipsec" -- "${cur}"))
                     return 0
                     ;;
+                --nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote-bin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ovn-read-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -148,7 +172,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__explain)
-            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning"
+            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning cluster.reachable cluster.config-drift cluster.path-matrix cluster.sa-pairs"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -24,57 +24,66 @@ function __fish_spx_doctor_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l check -d 'Run only these checks: comma-separated ids or categories (nic, ipsec, mtu, …)' -r -f -a "sysctl.udp-buffers\t'Socket buffer ceilings let QUIC have the 7 MiB it asks for'
-udp.rcvbuf-errors\t'No UDP datagrams dropped for want of receive buffer'
-mtu.path\t'The underlay carries the target MTU to every peer'
-mtu.overlay\t'DHCP options, VPC taps and the underlay bridge carry the guest MTU the config implies'
-underlay.on-link\t'Every peer is on this node\'s L2 segment, with no router hop'
-ipsec.flags\t'Config, NB_Global.ipsec and OVS ipsec_encapsulation agree'
-ipsec.xfrm\t'ESP SAs to every peer when IPsec is wanted, none when it is not'
-nic.offloads\t'Underlay NIC can segment geneve in hardware'
-nic.tso\t'Underlay NIC gets TSO super-packets under load'
-nic.queues\t'NIC uses the queue pairs it is offered'
-nic.rings\t'NIC receive ring holds a burst (at least 1024 where the device allows)'
-cpu.softirq\t'Receive work is spread over cores, not funnelled into one'
-tcp.reordering\t'TCP does not mistake reordering for loss'
-qemu.tuning\t'Every running guest was started with vhost, multiqueue, host_mtu, iothreads and cache=none'
-sysctl\t'every sysctl check: sysctl.udp-buffers'
-udp\t'every udp check: udp.rcvbuf-errors'
-mtu\t'every mtu check: mtu.path, mtu.overlay'
-underlay\t'every underlay check: underlay.on-link'
-ipsec\t'every ipsec check: ipsec.flags, ipsec.xfrm'
-nic\t'every nic check: nic.offloads, nic.tso, nic.queues, nic.rings'
-cpu\t'every cpu check: cpu.softirq'
-tcp\t'every tcp check: tcp.reordering'
-qemu\t'every qemu check: qemu.tuning'"
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l skip -d 'Do not run these checks: comma-separated ids or categories' -r -f -a "sysctl.udp-buffers\t'Socket buffer ceilings let QUIC have the 7 MiB it asks for'
-udp.rcvbuf-errors\t'No UDP datagrams dropped for want of receive buffer'
-mtu.path\t'The underlay carries the target MTU to every peer'
-mtu.overlay\t'DHCP options, VPC taps and the underlay bridge carry the guest MTU the config implies'
-underlay.on-link\t'Every peer is on this node\'s L2 segment, with no router hop'
-ipsec.flags\t'Config, NB_Global.ipsec and OVS ipsec_encapsulation agree'
-ipsec.xfrm\t'ESP SAs to every peer when IPsec is wanted, none when it is not'
-nic.offloads\t'Underlay NIC can segment geneve in hardware'
-nic.tso\t'Underlay NIC gets TSO super-packets under load'
-nic.queues\t'NIC uses the queue pairs it is offered'
-nic.rings\t'NIC receive ring holds a burst (at least 1024 where the device allows)'
-cpu.softirq\t'Receive work is spread over cores, not funnelled into one'
-tcp.reordering\t'TCP does not mistake reordering for loss'
-qemu.tuning\t'Every running guest was started with vhost, multiqueue, host_mtu, iothreads and cache=none'
-sysctl\t'every sysctl check: sysctl.udp-buffers'
-udp\t'every udp check: udp.rcvbuf-errors'
-mtu\t'every mtu check: mtu.path, mtu.overlay'
-underlay\t'every underlay check: underlay.on-link'
-ipsec\t'every ipsec check: ipsec.flags, ipsec.xfrm'
-nic\t'every nic check: nic.offloads, nic.tso, nic.queues, nic.rings'
-cpu\t'every cpu check: cpu.softirq'
-tcp\t'every tcp check: tcp.reordering'
-qemu\t'every qemu check: qemu.tuning'"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l check -d 'Run only these checks: comma-separated ids or categories (nic, ipsec, mtu, …)' -r -f -a "sysctl.udp-buffers\t''
+udp.rcvbuf-errors\t''
+mtu.path\t''
+mtu.overlay\t''
+underlay.on-link\t''
+ipsec.flags\t''
+ipsec.xfrm\t''
+nic.offloads\t''
+nic.tso\t''
+nic.queues\t''
+nic.rings\t''
+cpu.softirq\t''
+tcp.reordering\t''
+qemu.tuning\t''
+cluster.reachable\t''
+cluster.config-drift\t''
+cluster.path-matrix\t''
+cluster.sa-pairs\t''
+sysctl\t''
+udp\t''
+mtu\t''
+underlay\t''
+ipsec\t''
+nic\t''
+cpu\t''
+tcp\t''
+qemu\t''
+cluster\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l skip -d 'Do not run these checks: comma-separated ids or categories' -r -f -a "sysctl.udp-buffers\t''
+udp.rcvbuf-errors\t''
+mtu.path\t''
+mtu.overlay\t''
+underlay.on-link\t''
+ipsec.flags\t''
+ipsec.xfrm\t''
+nic.offloads\t''
+nic.tso\t''
+nic.queues\t''
+nic.rings\t''
+cpu.softirq\t''
+tcp.reordering\t''
+qemu.tuning\t''
+cluster.reachable\t''
+cluster.config-drift\t''
+cluster.path-matrix\t''
+cluster.sa-pairs\t''
+sysctl\t''
+udp\t''
+mtu\t''
+underlay\t''
+ipsec\t''
+nic\t''
+cpu\t''
+tcp\t''
+qemu\t''
+cluster\t''"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l config -d 'The Spinifex config, found as Spinifex\'s `spx` finds it: this flag, else $SPINIFEX_CONFIG_PATH [default: /etc/spinifex/spinifex.toml, else ~/spinifex/config/spinifex.toml]' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
-prometheus\t''
-junit\t''"
+prometheus\t''"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s o -l output -d 'Write the report to FILE (atomically: a temporary file in the same directory, then rename)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
 always\t''
@@ -90,8 +99,15 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nb-db -d 'OVN nor
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l sb-db -d 'OVN southbound endpoints, comma-separated [default: the config\'s ovn_sb_addr]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a preflight profile before a change: every required check must conclude' -r -f -a "enable-jumbo\t'Before raising underlay_mtu (default target 9000)'
 disable-ipsec\t'Before setting ipsec_enabled = false'"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-config -d 'The ssh client configuration (`ssh -F FILE`) [default: ssh\'s own: ~/.ssh/config, /etc/ssh/ssh_config]' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-user -d 'The user to log in as (`ssh -l USER`); any user but root runs the doctor with `sudo -n` [default: ssh\'s]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l remote-bin -d 'The doctor on the other nodes: a name on their PATH or an absolute path [default: the doctor\'s installed name]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l parallel -d 'At most N ssh sessions at once' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ovn-read-by -d 'Set by --cluster on the other nodes: the node that reads OVN NB and SB for the whole cluster' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*]: this node in-process, the others over ssh (BatchMode), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title'
@@ -101,9 +117,11 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Prin
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s V -l version -d 'Print version'
-complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand __complete" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand __complete" -s V -l version -d 'Print version'

@@ -173,6 +173,9 @@ pub struct RunArgs {
     /// Run a preflight profile before a change: every required check must conclude.
     #[arg(long = "for", value_enum, value_name = "CHANGE")]
     pub for_change: Option<Change>,
+
+    #[command(flatten)]
+    pub cluster: crate::cluster::args::ClusterArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]

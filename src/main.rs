@@ -5,6 +5,7 @@
 //! 2 inconclusive (usage, config, or no conclusion).
 
 mod cli;
+mod cluster;
 mod render;
 mod report;
 mod runner;
@@ -66,12 +67,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 .into()),
             }
         }
+        None if cli.run.cluster.cluster => cluster::run(cli.run),
         None => doctor(Settings::from_args(cli.run)?),
     }
 }
 
 fn doctor(settings: Settings) -> anyhow::Result<u8> {
     runner::install_panic_hook();
+    let report = node_report(&settings);
+    let text = render::render(&report, settings.format, &style(&settings));
+    emit(&settings, &text)?;
+    Ok(report.exit_code as u8)
+}
+
+/// Run the selected checks on this host and build its report (with the
+/// runbook of a preflight), the same in a node run and for this node in
+/// a cluster run.
+pub fn node_report(settings: &Settings) -> report::Report {
     let started_at = SystemTime::now();
     let t0 = Instant::now();
     let ctx = Arc::new(Ctx::new(settings.config.clone(), settings.options.clone()));
@@ -104,6 +116,11 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
             .map(|s| spx_checks::spinifex::as_invoked(s))
             .collect()
     });
+    report
+}
+
+/// How the table is drawn: colour, width, evidence.
+pub fn style(settings: &Settings) -> Style {
     let to_file = settings.output.is_some();
     let color = match settings.color {
         ColorChoice::Always => true,
@@ -114,7 +131,7 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         }
     };
-    let style = Style {
+    Style {
         verbose: settings.verbose,
         color,
         width: if settings.format == Format::Table {
@@ -123,14 +140,17 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
             None
         },
         strict: settings.strict,
-    };
-    let text = render::render(&report, settings.format, &style);
+    }
+}
+
+/// Write the rendered report to --output (atomically) or stdout.
+pub fn emit(settings: &Settings, text: &str) -> anyhow::Result<()> {
     match &settings.output {
         Some(path) => render::write_atomically(path, text.as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-        None => render::to_stdout(&text)?,
+        None => render::to_stdout(text)?,
     }
-    Ok(report.exit_code as u8)
+    Ok(())
 }
 
 /// The terminal's width when stdout is one, else `COLUMNS`, else none.
@@ -244,7 +264,7 @@ pub fn man_page() -> anyhow::Result<String> {
         buf.extend_from_slice(format!(".TP\n\\fB{}\\fR\n{}\n", c.id(), c.title()).as_bytes());
     }
     buf.extend_from_slice(
-        b".SH \"EXIT STATUS\"\n0: no check failed. 1: at least one check failed (or warned, with \\-\\-strict). 2: inconclusive: usage or config error, or a check errored and none failed; in a \\-\\-for profile, a required check could not run.\n",
+        b".SH \"EXIT STATUS\"\n0: no check failed. 1: at least one check failed (or warned, with \\-\\-strict). 2: inconclusive: usage or config error, or a check errored and none failed; in a \\-\\-for profile, a required check could not run. With \\-\\-cluster: 0 every node answered and nothing failed on any node or in any cluster check; 1 anything failed; 2 a node did not answer or was inconclusive, and nothing failed.\n",
     );
     man.render_version_section(&mut buf)?;
     Ok(String::from_utf8(buf)?)

@@ -27,6 +27,57 @@ pub struct Report {
     pub checks: Vec<CheckReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runbook: Option<Vec<String>>,
+    /// The config this run used, as the cross-node checks compare it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<ConfigFacts>,
+    /// This host's own unicast addresses (no loopback, no link-local): how
+    /// a cluster run tells which node an address belongs to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<std::net::IpAddr>,
+}
+
+/// What the config said, as this node ran with it.
+#[derive(Serialize, Debug)]
+pub struct ConfigFacts {
+    pub path: String,
+    pub node: Option<String>,
+    /// `[network] ipsec_enabled` (a missing key is true).
+    pub ipsec_enabled: bool,
+    /// `[network] underlay_mtu` as written (a missing key is 1500).
+    pub underlay_mtu: u32,
+    /// The `[nodes.*]` names, sorted.
+    pub nodes: Vec<String>,
+}
+
+impl ConfigFacts {
+    fn of(config: &ConfigState) -> Option<ConfigFacts> {
+        match config {
+            ConfigState::Loaded { path, config } => Some(ConfigFacts {
+                path: path.display().to_string(),
+                node: config.node.clone(),
+                ipsec_enabled: config.network.ipsec_enabled,
+                underlay_mtu: config.network.underlay_mtu,
+                nodes: config.nodes.keys().cloned().collect(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// This host's addresses a peer could name it by.
+fn own_addresses() -> Vec<std::net::IpAddr> {
+    use std::net::IpAddr;
+    let mut addrs = spx_checks::probe::links::local_addresses().unwrap_or_default();
+    addrs.retain(|a| {
+        !a.is_loopback()
+            && !a.is_unspecified()
+            && !a.is_multicast()
+            && match a {
+                IpAddr::V4(v4) => !v4.is_link_local(),
+                IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80,
+            }
+    });
+    addrs
 }
 
 #[derive(Serialize, Debug)]
@@ -101,6 +152,32 @@ pub fn exit_code(checks: &[CheckReport], policy: &Policy) -> i32 {
     0
 }
 
+/// A cluster run (`--cluster`): 1 when anything failed on any node (its own
+/// report's exit code, computed there with the same --strict and --for) or
+/// in a cluster check; else 2 when a node did not answer (`None`) or was
+/// inconclusive, or a cluster check errored; else 0. A cluster preflight
+/// therefore never passes on a node it could not see.
+pub fn cluster_exit_code(
+    nodes: &[Option<i32>],
+    cluster_checks: &[CheckReport],
+    strict: bool,
+) -> i32 {
+    let cluster = exit_code(
+        cluster_checks,
+        &Policy {
+            strict,
+            required: Vec::new(),
+        },
+    );
+    if cluster == 1 || nodes.contains(&Some(1)) {
+        return 1;
+    }
+    if cluster == 2 || nodes.iter().any(|c| *c != Some(0)) {
+        return 2;
+    }
+    0
+}
+
 pub fn build(
     outcomes: Vec<Outcome>,
     config: &ConfigState,
@@ -149,6 +226,8 @@ pub fn build(
         summary,
         checks,
         runbook: None,
+        config: ConfigFacts::of(config),
+        addresses: own_addresses(),
     }
 }
 
@@ -192,6 +271,25 @@ mod tests {
             2
         );
         assert_eq!(exit_code(&[], &p), 0);
+    }
+
+    #[test]
+    fn a_cluster_fails_on_any_node_and_never_passes_on_a_silent_one() {
+        let ok = [c("cluster.reachable", Status::Pass)];
+        assert_eq!(cluster_exit_code(&[Some(0), Some(0)], &ok, false), 0);
+        assert_eq!(cluster_exit_code(&[Some(0), Some(1)], &ok, false), 1);
+        assert_eq!(cluster_exit_code(&[Some(0), None], &ok, false), 2);
+        assert_eq!(cluster_exit_code(&[Some(2), Some(0)], &ok, false), 2);
+        assert_eq!(
+            cluster_exit_code(&[Some(1), None], &ok, false),
+            1,
+            "a failure wins"
+        );
+        let bad = [c("cluster.path-matrix", Status::Fail)];
+        assert_eq!(cluster_exit_code(&[Some(0), None], &bad, false), 1);
+        let warn = [c("cluster.config-drift", Status::Warn)];
+        assert_eq!(cluster_exit_code(&[Some(0)], &warn, false), 0);
+        assert_eq!(cluster_exit_code(&[Some(0)], &warn, true), 1);
     }
 
     #[test]

@@ -133,7 +133,7 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
 
 /// A fail must say how to fix it. One that does not is a bug in the check,
 /// and is reported as one rather than shown as a fail with no way out.
-fn police(f: Finding) -> Finding {
+pub fn police(f: Finding) -> Finding {
     if f.status == Status::Fail && f.remediation.is_empty() {
         let mut e = Finding::error(format!(
             "{} (bug in spx-doctor: a fail without remediation)",

@@ -10,7 +10,7 @@ use std::time::Duration;
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
 use spx_checks::profile::Profile;
-use spx_checks::{select, validate, Check, ConfigState, Options, CHECKS};
+use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
 use crate::cli::{ColorChoice, Format, RunArgs};
 
@@ -103,7 +103,22 @@ impl Settings {
         let profile = args
             .for_change
             .map(|c| spx_checks::profile::find(c.name()).expect("every --for value has a profile"));
-        let checks = select_checks(&include, &exclude, profile)?;
+        let mut checks = select_checks(&include, &exclude, profile)?;
+        // Cluster checks belong to `--cluster`; a node run has them only
+        // when asked for (they then skip, saying so).
+        if include.is_empty() {
+            checks.retain(|c| c.scope() == Scope::Node);
+        }
+        let ovn_read_by = args
+            .cluster
+            .ovn_read_by
+            .as_deref()
+            .map(|n| {
+                validate::node_name(n)
+                    .map(|()| n.to_owned())
+                    .map_err(|e| UsageError(format!("--ovn-read-by: {e}")))
+            })
+            .transpose()?;
         let config = load_config(args.config.or_else(config_from_env).as_deref())?;
         let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));
         Ok(Settings {
@@ -119,6 +134,7 @@ impl Settings {
                 sample,
                 timeout,
                 profile: args.for_change.map(|c| c.name().to_owned()),
+                ovn_read_by,
             },
             config,
             format: args.format,

@@ -37,11 +37,16 @@ use crate::support::{self, run, run_json, spx, Netns};
 
 const NOBODY: &str = "65534";
 
+/// Every node check (the cluster checks belong to `--cluster`).
 fn all_ids() -> Vec<&'static str> {
-    spx_checks::CHECKS.iter().map(|c| c.id()).collect()
+    spx_checks::CHECKS
+        .iter()
+        .filter(|c| c.scope() == spx_checks::Scope::Node)
+        .map(|c| c.id())
+        .collect()
 }
 
-/// Every check of `CHECKS` is in the report, once.
+/// Every node check of `CHECKS` is in the report, once.
 fn assert_complete(doc: &Value) {
     let mut got: Vec<&str> = doc["checks"]
         .as_array()
@@ -1182,7 +1187,89 @@ const BAD_INPUT: &[BadInput] = &[
         config: None,
         unreadable: false,
     },
+    BadInput {
+        what: "a cluster flag without --cluster",
+        args: &["--nodes", "spx1"],
+        config: None,
+        unreadable: false,
+    },
+    BadInput {
+        what: "a cluster run on a config without nodes",
+        args: &["--cluster", "--config", "spinifex.toml"],
+        config: Some("node = \"spx1\"\n"),
+        unreadable: false,
+    },
+    BadInput {
+        what: "an unknown node",
+        args: &["--cluster", "--config", "spinifex.toml", "--nodes", "spx9"],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
+    BadInput {
+        what: "shell syntax in a node name",
+        args: &[
+            "--cluster",
+            "--config",
+            "spinifex.toml",
+            "--nodes",
+            "spx1;id",
+        ],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
+    BadInput {
+        what: "shell syntax in the ssh user",
+        args: &[
+            "--cluster",
+            "--config",
+            "spinifex.toml",
+            "--ssh-user",
+            "root;id",
+        ],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
+    BadInput {
+        what: "shell syntax in the remote binary",
+        args: &[
+            "--cluster",
+            "--config",
+            "spinifex.toml",
+            "--remote-bin",
+            "spx-doctor;id",
+        ],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
+    BadInput {
+        what: "a missing ssh config",
+        args: &[
+            "--cluster",
+            "--config",
+            "spinifex.toml",
+            "--ssh-config",
+            "nonexistent",
+        ],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
+    BadInput {
+        what: "a cluster timeout that leaves the nodes no sample window",
+        args: &[
+            "--cluster",
+            "--config",
+            "spinifex.toml",
+            "--timeout",
+            "1200ms",
+        ],
+        config: Some(CLUSTER_CONFIG),
+        unreadable: false,
+    },
 ];
+
+/// Two nodes, for the cluster rows (refused before any ssh runs).
+const CLUSTER_CONFIG: &str =
+    "[nodes.spx1]\nhost = \"198.18.3.181\"\n[nodes.spx2]\nhost = \"198.18.3.182\"\n";
 
 /// Run one row in a fresh working directory: (exit code, stdout, stderr).
 fn run_bad_input(row: &BadInput) -> (i32, String, String) {

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use crate::support::{self, run, spx, Netns};
 
-fn promtool_check(text: &str) {
+pub(crate) fn promtool_check(text: &str) {
     use std::io::Write;
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])

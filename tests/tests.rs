@@ -3,6 +3,7 @@
 mod support;
 
 mod cli;
+mod cluster;
 mod hardening;
 mod ipsec;
 mod junit;

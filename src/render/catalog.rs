@@ -23,15 +23,17 @@ pub fn list(checks: &[&'static dyn Check], width: Option<u16>) -> String {
 }
 
 pub fn explain(check: &dyn Check) -> String {
-    format!(
+    spx_checks::spinifex::as_invoked(&format!(
         "{} — {}\n{}\n\n{}\n",
         check.id(),
         check.title(),
-        if check.samples() {
+        if check.scope() == spx_checks::Scope::Cluster {
+            "(judged by `spx doctor --cluster` from every node's report)"
+        } else if check.samples() {
             "(samples counters over the shared --sample window)"
         } else {
             "(a single reading)"
         },
-        spx_checks::spinifex::as_invoked(check.explain())
-    )
+        check.explain()
+    ))
 }

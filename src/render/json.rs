@@ -1,9 +1,22 @@
-//! JSON v1: one document on stdout. The schema is committed at
-//! schema/report-v1.schema.json and every test validates against it.
+//! JSON v1: one document on stdout. The schemas are committed at
+//! schema/report-v1.schema.json and schema/cluster-report-v1.schema.json,
+//! and every test validates against them.
 
+use serde::Serialize;
+
+use crate::cluster::report::ClusterReport;
 use crate::report::Report;
 
 pub fn render(report: &Report) -> String {
+    pretty(report)
+}
+
+/// A cluster run's report.
+pub fn render_cluster(report: &ClusterReport) -> String {
+    pretty(report)
+}
+
+fn pretty(report: &impl Serialize) -> String {
     let mut s = serde_json::to_string_pretty(report).expect("a report always serializes");
     s.push('\n');
     s

@@ -4,6 +4,7 @@
 #![allow(clippy::disallowed_macros)]
 
 pub mod catalog;
+pub mod cluster;
 pub mod json;
 pub mod junit;
 pub mod prometheus;

@@ -8,7 +8,7 @@ use spx_checks::Status;
 use super::Style;
 use crate::report::Report;
 
-fn mark(s: Status) -> &'static str {
+pub(super) fn mark(s: Status) -> &'static str {
     match s {
         Status::Pass => "✔",
         Status::Warn => "!",
@@ -18,7 +18,7 @@ fn mark(s: Status) -> &'static str {
     }
 }
 
-fn color(s: Status) -> Color {
+pub(super) fn color(s: Status) -> Color {
     match s {
         Status::Pass => Color::Green,
         Status::Warn => Color::Yellow,

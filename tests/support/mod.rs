@@ -9,6 +9,7 @@ pub mod fabric;
 pub mod netns;
 pub mod ovsdb_server;
 pub mod qemu;
+pub mod sshd;
 pub mod vm;
 
 use std::path::{Path, PathBuf};
@@ -101,6 +102,54 @@ pub fn assert_valid(doc: &Value) {
         errors.is_empty(),
         "JSON does not match schema/report-v1.schema.json: {errors:#?}\n{doc:#}"
     );
+}
+
+static CLUSTER_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+
+fn schema_file(name: &str) -> Value {
+    let path = repo_root().join("schema").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
+        .expect("schema JSON")
+}
+
+/// Validate a cluster report against schema/cluster-report-v1.schema.json,
+/// which holds every node's report to schema/report-v1.schema.json.
+pub fn assert_valid_cluster(doc: &Value) {
+    let validator = CLUSTER_SCHEMA.get_or_init(|| {
+        let node = schema_file("report-v1.schema.json");
+        let id = node["$id"].as_str().expect("$id").to_owned();
+        jsonschema::options()
+            .with_resource(
+                id,
+                jsonschema::Resource::from_contents(node).expect("resource"),
+            )
+            .build(&schema_file("cluster-report-v1.schema.json"))
+            .expect("valid schema")
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "JSON does not match schema/cluster-report-v1.schema.json: {errors:#?}\n{doc:#}"
+    );
+}
+
+/// Run a cluster run with `--format json`: parse, validate against the
+/// cluster schema, check the document's exit code is the process's.
+pub fn run_cluster_json(cmd: &mut Command) -> (i32, Value) {
+    cmd.args(["--format", "json"]);
+    let (code, stdout, stderr) = run(cmd);
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}")
+    });
+    assert_valid_cluster(&doc);
+    assert_eq!(
+        doc["exit_code"], code,
+        "JSON exit_code vs process; stderr: {stderr}"
+    );
+    (code, doc)
 }
 
 pub fn is_root() -> bool {

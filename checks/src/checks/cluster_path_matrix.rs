@@ -139,6 +139,10 @@ pub struct Cell {
     pub verdict: CellVerdict,
     /// The measured path MTU (for ok: the target, the largest size probed).
     pub path_mtu: Option<u32>,
+    /// The row node's mtu.path could only prove `path_mtu` passes (lost
+    /// probes left a gap above it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub path_mtu_inexact: bool,
     /// The target the row's node probed for.
     #[serde(skip)]
     pub target: Option<u32>,
@@ -185,6 +189,7 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
                 to: to.name.clone(),
                 verdict: CellVerdict::NotMeasured,
                 path_mtu: None,
+                path_mtu_inexact: false,
                 target,
                 detail: why_none.clone(),
             };
@@ -216,9 +221,14 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
                         v = CellVerdict::NotMeasured;
                     }
                     let mtu = p.get("path_mtu").and_then(Value::as_u64).map(|m| m as u32);
+                    let inexact = p
+                        .get("path_mtu_inexact")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
                     if !found || v.rank() > cell.verdict.rank() {
                         cell.verdict = v;
                         cell.path_mtu = mtu;
+                        cell.path_mtu_inexact = inexact;
                         cell.detail = p.get("detail").and_then(Value::as_str).map(str::to_owned);
                     } else if v == cell.verdict {
                         cell.path_mtu = match (cell.path_mtu, mtu) {
@@ -341,8 +351,14 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         }
     }
 
-    let largest = measured.iter().filter_map(|c| c.path_mtu).min();
-    let largest_exact = measured.iter().any(|c| c.verdict.fails());
+    let lowest = measured
+        .iter()
+        .filter(|c| c.path_mtu.is_some())
+        .min_by_key(|c| c.path_mtu);
+    let largest = lowest.and_then(|c| c.path_mtu);
+    // Exact when the lowest pair was measured to the byte; a pair that
+    // carries the target proves only that much.
+    let largest_exact = lowest.is_some_and(|c| c.verdict.fails() && !c.path_mtu_inexact);
     let total = cells.len();
     let target_text = match distinct.as_slice() {
         [t] => format!("{t} bytes"),

@@ -241,6 +241,18 @@ impl AddressBook {
     }
 }
 
+/// Judge cluster check `check` on `facts` (a node check is not one).
+pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
+    use crate::checks::*;
+    match check.id() {
+        "cluster.reachable" => cluster_reachable::judge(facts),
+        "cluster.config-drift" => cluster_config_drift::judge(facts),
+        "cluster.path-matrix" => cluster_path_matrix::judge(facts),
+        "cluster.sa-pairs" => cluster_sa_pairs::judge(facts),
+        other => Finding::error(format!("{other} is not a cluster check")),
+    }
+}
+
 /// What a cluster check returns when asked for outside `--cluster`.
 pub fn outside_cluster_run() -> Finding {
     Finding::skip(SkipReason::NotApplicable(

@@ -1,0 +1,246 @@
+//! `spx-doctor --cluster`: one command checks every node of the cluster.
+//!
+//! The plan ([`plan`]) is made and validated before anything runs. Then,
+//! all at once: this node's checks run in this process, and every other
+//! node runs the doctor itself over the system `ssh` ([`ssh`]), at most
+//! `--parallel` at a time, all within the one `--timeout`. Every node
+//! probes all its peers at once, so the path matrix costs one probe round.
+//! OVN NB and SB are cluster-wide: one node reads them (this one when it
+//! is selected), the others are told to leave them alone. The cluster
+//! checks then judge the reports side by side, and the report
+//! ([`report`]) carries every node's own report unchanged.
+
+pub mod args;
+mod plan;
+pub mod report;
+mod ssh;
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use spx_checks::checks::cluster_path_matrix;
+use spx_checks::cluster::{self as facts, ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
+use spx_checks::{endpoint, expect, spinifex::as_invoked, Status};
+
+use crate::cli::{Format, RunArgs};
+use crate::report::{cluster_exit_code, CheckReport, Tool, SCHEMA_VERSION};
+use crate::{render, runner};
+
+use plan::{Plan, Via};
+use report::{ClusterReport, ClusterSummary, NodeEntry};
+
+/// Kept back from the deadline to judge, render and write.
+fn margin(timeout: Duration) -> Duration {
+    (timeout / 20).min(Duration::from_millis(200))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<u8> {
+    runner::install_panic_hook();
+    let started_at = SystemTime::now();
+    let t0 = Instant::now();
+    let plan = Plan::from_args(args)?;
+    let deadline = t0 + plan.timeout - margin(plan.timeout);
+
+    let names = plan.names_to_resolve.clone();
+    let bound = plan::ssh_allowance(plan.timeout);
+    let resolver = std::thread::spawn(move || Plan::resolve_names(&names, bound));
+
+    let jobs: Vec<ssh::Job> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, n)| match &n.via {
+            Via::Ssh(argv) => Some(ssh::Job {
+                index,
+                argv: argv.clone(),
+                sudo: plan.sudo,
+            }),
+            _ => None,
+        })
+        .collect();
+    let parallel = plan.parallel;
+    let remote = std::thread::spawn(move || ssh::run_all(jobs, parallel, deadline));
+
+    let local = plan
+        .nodes
+        .iter()
+        .position(|n| matches!(n.via, Via::InProcess))
+        .map(|i| {
+            let r = crate::node_report(&plan.settings);
+            (
+                i,
+                serde_json::to_value(&r).expect("a report always serializes"),
+            )
+        });
+    let mut answers: Vec<Option<Result<Value, Unreached>>> = vec![None; plan.nodes.len()];
+    if let Some((i, r)) = local {
+        answers[i] = Some(Ok(r));
+    }
+    for (i, a) in remote.join().unwrap_or_default() {
+        answers[i] = Some(a);
+    }
+    let mut config_addresses = plan.config_addresses.clone();
+    if let Ok(resolved) = resolver.join() {
+        for (node, ips) in resolved {
+            config_addresses.entry(node).or_default().extend(ips);
+        }
+    }
+
+    let nodes: Vec<NodeAnswer> = plan
+        .nodes
+        .iter()
+        .zip(answers)
+        .map(|(n, a)| NodeAnswer {
+            name: n.name.clone(),
+            host: match n.via {
+                Via::InProcess => None,
+                _ => n.host.clone(),
+            },
+            report: a.unwrap_or_else(|| {
+                Err(Unreached {
+                    kind: match n.via {
+                        Via::NoAddress => UnreachedKind::NoAddress,
+                        _ => UnreachedKind::Deadline,
+                    },
+                    detail: match n.via {
+                        Via::NoAddress => format!("[nodes.{}] has no host or advertise", n.name),
+                        _ => String::new(),
+                    },
+                })
+            }),
+        })
+        .collect();
+    let cluster = ClusterFacts {
+        nodes,
+        config_nodes: plan.config_nodes.clone(),
+        config_addresses,
+        node_checks: plan.node_checks.iter().map(|s| s.to_string()).collect(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        ssh_user: plan.ssh_user.clone(),
+        remote_bin: plan.remote_bin.clone(),
+    };
+
+    let mut findings = Vec::with_capacity(plan.cluster_checks.len());
+    for check in &plan.cluster_checks {
+        let t = Instant::now();
+        let f = runner::police(facts::judge(*check, &cluster));
+        findings.push((*check, f, t.elapsed()));
+    }
+    let path_matrix = if cluster.selected("mtu.path") {
+        cluster_path_matrix::matrix(&cluster)
+    } else {
+        Vec::new()
+    };
+    let runbook = plan.profile.map(|p| {
+        let matrix = findings
+            .iter()
+            .find(|(c, _, _)| c.id() == "cluster.path-matrix")
+            .map(|(_, f, _)| f);
+        let routed = cluster
+            .answered()
+            .filter_map(|n| {
+                let c = n.check("underlay.on-link")?;
+                matches!(facts::status_of(c), Some("warn" | "fail")).then(|| {
+                    (
+                        n.name.clone(),
+                        c.get("summary")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    )
+                })
+            })
+            .collect();
+        let opts = &plan.settings.options;
+        let expectations = expect::Expectations::from_config(&plan.config);
+        let rb = facts::runbook::RunbookFacts {
+            nodes: cluster.names().iter().map(|s| s.to_string()).collect(),
+            target_mtu: opts
+                .mtu
+                .or(p.default_mtu)
+                .unwrap_or(expectations.underlay_mtu),
+            ipsec_enabled: Some(expectations.ipsec_enabled),
+            underlay_mtu: expectations.underlay_mtu,
+            nb: opts
+                .nb_db
+                .clone()
+                .or_else(|| {
+                    Some(endpoint::join(&plan.config.nb_endpoints())).filter(|s| !s.is_empty())
+                })
+                .unwrap_or_else(|| "<ovn_nb_addr from spinifex.toml>".to_owned()),
+            path_matrix: matrix,
+            routed,
+        };
+        facts::runbook::runbook(p.name, &rb)
+            .iter()
+            .map(|s| as_invoked(s))
+            .collect::<Vec<_>>()
+    });
+
+    let checks: Vec<CheckReport> = findings
+        .into_iter()
+        .map(|(c, f, took)| CheckReport {
+            id: c.id(),
+            title: c.title(),
+            status: f.status,
+            summary: as_invoked(&f.summary),
+            evidence: f.evidence,
+            remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
+            duration_ms: took.as_millis() as u64,
+        })
+        .collect();
+    let entries: Vec<NodeEntry> = cluster
+        .nodes
+        .iter()
+        .zip(&plan.nodes)
+        .map(|(n, p)| NodeEntry::of(n, matches!(p.via, Via::InProcess)))
+        .collect();
+    let mut summary = ClusterSummary {
+        nodes: entries.len(),
+        unreachable: entries.iter().filter(|e| e.report.is_none()).count(),
+        ..ClusterSummary::default()
+    };
+    for e in &entries {
+        for c in e.checks() {
+            summary.count(c.get("status").and_then(Value::as_str).unwrap_or("error"));
+        }
+    }
+    for c in &checks {
+        summary.count(c.status.as_str());
+    }
+    let node_codes: Vec<Option<i32>> = entries.iter().map(NodeEntry::exit_code).collect();
+    let exit_code = cluster_exit_code(&node_codes, &checks, plan.settings.strict);
+    let report = ClusterReport {
+        schema_version: SCHEMA_VERSION,
+        kind: "cluster",
+        tool: Tool {
+            name: spx_checks::spinifex::BINARY,
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        profile: plan.profile.map_or("default", |p| p.name).to_owned(),
+        started_at: humantime::format_rfc3339_millis(started_at).to_string(),
+        duration_ms: t0.elapsed().as_millis() as u64,
+        exit_code,
+        summary,
+        ovn_read_by: plan.reader.clone(),
+        nodes: entries,
+        checks,
+        path_matrix,
+        runbook,
+    };
+    let style = crate::style(&plan.settings);
+    let text = match plan.settings.format {
+        Format::Json => render::json::render_cluster(&report),
+        Format::Prometheus => render::prometheus::render_cluster(&report),
+        Format::Table => render::cluster::table(&report, &style),
+    };
+    crate::emit(&plan.settings, &text)?;
+    Ok(report.exit_code as u8)
+}
+
+/// True for a finding status that needs the operator.
+pub fn needs_attention(status: &str) -> bool {
+    status == Status::Fail.as_str()
+        || status == Status::Warn.as_str()
+        || status == Status::Error.as_str()
+}

@@ -1,0 +1,471 @@
+//! A cluster run, planned before anything touches the network: the nodes
+//! (validated, in order), this node's in-process settings, and the exact
+//! ssh command line of every other node. Every refusal here is one line
+//! and exit 2, and happens before any ssh runs.
+//!
+//! The remote command is `[sudo -n] REMOTE-BIN --format json --config
+//! REMOTE-CONFIG <forwarded flags>`. ssh joins its words with spaces and
+//! the remote login shell parses them, so every word is a fixed word of
+//! this program or a validated value drawn from a small set of characters
+//! that no shell treats specially (sh, bash, zsh, fish, csh alike), and is
+//! single-quoted besides.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use spx_checks::config::Config;
+use spx_checks::probe::peers;
+use spx_checks::profile::Profile;
+use spx_checks::validate::{self, shown};
+use spx_checks::{select, Check, ConfigState, Scope, CHECKS};
+
+use crate::cli::RunArgs;
+use crate::settings::{Settings, UsageError};
+
+/// The doctor's installed name: the remote default.
+pub const DEFAULT_REMOTE_BIN: &str = spx_checks::spinifex::BINARY;
+
+/// One selected node.
+#[derive(Clone, Debug)]
+pub struct PlannedNode {
+    pub name: String,
+    /// `host`, else `advertise`, from its `[nodes.NAME]` (no port).
+    pub host: Option<String>,
+    /// How it is reached.
+    pub via: Via,
+}
+
+#[derive(Clone, Debug)]
+pub enum Via {
+    /// This node: run in this process.
+    InProcess,
+    /// `ssh ARGV…` (the words after `ssh`).
+    Ssh(Vec<OsString>),
+    /// The config gives no address for it.
+    NoAddress,
+}
+
+pub struct Plan {
+    /// This node's run: the node checks, with the nodes' --timeout.
+    pub settings: Settings,
+    pub nodes: Vec<PlannedNode>,
+    pub cluster_checks: Vec<&'static dyn Check>,
+    /// Ids of the node checks every node runs.
+    pub node_checks: Vec<&'static str>,
+    /// The node that reads OVN NB/SB for the cluster.
+    pub reader: String,
+    /// The whole run's --timeout.
+    pub timeout: Duration,
+    pub parallel: usize,
+    /// The remote command starts with `sudo -n`.
+    pub sudo: bool,
+    pub ssh_user: Option<String>,
+    pub remote_bin: String,
+    pub config_nodes: Vec<String>,
+    /// Each config node's host/advertise that is an IP address; names are
+    /// resolved by [`Plan::resolve_names`].
+    pub config_addresses: BTreeMap<String, Vec<IpAddr>>,
+    /// Host names of config nodes still to resolve: (node, name).
+    pub names_to_resolve: Vec<(String, String)>,
+    pub profile: Option<&'static Profile>,
+    pub config: Config,
+}
+
+/// Time kept back from --timeout for ssh to connect and the answer to come
+/// back: a quarter of it, at most 2 s. The nodes get the rest.
+pub fn ssh_allowance(timeout: Duration) -> Duration {
+    (timeout / 4).min(Duration::from_secs(2))
+}
+
+impl Plan {
+    pub fn from_args(args: RunArgs) -> Result<Plan, UsageError> {
+        let cl = args.cluster.clone();
+        let include_given = args.check.iter().any(|s| !s.trim().is_empty());
+        let exclude: Vec<String> = args
+            .skip
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let explicit_mtu = args.mtu;
+        let timeout_text = args.timeout.trim().to_owned();
+
+        // Flags of our own first: refused before the config is even read.
+        let ssh_user = cl
+            .ssh_user
+            .as_deref()
+            .map(|u| user_name(u).map(|()| u.to_owned()))
+            .transpose()?;
+        let remote_bin = cl
+            .remote_bin
+            .clone()
+            .unwrap_or_else(|| DEFAULT_REMOTE_BIN.to_owned());
+        remote_bin_ok(&remote_bin)?;
+        if let Some(f) = &cl.ssh_config {
+            std::fs::File::open(f)
+                .map_err(|e| UsageError(format!("--ssh-config {}: {e}", f.display())))?;
+        }
+
+        let mut settings = Settings::from_args(args)?;
+        let (config_path, config) = match &settings.config {
+            ConfigState::Loaded { path, config } => (path.clone(), (**config).clone()),
+            ConfigState::Missing { looked_at } => {
+                return Err(UsageError(format!(
+                    "--cluster needs the config's [nodes.*]: none found at {} (pass --config PATH)",
+                    looked_at
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                )))
+            }
+            ConfigState::Unreadable { path, reason } => {
+                return Err(UsageError(format!(
+                    "--cluster needs the config: cannot read {} ({reason})",
+                    path.display()
+                )))
+            }
+        };
+        if config.nodes.is_empty() {
+            return Err(UsageError(format!(
+                "--cluster: {} has no [nodes.*] tables",
+                config_path.display()
+            )));
+        }
+        let known: Vec<&str> = config.nodes.keys().map(String::as_str).collect();
+        let mut names: Vec<String> = Vec::new();
+        if cl.nodes.iter().all(|n| n.trim().is_empty()) {
+            names = known.iter().map(|s| s.to_string()).collect();
+        } else {
+            for n in cl.nodes.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                if !config.nodes.contains_key(n) {
+                    return Err(UsageError(format!(
+                        "--nodes: unknown node {}; the config's nodes: {}",
+                        shown(n),
+                        known.join(", ")
+                    )));
+                }
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_owned());
+                }
+            }
+        }
+
+        // Checks: --check/--skip choose the node checks; the cluster checks
+        // always run unless skipped.
+        let not_skipped =
+            select::select(CHECKS, &[], &exclude).map_err(|e| UsageError(e.to_string()))?;
+        let cluster_checks: Vec<&'static dyn Check> = not_skipped
+            .into_iter()
+            .filter(|c| c.scope() == Scope::Cluster)
+            .collect();
+        settings.checks.retain(|c| c.scope() == Scope::Node);
+        let node_checks: Vec<&'static str> = settings.checks.iter().map(|c| c.id()).collect();
+
+        // The nodes report by the run's deadline, ssh included.
+        let timeout = settings.options.timeout;
+        let allowance = ssh_allowance(timeout);
+        let node_timeout = timeout - allowance;
+        let fmt = |d: Duration| humantime::format_duration(d).to_string();
+        if settings.options.sample >= node_timeout || settings.options.probe_timeout > node_timeout
+        {
+            return Err(UsageError(format!(
+                "--timeout {timeout_text}: in a cluster run the nodes get {} of it (ssh may take {}), which must be longer than --sample {} and at least --probe-timeout {}",
+                fmt(node_timeout),
+                fmt(allowance),
+                fmt(settings.options.sample),
+                fmt(settings.options.probe_timeout)
+            )));
+        }
+        settings.options.timeout = node_timeout;
+
+        let remote_config = if config_path.is_absolute() {
+            config_path.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(&config_path))
+                .unwrap_or_else(|_| config_path.clone())
+        };
+        let remote_config = remote_config.to_str().map(str::to_owned).ok_or_else(|| {
+            UsageError(format!(
+                "--config {}: the path is not UTF-8, so it cannot be passed to the other nodes",
+                config_path.display()
+            ))
+        })?;
+
+        let mut words: Vec<(&str, String)> = vec![
+            ("", "--format".into()),
+            ("", "json".into()),
+            ("", "--config".into()),
+            ("--config", remote_config),
+        ];
+        if let Some(p) = settings.profile {
+            words.push(("", "--for".into()));
+            words.push(("", p.name.into()));
+        }
+        if include_given || !exclude.is_empty() {
+            words.push(("", "--check".into()));
+            // No node check selected: the nodes still answer with what they
+            // ran with (a cluster check id selects nothing on a node).
+            words.push((
+                "",
+                if node_checks.is_empty() {
+                    "cluster".to_owned()
+                } else {
+                    node_checks.join(",")
+                },
+            ));
+        }
+        if settings.strict {
+            words.push(("", "--strict".into()));
+        }
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        for (flag, d) in [
+            ("--timeout", node_timeout),
+            ("--sample", settings.options.sample),
+            ("--probe-timeout", settings.options.probe_timeout),
+        ] {
+            words.push(("", flag.into()));
+            words.push(("", ms(d)));
+        }
+        if let Some(m) = explicit_mtu {
+            words.push(("", "--mtu".into()));
+            words.push(("", m.to_string()));
+        }
+        for p in &settings.options.peers {
+            words.push(("", "--peer".into()));
+            words.push(("--peer", p.clone()));
+        }
+        for i in &settings.options.interfaces {
+            words.push(("", "--interface".into()));
+            words.push(("--interface", i.clone()));
+        }
+        for (flag, v) in [
+            ("--ovs-db", &settings.options.ovs_db),
+            ("--nb-db", &settings.options.nb_db),
+            ("--sb-db", &settings.options.sb_db),
+        ] {
+            if let Some(v) = v {
+                words.push(("", flag.into()));
+                words.push((flag, v.clone()));
+            }
+        }
+        let mut quoted = Vec::with_capacity(words.len());
+        for (flag, w) in &words {
+            quoted.push(remote_word(
+                if flag.is_empty() {
+                    "a forwarded flag"
+                } else {
+                    flag
+                },
+                w,
+            )?);
+        }
+
+        let local = config.node.clone().filter(|n| names.iter().any(|x| x == n));
+        let reader = local.clone().unwrap_or_else(|| names[0].clone());
+        let sudo = match &ssh_user {
+            Some(u) => u != "root",
+            None => !nix::unistd::geteuid().is_root(),
+        };
+        let connect_timeout = node_timeout.as_secs_f64().div_euclid(2.0).max(1.0) as u64;
+        let mut nodes = Vec::with_capacity(names.len());
+        for name in &names {
+            let entry = &config.nodes[name];
+            let host = entry.host.clone().or_else(|| entry.advertise.clone());
+            let via = if local.as_deref() == Some(name.as_str()) {
+                Via::InProcess
+            } else if let Some(h) = &host {
+                let mut argv: Vec<OsString> = vec![
+                    "-o".into(),
+                    "BatchMode=yes".into(),
+                    "-o".into(),
+                    format!("ConnectTimeout={connect_timeout}").into(),
+                    "-T".into(),
+                ];
+                if let Some(f) = &cl.ssh_config {
+                    argv.push("-F".into());
+                    argv.push(f.clone().into_os_string());
+                }
+                if let Some(u) = &ssh_user {
+                    argv.push("-l".into());
+                    argv.push(u.into());
+                }
+                // The config validated it as an address or a DNS name: it
+                // cannot start with '-' or carry a user@ or an option.
+                argv.push(h.into());
+                argv.push("--".into());
+                if sudo {
+                    argv.push(quote("sudo").into());
+                    argv.push(quote("-n").into());
+                }
+                argv.push(quote(&remote_bin).into());
+                argv.extend(quoted.iter().map(OsString::from));
+                if *name != reader {
+                    argv.push(quote("--ovn-read-by").into());
+                    argv.push(remote_word("a node name", &reader)?.into());
+                }
+                Via::Ssh(argv)
+            } else {
+                Via::NoAddress
+            };
+            nodes.push(PlannedNode {
+                name: name.clone(),
+                host,
+                via,
+            });
+        }
+        let mut config_addresses: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+        let mut names_to_resolve = Vec::new();
+        for (name, entry) in &config.nodes {
+            for h in [&entry.host, &entry.advertise].into_iter().flatten() {
+                match h.parse::<IpAddr>() {
+                    Ok(ip) => config_addresses.entry(name.clone()).or_default().push(ip),
+                    Err(_) => names_to_resolve.push((name.clone(), h.clone())),
+                }
+            }
+        }
+
+        Ok(Plan {
+            profile: settings.profile,
+            settings,
+            nodes,
+            cluster_checks,
+            node_checks,
+            reader,
+            timeout,
+            parallel: cl.parallel as usize,
+            sudo,
+            ssh_user,
+            remote_bin,
+            config_nodes: config.nodes.keys().cloned().collect(),
+            config_addresses,
+            names_to_resolve,
+            config,
+        })
+    }
+
+    /// Resolve the config's host names (bounded): for telling which node
+    /// an address belongs to, never for reaching it (ssh resolves itself).
+    pub fn resolve_names(
+        names: &[(String, String)],
+        bound: Duration,
+    ) -> BTreeMap<String, Vec<IpAddr>> {
+        let hosts: Vec<String> = names.iter().map(|(_, h)| h.clone()).collect();
+        let answers = peers::resolve_all(&hosts, bound);
+        let mut out: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+        for (node, host) in names {
+            if let Some(Ok(ips)) = answers.get(host) {
+                out.entry(node.clone()).or_default().extend(ips);
+            }
+        }
+        out
+    }
+}
+
+/// Characters a remote word may hold: none that sh, bash, zsh, fish or csh
+/// treat specially, even inside single quotes (csh's `!`).
+fn safe_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "._/:,+=@%-".contains(c)
+}
+
+/// `word`, single-quoted for the remote shell, or a refusal naming `what`.
+pub fn remote_word(what: &str, word: &str) -> Result<String, UsageError> {
+    if word.is_empty() || word.len() > validate::MAX_LEN {
+        return Err(UsageError(format!(
+            "{what}: {} cannot be passed to the other nodes (empty or too long)",
+            shown(word)
+        )));
+    }
+    if let Some(c) = word.chars().find(|c| !safe_char(*c)) {
+        return Err(UsageError(format!(
+            "{what}: {} cannot be passed to the other nodes' shells safely (it contains {c:?})",
+            shown(word)
+        )));
+    }
+    Ok(quote(word))
+}
+
+/// Single-quote for a POSIX shell. Words reaching here hold no `'`; one
+/// that did would still be quoted correctly.
+pub fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn user_name(u: &str) -> Result<(), UsageError> {
+    let ok = !u.is_empty()
+        && u.len() <= 32
+        && !u.starts_with('-')
+        && u.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "--ssh-user: {} is not a user name (letters, digits, '.', '_', '-'; at most 32)",
+            shown(u)
+        )))
+    }
+}
+
+fn remote_bin_ok(bin: &str) -> Result<(), UsageError> {
+    if bin.starts_with('-') || bin.ends_with('/') {
+        return Err(UsageError(format!(
+            "--remote-bin: {} is not a program name or path",
+            shown(bin)
+        )));
+    }
+    remote_word("--remote-bin", bin).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_and_hostile_ones_refused() {
+        assert_eq!(
+            remote_word("x", "mtu.path,ipsec.xfrm").unwrap(),
+            "'mtu.path,ipsec.xfrm'"
+        );
+        assert_eq!(
+            remote_word("x", "tcp:198.18.0.1:6641").unwrap(),
+            "'tcp:198.18.0.1:6641'"
+        );
+        assert_eq!(remote_word("x", "fd00::1").unwrap(), "'fd00::1'");
+        for bad in [
+            "a b", "$(id)", "`id`", "a;b", "a'b", "a\nb", "!1", "a|b", "~", "*", "",
+        ] {
+            assert!(remote_word("x", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn users_and_binaries() {
+        assert!(user_name("spinifex").is_ok());
+        assert!(user_name("root").is_ok());
+        for bad in ["-oProxyCommand=x", "a b", "a;b", "", &"a".repeat(33)] {
+            assert!(user_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(remote_bin_ok("spx-doctor").is_ok());
+        assert!(remote_bin_ok("/usr/local/bin/spx-doctor").is_ok());
+        for bad in ["-x", "spx doctor", "/usr/bin/", "a;rm", "$HOME/x"] {
+            assert!(remote_bin_ok(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_nodes_keep_most_of_the_timeout() {
+        assert_eq!(
+            ssh_allowance(Duration::from_secs(10)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            ssh_allowance(Duration::from_secs(4)),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! The cluster report: what every renderer of a cluster run draws. Its JSON
+//! form is version 1 of a public contract
+//! (schema/cluster-report-v1.schema.json); each node's own report inside it
+//! is a JSON v1 node report, exactly as the node wrote it.
+
+use serde::Serialize;
+use serde_json::Value;
+use spx_checks::checks::cluster_path_matrix::Cell;
+use spx_checks::cluster::{NodeAnswer, UnreachedKind};
+
+use crate::report::{CheckReport, Tool};
+
+#[derive(Serialize, Debug)]
+pub struct ClusterReport {
+    pub schema_version: u32,
+    pub kind: &'static str,
+    pub tool: Tool,
+    pub profile: String,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub exit_code: i32,
+    pub summary: ClusterSummary,
+    /// The node that read OVN NB and SB for the whole cluster, once.
+    pub ovn_read_by: String,
+    pub nodes: Vec<NodeEntry>,
+    /// The cluster checks' findings (same shape as a node report's).
+    pub checks: Vec<CheckReport>,
+    /// Every ordered pair of nodes, rows in node order (empty when
+    /// mtu.path was not selected).
+    pub path_matrix: Vec<Cell>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runbook: Option<Vec<String>>,
+}
+
+/// Results over every node's checks and the cluster checks, and nodes.
+#[derive(Serialize, Debug, Default)]
+pub struct ClusterSummary {
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub skip: usize,
+    pub error: usize,
+    pub nodes: usize,
+    pub unreachable: usize,
+}
+
+impl ClusterSummary {
+    pub fn count(&mut self, status: &str) {
+        match status {
+            "pass" => self.pass += 1,
+            "warn" => self.warn += 1,
+            "fail" => self.fail += 1,
+            "skip" => self.skip += 1,
+            _ => self.error += 1,
+        }
+    }
+}
+
+#[derive(Serialize, Debug)]
+pub struct NodeEntry {
+    pub name: String,
+    pub host: Option<String>,
+    /// `in-process` (this node) or `ssh`.
+    pub via: &'static str,
+    /// `ok` (a valid report) or `unreachable`.
+    pub status: &'static str,
+    /// Why there is no report, in one line.
+    pub error: Option<String>,
+    pub reason: Option<UnreachedKind>,
+    pub report: Option<Value>,
+}
+
+impl NodeEntry {
+    pub fn of(n: &NodeAnswer, in_process: bool) -> NodeEntry {
+        NodeEntry {
+            name: n.name.clone(),
+            host: n.host.clone(),
+            via: if in_process { "in-process" } else { "ssh" },
+            status: if n.report.is_ok() {
+                "ok"
+            } else {
+                "unreachable"
+            },
+            error: n.report.as_ref().err().map(|e| e.to_string()),
+            reason: n.report.as_ref().err().map(|e| e.kind),
+            report: n.report.as_ref().ok().cloned(),
+        }
+    }
+
+    /// The node report's checks, when there is a report.
+    pub fn checks(&self) -> &[Value] {
+        self.report
+            .as_ref()
+            .and_then(|r| r.get("checks"))
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    pub fn exit_code(&self) -> Option<i32> {
+        self.report
+            .as_ref()
+            .and_then(|r| r.get("exit_code"))
+            .and_then(Value::as_i64)
+            .map(|c| c as i32)
+    }
+}

@@ -1,0 +1,385 @@
+//! The table of a cluster run: a check × node matrix (one mark per cell),
+//! the cluster checks, the path-MTU matrix (rows from, columns to), then
+//! everything that needs attention, grouped by check with the node names,
+//! and the runbook of a preflight. Matrices wider than the terminal (120
+//! columns when it is not one) are split into column blocks that each
+//! repeat the row names.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
+use serde_json::Value;
+use spx_checks::checks::cluster_path_matrix::CellVerdict;
+use spx_checks::{Scope, Status, CHECKS};
+
+use super::table::{color, mark};
+use super::Style;
+use crate::cluster::report::{ClusterReport, NodeEntry};
+
+/// The mark of a node that has no report.
+const NO_REPORT: &str = "∅";
+/// Width budget when stdout is not a terminal.
+const DEFAULT_WIDTH: usize = 120;
+
+fn status(word: &str) -> Status {
+    match word {
+        "pass" => Status::Pass,
+        "warn" => Status::Warn,
+        "fail" => Status::Fail,
+        "skip" => Status::Skip,
+        _ => Status::Error,
+    }
+}
+
+fn new_table(style: &Style) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_content_arrangement(ContentArrangement::Dynamic);
+    if style.color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    if let Some(w) = style.width {
+        t.set_width(w);
+    }
+    t
+}
+
+fn marked(s: Status, style: &Style) -> Cell {
+    let c = Cell::new(mark(s));
+    if style.color {
+        c.fg(color(s)).add_attribute(Attribute::Bold)
+    } else {
+        c
+    }
+}
+
+/// Split columns so that each block fits `width`: `first` is the row-name
+/// column's width, `cells[i]` each column's.
+fn blocks(first: usize, cells: &[usize], width: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut used = first + 4;
+    for (i, w) in cells.iter().enumerate() {
+        if i > start && used + w + 3 > width {
+            out.push(start..i);
+            start = i;
+            used = first + 4;
+        }
+        used += w + 3;
+    }
+    if start < cells.len() || cells.is_empty() {
+        out.push(start..cells.len());
+    }
+    out
+}
+
+/// The node checks any node reported, in CHECKS order (then unknown ids).
+fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for n in nodes {
+        for c in n.checks() {
+            let id = c.get("id").and_then(Value::as_str).unwrap_or("");
+            let cluster_scope = spx_checks::find(id).is_some_and(|c| c.scope() == Scope::Cluster);
+            if !id.is_empty() && !cluster_scope && !seen.iter().any(|s| s == id) {
+                seen.push(id.to_owned());
+            }
+        }
+    }
+    let pos = |id: &str| {
+        CHECKS
+            .iter()
+            .position(|c| c.id() == id)
+            .unwrap_or(usize::MAX)
+    };
+    seen.sort_by_key(|id| pos(id));
+    seen
+}
+
+fn finding<'a>(n: &'a NodeEntry, id: &str) -> Option<&'a Value> {
+    n.checks()
+        .iter()
+        .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+}
+
+fn s<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+pub fn table(r: &ClusterReport, style: &Style) -> String {
+    let width = style.width.map_or(DEFAULT_WIDTH, usize::from);
+    let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut out = String::new();
+
+    // 1. check x node
+    let ids = node_check_ids(&r.nodes);
+    let first = ids.iter().map(|i| i.len()).max().unwrap_or(5).max(5);
+    let widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+    for block in blocks(first, &widths, width) {
+        let mut t = new_table(style);
+        let mut header = vec![Cell::new("check")];
+        header.extend(names[block.clone()].iter().map(Cell::new));
+        t.set_header(header);
+        if ids.is_empty() {
+            let mut row = vec![Cell::new("(no node check)")];
+            row.extend(
+                r.nodes[block.clone()]
+                    .iter()
+                    .map(|n| Cell::new(if n.report.is_some() { "" } else { NO_REPORT })),
+            );
+            t.add_row(row);
+        }
+        for id in &ids {
+            let mut row = vec![Cell::new(id)];
+            for n in &r.nodes[block.clone()] {
+                row.push(match (&n.report, finding(n, id)) {
+                    (None, _) => Cell::new(NO_REPORT),
+                    (Some(_), None) => Cell::new(""),
+                    (Some(_), Some(c)) => marked(status(s(c, "status")), style),
+                });
+            }
+            t.add_row(row);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+
+    // 2. the cluster checks
+    if !r.checks.is_empty() {
+        let mut t = new_table(style);
+        t.set_header(vec!["", "cluster check", "summary"]);
+        for c in &r.checks {
+            let mut detail = c.summary.clone();
+            if style.verbose {
+                for (k, v) in &c.evidence {
+                    detail.push_str(&format!("\n  {k}: {v}"));
+                }
+            }
+            t.add_row(vec![
+                marked(c.status, style),
+                Cell::new(c.id),
+                Cell::new(detail),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+
+    // 3. the path-MTU matrix
+    if !r.path_matrix.is_empty() {
+        let cell_text = |from: &str, to: &str| -> String {
+            if from == to {
+                return "·".into();
+            }
+            let Some(c) = r.path_matrix.iter().find(|c| c.from == from && c.to == to) else {
+                return String::new();
+            };
+            let from_answered = r.nodes.iter().any(|n| n.name == from && n.report.is_some());
+            let mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
+            match c.verdict {
+                CellVerdict::Ok => mtu,
+                v if v.fails() => format!("{mtu}✘"),
+                CellVerdict::Unreachable => "no-echo".into(),
+                CellVerdict::NotProbed => "n/p".into(),
+                _ if !from_answered => NO_REPORT.into(),
+                _ => "?".into(),
+            }
+        };
+        let cell_widths: Vec<usize> = names
+            .iter()
+            .map(|to| {
+                names
+                    .iter()
+                    .map(|from| cell_text(from, to).chars().count())
+                    .chain(std::iter::once(to.chars().count()))
+                    .max()
+                    .unwrap_or(1)
+            })
+            .collect();
+        let first = names.iter().map(|n| n.len()).max().unwrap_or(4).max(9);
+        out.push_str("path MTU, rows from, columns to:\n");
+        for block in blocks(first, &cell_widths, width) {
+            let mut t = new_table(style);
+            let mut header = vec![Cell::new("from \\ to")];
+            header.extend(names[block.clone()].iter().map(Cell::new));
+            t.set_header(header);
+            for from in &names {
+                let mut row = vec![Cell::new(from)];
+                for to in &names[block.clone()] {
+                    let text = cell_text(from, to);
+                    let cell = Cell::new(&text);
+                    row.push(if style.color && text.ends_with('✘') {
+                        cell.fg(Color::Red).add_attribute(Attribute::Bold)
+                    } else {
+                        cell
+                    });
+                }
+                t.add_row(row);
+            }
+            out.push_str(&t.to_string());
+            out.push('\n');
+        }
+        out.push_str("  N✘: carries only N, below the target (blackhole, too-big, local-mtu)\n  no-echo: the peer answered no echo; n/p: not probed; ?: not measured\n");
+    }
+
+    // 4. what needs attention, grouped by check
+    let mut attention = String::new();
+    for id in &ids {
+        let bad: Vec<(&NodeEntry, &Value)> = r
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n, finding(n, id)?)))
+            .filter(|(_, c)| crate::cluster::needs_attention(s(c, "status")))
+            .collect();
+        if bad.is_empty() {
+            continue;
+        }
+        let mut by_status: Vec<String> = Vec::new();
+        for st in [Status::Fail, Status::Error, Status::Warn] {
+            let who: Vec<&str> = bad
+                .iter()
+                .filter(|(_, c)| s(c, "status") == st.as_str())
+                .map(|(n, _)| n.name.as_str())
+                .collect();
+            if !who.is_empty() {
+                by_status.push(format!("{st} on {}", who.join(", ")));
+            }
+        }
+        attention.push_str(&format!("{id}: {}\n", by_status.join("; ")));
+        // Nodes that said exactly the same thing are listed together.
+        let mut groups: Vec<(Vec<&str>, &Value)> = Vec::new();
+        for (n, c) in &bad {
+            match groups.iter_mut().find(|(_, g)| {
+                s(g, "summary") == s(c, "summary") && g.get("remediation") == c.get("remediation")
+            }) {
+                Some((who, _)) => who.push(&n.name),
+                None => groups.push((vec![n.name.as_str()], c)),
+            }
+        }
+        for (who, c) in groups {
+            attention.push_str(&format!("  {}: {}\n", who.join(", "), s(c, "summary")));
+            for fix in c
+                .get("remediation")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                attention.push_str(&format!("    fix: {}\n", fix.as_str().unwrap_or("")));
+            }
+        }
+    }
+    for c in r
+        .checks
+        .iter()
+        .filter(|c| crate::cluster::needs_attention(c.status.as_str()))
+    {
+        attention.push_str(&format!("{}: {}\n  {}\n", c.id, c.status, c.summary));
+        for fix in &c.remediation {
+            attention.push_str(&format!("    fix: {fix}\n"));
+        }
+    }
+    let unreachable: Vec<&NodeEntry> = r.nodes.iter().filter(|n| n.report.is_none()).collect();
+    if !attention.is_empty() {
+        out.push_str("\nNeeds attention:\n");
+        for line in attention.lines() {
+            out.push_str(&wrap(line, width));
+        }
+    }
+
+    let sm = &r.summary;
+    out.push_str(&format!(
+        "\n{} nodes ({} answered{}); OVN NB/SB read once, by {}\n{} results: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
+        sm.nodes,
+        sm.nodes - sm.unreachable,
+        if unreachable.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} did not: {}",
+                unreachable.len(),
+                unreachable.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        },
+        r.ovn_read_by,
+        sm.pass + sm.warn + sm.fail + sm.skip + sm.error,
+        sm.pass,
+        sm.warn,
+        sm.fail,
+        sm.skip,
+        sm.error,
+        r.exit_code,
+        if r.profile == "default" {
+            String::new()
+        } else {
+            format!(" (preflight {})", r.profile)
+        }
+    ));
+    out.push_str(&format!(
+        "marks: {} pass  {} warn  {} fail  {} skip  {} error  {NO_REPORT} no report\n",
+        mark(Status::Pass),
+        mark(Status::Warn),
+        mark(Status::Fail),
+        mark(Status::Skip),
+        mark(Status::Error)
+    ));
+    if let Some(runbook) = &r.runbook {
+        out.push_str("\nRunbook:\n");
+        for (i, step) in runbook.iter().enumerate() {
+            out.push_str(&wrap(&format!("{:>3}. {step}", i + 1), width));
+        }
+    }
+    out
+}
+
+/// `line` wrapped at `width` columns on spaces, continuation lines
+/// indented two more than the line's own indent.
+fn wrap(line: &str, width: usize) -> String {
+    let indent = line.len() - line.trim_start().len();
+    let pad = " ".repeat(indent + 2);
+    let mut out = String::new();
+    let mut current = String::new();
+    for word in line.trim_start().split(' ') {
+        let len = current.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width.max(40) {
+            out.push_str(&current);
+            out.push('\n');
+            current = format!("{pad}{word}");
+        } else if current.is_empty() {
+            current = format!("{}{word}", &line[..indent]);
+        } else {
+            current.push(' ');
+            current.push_str(word);
+        }
+    }
+    out.push_str(&current);
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_wrap_with_a_hanging_indent() {
+        let text = wrap("  n1: one two three four five six seven eight nine ten", 40);
+        assert_eq!(
+            text,
+            "  n1: one two three four five six seven\n    eight nine ten\n"
+        );
+        assert_eq!(wrap("short", 40), "short\n");
+    }
+
+    #[test]
+    fn wide_matrices_split_into_blocks_that_fit() {
+        // 8 nodes of 4 characters: one block in 80 columns.
+        assert_eq!(blocks(20, &[4; 8], 80), vec![0..8]);
+        // 16 of them: two blocks.
+        let b = blocks(20, &[4; 16], 80);
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[0].end, b[1].start);
+        assert_eq!(b[1].end, 16);
+        // A column wider than the budget still gets a block of its own.
+        assert_eq!(blocks(20, &[200], 80), vec![0..1]);
+    }
+}

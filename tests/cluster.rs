@@ -1,0 +1,679 @@
+//! `spx-doctor --cluster` against a real cluster lab (support::sshd): six
+//! network namespaces on one bridge, each running Debian's sshd on its own
+//! lab address with its own host key and its own spinifex.toml; the
+//! coordinator runs in node n0's namespace and reaches the others with the
+//! system ssh, pointed at the lab's ssh_config and known_hosts. What the
+//! fabric carries is checked against `ping -M do` as the independent
+//! oracle. SA pairing is judged on recorded node reports in the library's
+//! unit tests (this kernel cannot hold ESP states).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::sshd::{nft, Binary, LabNode, SshLab, Sudo};
+use crate::support::{self, run, run_cluster_json, spx, write_config};
+
+fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no node {name} in {doc:#}"))
+}
+
+fn cluster_check<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {doc:#}"))
+}
+
+fn strings(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every ordered pair of lab nodes that has `n` at one end.
+fn pairs_through(n: &str, names: &[String]) -> BTreeSet<String> {
+    names
+        .iter()
+        .filter(|m| *m != n)
+        .flat_map(|m| [format!("{m}->{n}"), format!("{n}->{m}")])
+        .collect()
+}
+
+const CHECKS: [&str; 2] = ["--check", "mtu.path,ipsec.xfrm"];
+
+#[test]
+fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
+    if !support::root_or_skip("cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift") {
+        return;
+    }
+    let lab = SshLab::new(vec![LabNode::jumbo(); 6]);
+    let names = lab.names.clone();
+
+    // 1. All healthy: exit 0, every node answered, a full matrix at 9000.
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(CHECKS));
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["kind"], "cluster");
+    assert_eq!(doc["ovn_read_by"], "n0");
+    assert_eq!(doc["summary"]["nodes"], 6);
+    assert_eq!(doc["summary"]["unreachable"], 0);
+    assert_eq!(node(&doc, "n0")["via"], "in-process");
+    assert!(node(&doc, "n0")["host"].is_null());
+    for (i, n) in names.iter().enumerate().skip(1) {
+        let e = node(&doc, n);
+        assert_eq!(e["status"], "ok", "{e:#}");
+        assert_eq!(e["via"], "ssh");
+        assert_eq!(e["host"], lab.addr(i));
+        assert_eq!(e["report"]["node"], n.as_str(), "its own config");
+        assert_eq!(e["report"]["config"]["nodes"].as_array().unwrap().len(), 6);
+        // NB/SB are read once, by n0: the others were told to leave them.
+        let notes = e["report"]["checks"][0]["evidence"]["peer_discovery"].to_string();
+        assert!(
+            notes.contains("OVN SB is cluster-wide: read once in this cluster run, by n0"),
+            "{notes}"
+        );
+    }
+    let m = doc["path_matrix"].as_array().unwrap();
+    assert_eq!(m.len(), 30);
+    assert!(
+        m.iter()
+            .all(|c| c["verdict"] == "ok" && c["path_mtu"] == 9000),
+        "{m:#?}"
+    );
+    assert_eq!(cluster_check(&doc, "cluster.reachable")["status"], "pass");
+    assert_eq!(
+        cluster_check(&doc, "cluster.config-drift")["status"],
+        "pass"
+    );
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "pass", "{pm:#}");
+    assert_eq!(pm["evidence"]["largest_common_mtu"], 9000);
+    assert_eq!(cluster_check(&doc, "cluster.sa-pairs")["status"], "skip");
+    assert!(
+        doc["duration_ms"].as_u64().unwrap() < 5000,
+        "one probe round and one ssh each: {}",
+        doc["duration_ms"]
+    );
+
+    // The table fits a 100-column terminal and shows both matrices.
+    let (code, text, err) = run(lab.coordinator(0).args(CHECKS).env("COLUMNS", "100"));
+    assert_eq!(code, 0, "{err}");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(text.contains("path MTU, rows from, columns to:"), "{text}");
+    assert!(
+        text.contains("6 nodes (6 answered); OVN NB/SB read once, by n0"),
+        "{text}"
+    );
+
+    // Prometheus: every node's series with a node label, and the matrix.
+    // (mtu.path alone: promtool's lint objects to the existing
+    // spx_doctor_esp_sa_count name, a gauge with a `_count` suffix.)
+    let (code, text, err) =
+        run(lab
+            .coordinator(0)
+            .args(["--check", "mtu.path", "--format", "prometheus"]));
+    assert_eq!(code, 0, "{err}");
+    crate::monitoring::promtool_check(&text);
+    for line in [
+        "spx_doctor_cluster_path_mtu_bytes{from=\"n0\",to=\"n5\"} 9000",
+        "spx_doctor_cluster_path_mtu_bytes{from=\"n5\",to=\"n0\"} 9000",
+        "spx_doctor_check_status{node=\"n3\",check=\"mtu.path\",status=\"pass\"} 1",
+        "spx_doctor_cluster_check_status{check=\"cluster.path-matrix\",status=\"pass\"} 1",
+        "spx_doctor_cluster_node_up{node=\"n4\"} 1",
+        "spx_doctor_run_exit_code{node=\"n2\"} 0",
+        "spx_doctor_cluster_run_exit_code 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
+    }
+
+    // 2. n3's switch port at 1500: exactly the paths through it fail, both
+    // directions, black-holed at 1500.
+    lab.fabric.switch.ip(&["link", "set", "p3", "mtu", "1500"]);
+    let (n0, n3) = (lab.fabric.node(0), lab.underlay(3));
+    assert!(
+        n0.ping_df(n3, 1472) && !n0.ping_df(n3, 1473),
+        "the oracle: 1500 to n3"
+    );
+    assert!(n0.ping_df(lab.underlay(4), 8972), "the oracle: 9000 to n4");
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(CHECKS));
+    assert_eq!(code, 1, "{doc:#}");
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "fail", "{pm:#}");
+    assert_eq!(
+        strings(&pm["evidence"]["failing"]),
+        pairs_through("n3", &names),
+        "{:#}",
+        node(&doc, "n3")["report"]
+    );
+    assert_eq!(pm["evidence"]["cut_off"], serde_json::json!(["n3"]));
+    assert_eq!(pm["evidence"]["largest_common_mtu"], 1500);
+    let summary = pm["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("10 of 30 paths cannot carry 9000 bytes: every path to and from n3 (carries 1500: n3's link or its switch port): n0<->n3, n1<->n3, n2<->n3, n3<->n4, n3<->n5"),
+        "{summary}"
+    );
+    for c in doc["path_matrix"].as_array().unwrap() {
+        let through = c["from"] == "n3" || c["to"] == "n3";
+        assert_eq!(
+            c["verdict"],
+            if through { "blackhole" } else { "ok" },
+            "{c}"
+        );
+        if !through {
+            assert_eq!(c["path_mtu"], 9000, "{c}");
+            continue;
+        }
+        // The size, as ping -M do finds it from the same node. A veth's
+        // receive check allows a VLAN tag's 4 bytes more, so from n3 the
+        // path carries 1504, which mtu.path may prove only in part in its
+        // 3 rounds (then it says so: path_mtu_inexact).
+        let mtu = c["path_mtu"].as_u64().unwrap() as u32;
+        assert!((1500..=1504).contains(&mtu), "{c}");
+        let from: usize = c["from"].as_str().unwrap()[1..].parse().unwrap();
+        let to: usize = c["to"].as_str().unwrap()[1..].parse().unwrap();
+        let n = lab.fabric.node(from);
+        assert!(
+            n.ping_df(lab.underlay(to), mtu - 28),
+            "oracle: {c} carries its path_mtu"
+        );
+        if c.get("path_mtu_inexact").is_none() {
+            assert!(
+                !n.ping_df(lab.underlay(to), mtu - 27),
+                "oracle: {c} carries no more"
+            );
+        }
+    }
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(["--for", "enable-jumbo"]));
+    assert_eq!(code, 1, "{doc:#}");
+    let runbook = doc["runbook"].as_array().unwrap();
+    assert!(
+        runbook[0]
+            .as_str()
+            .unwrap()
+            .starts_with("STOP: not every pair carries 9000"),
+        "{runbook:#?}"
+    );
+    assert!(runbook[1]
+        .as_str()
+        .unwrap()
+        .starts_with("one node at a time, in this order: n0, n1, n2, n3, n4, n5"));
+    lab.fabric.switch.ip(&["link", "set", "p3", "mtu", "9000"]);
+
+    // 3. An asymmetric path: n1's firewall drops echo requests above 1500
+    // bytes (its replies are not limited). n1 reaches everyone at 9000;
+    // no one reaches n1 above 1500.
+    nft(
+        &lab,
+        1,
+        "table inet spxlab {\n chain input {\n  type filter hook input priority 0; policy accept;\n  icmp type echo-request meta length > 1500 drop\n }\n}\n",
+    );
+    let (n1, n2) = (lab.fabric.node(1), lab.fabric.node(2));
+    assert!(
+        n1.ping_df(lab.underlay(2), 8972),
+        "the oracle: n1->n2 carries 9000"
+    );
+    assert!(
+        !n2.ping_df(lab.underlay(1), 8972) && n2.ping_df(lab.underlay(1), 1472),
+        "the oracle: n2->n1 1500"
+    );
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(CHECKS));
+    assert_eq!(code, 1, "{doc:#}");
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    let into_n1: BTreeSet<String> = names
+        .iter()
+        .filter(|m| *m != "n1")
+        .map(|m| format!("{m}->n1"))
+        .collect();
+    assert_eq!(strings(&pm["evidence"]["failing"]), into_n1, "{pm:#}");
+    let asym = strings(&pm["evidence"]["asymmetric"]);
+    assert_eq!(asym.len(), 5, "{asym:#?}");
+    assert!(
+        asym.contains("n1->n2 carries 9000 but n2->n1 1500 (blackhole)"),
+        "{asym:#?}"
+    );
+    assert_eq!(pm["evidence"]["cut_off"], serde_json::json!([]));
+    nft(&lab, 1, "delete table inet spxlab");
+
+    // 4. Drift: n2's config turns IPsec on; the others have it off.
+    lab.write_config(2, &lab.config_text(2, true, 9000));
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(CHECKS));
+    assert_eq!(code, 1, "{doc:#}");
+    let drift = cluster_check(&doc, "cluster.config-drift");
+    assert_eq!(drift["status"], "fail");
+    assert_eq!(
+        drift["summary"],
+        "the nodes' configs disagree: ipsec_enabled: n2 has ipsec_enabled = true (the other 5 have ipsec_enabled = false)"
+    );
+    assert_eq!(
+        drift["evidence"]["drift"][0]["values"][1]["nodes"],
+        serde_json::json!(["n2"])
+    );
+    assert_eq!(cluster_check(&doc, "cluster.sa-pairs")["status"], "error");
+    assert_eq!(cluster_check(&doc, "cluster.path-matrix")["status"], "pass");
+}
+
+#[test]
+fn cluster_names_every_way_a_node_does_not_answer() {
+    if !support::root_or_skip("cluster_names_every_way_a_node_does_not_answer") {
+        return;
+    }
+    let mut nodes = vec![LabNode::jumbo(); 6];
+    nodes[4].binary = Binary::Missing;
+    nodes[5].binary = Binary::Hangs;
+    let mut lab = SshLab::new(nodes);
+    lab.stop_sshd(2);
+    lab.change_known_host_key(3);
+    let known = std::fs::read_to_string(&lab.known_hosts).unwrap();
+
+    let t0 = Instant::now();
+    let (code, doc) =
+        run_cluster_json(
+            lab.coordinator(0)
+                .args(["--check", "mtu.path", "--timeout", "4s"]),
+        );
+    let took = t0.elapsed();
+    assert_eq!(code, 2, "nothing failed, four nodes unseen: {doc:#}");
+    assert!(
+        took < Duration::from_millis(5000),
+        "bounded by --timeout 4s: {took:?}"
+    );
+    assert_eq!(doc["summary"]["unreachable"], 4);
+    assert_eq!(node(&doc, "n1")["status"], "ok");
+    let reason = |n: &str| node(&doc, n)["reason"].as_str().unwrap().to_owned();
+    let error = |n: &str| node(&doc, n)["error"].as_str().unwrap().to_owned();
+    assert_eq!(reason("n2"), "connection-refused");
+    assert!(
+        error("n2").contains("Connection refused"),
+        "{}",
+        error("n2")
+    );
+    assert_eq!(reason("n3"), "host-key-changed");
+    assert_eq!(
+        error("n3"),
+        format!(
+            "host key changed: Host key for {} has changed and you have requested strict checking.",
+            lab.addr(3)
+        )
+    );
+    assert_eq!(reason("n4"), "binary-not-found");
+    assert!(
+        error("n4").contains("spx-doctor") && error("n4").contains("not found"),
+        "{}",
+        error("n4")
+    );
+    assert_eq!(reason("n5"), "deadline");
+    // The changed key was never accepted: known_hosts is as it was, and n3's
+    // sshd never authenticated anyone.
+    assert_eq!(std::fs::read_to_string(&lab.known_hosts).unwrap(), known);
+    assert!(!lab.sshd_log(3).contains("Accepted"), "{}", lab.sshd_log(3));
+    let reach = cluster_check(&doc, "cluster.reachable");
+    assert_eq!(reach["status"], "error");
+    assert!(
+        reach["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("4 of 6 nodes did not answer"),
+        "{reach:#}"
+    );
+    assert!(
+        reach["remediation"]
+            .to_string()
+            .contains("never accepts a changed key"),
+        "{reach:#}"
+    );
+    // n0 and n1 still probed everyone: their rows are measured.
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "error", "{pm:#}");
+    for c in doc["path_matrix"].as_array().unwrap() {
+        let measured = c["from"] == "n0" || c["from"] == "n1";
+        assert_eq!(c["verdict"] == "ok", measured, "{c}");
+    }
+
+    // A preflight never passes on a node it could not see.
+    let (code, doc) =
+        run_cluster_json(
+            lab.coordinator(0)
+                .args(["--for", "enable-jumbo", "--timeout", "4s"]),
+        );
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(doc["profile"], "enable-jumbo");
+
+    // Without the silent nodes: 0.
+    let (code, doc) = run_cluster_json(
+        lab.coordinator(0)
+            .args(["--check", "mtu.path", "--nodes", "n1,n0"]),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let order: Vec<&str> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["n1", "n0"], "--nodes order");
+
+    // The table names them too.
+    let (code, text, _) = run(lab
+        .coordinator(0)
+        .args(["--check", "mtu.path", "--timeout", "4s"]));
+    assert_eq!(code, 2);
+    assert!(
+        text.contains("n3 (host key changed: Host key for"),
+        "{text}"
+    );
+    assert!(
+        text.contains("6 nodes (2 answered, 4 did not: n2, n3, n4, n5);"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cluster_over_sudo_and_a_sudo_that_wants_a_password() {
+    if !support::root_or_skip("cluster_over_sudo_and_a_sudo_that_wants_a_password") {
+        return;
+    }
+    let mut nodes = vec![LabNode::jumbo(); 3];
+    for n in nodes.iter_mut() {
+        n.user = Some(Sudo::NoPassword);
+    }
+    nodes[2].user = Some(Sudo::Password);
+    let lab = SshLab::new(nodes);
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args([
+        "--check",
+        "ipsec.xfrm",
+        "--ssh-user",
+        "spinifex",
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    // n1 ran the doctor as root through `sudo -n`: the SA dump needs
+    // CAP_NET_ADMIN, and it concluded.
+    let n1 = node(&doc, "n1");
+    assert_eq!(n1["status"], "ok", "{n1:#}");
+    assert_eq!(n1["report"]["checks"][0]["status"], "pass", "{n1:#}");
+    assert!(lab.sshd_log(1).contains("Accepted publickey for spinifex"));
+    let n2 = node(&doc, "n2");
+    assert_eq!(n2["reason"], "sudo-password", "{n2:#}");
+    assert_eq!(
+        n2["error"],
+        "sudo wants a password: sudo: a password is required"
+    );
+    assert!(cluster_check(&doc, "cluster.reachable")["remediation"]
+        .to_string()
+        .contains("spinifex ALL=(root) NOPASSWD: /usr/local/bin/spx-doctor"));
+}
+
+/// A stand-in `ssh` that records its argv and says "Connection refused":
+/// proof of what the doctor would run, and whether it ran anything at all.
+struct FakeSsh {
+    dir: tempfile::TempDir,
+}
+
+impl FakeSsh {
+    fn new() -> FakeSsh {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = dir.path().join("ssh");
+        std::fs::write(
+            &ssh,
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$(dirname \"$0\")/argv.$$\"\necho 'ssh: connect to host x port 22: Connection refused' >&2\nexit 255\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeSsh { dir }
+    }
+
+    fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// Every recorded argv, one Vec per ssh run.
+    fn runs(&self) -> Vec<Vec<String>> {
+        std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("argv."))
+            .map(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap()
+                    .lines()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn hostile_names_and_values_are_refused_before_any_ssh_runs() {
+    let fake = FakeSsh::new();
+    let dir = tempfile::tempdir().unwrap();
+    let good = "[nodes.n1]\nhost = \"198.18.0.2\"\n[nodes.n2]\nhost = \"198.18.0.3\"\n";
+    for (config, args, says) in [
+        (
+            "[nodes.\"n1;touch /tmp/spx-pwned\"]\nhost = \"198.18.0.2\"\n",
+            &[][..],
+            "node name",
+        ),
+        (
+            "[nodes.n1]\nhost = \"-oProxyCommand=touch /tmp/spx-pwned\"\n",
+            &[],
+            "nodes.n1.host",
+        ),
+        (
+            good,
+            &["--nodes", "n1;id"],
+            "--nodes: unknown node \"n1;id\"; the config's nodes: n1, n2",
+        ),
+        (good, &["--nodes", "n9"], "the config's nodes: n1, n2"),
+        (
+            good,
+            &["--ssh-user", "root;id"],
+            "--ssh-user: \"root;id\" is not a user name",
+        ),
+        (
+            good,
+            &["--ssh-user=-oProxyCommand=id"],
+            "--ssh-user: \"-oProxyCommand=id\" is not a user name",
+        ),
+        (
+            good,
+            &["--remote-bin", "spx-doctor;id"],
+            "--remote-bin: \"spx-doctor;id\" cannot be passed",
+        ),
+        (good, &["--remote-bin", "$(id)"], "--remote-bin"),
+        (
+            good,
+            &["--interface", "eth0$x"],
+            "--interface: \"eth0$x\" cannot be passed",
+        ),
+        (
+            good,
+            &["--ssh-config", "/nonexistent/ssh_config"],
+            "--ssh-config /nonexistent/ssh_config",
+        ),
+        (
+            good,
+            &["--timeout", "1200ms"],
+            "in a cluster run the nodes get 900ms of it",
+        ),
+        ("", &[], "has no [nodes.*] tables"),
+    ] {
+        let cfg = write_config(dir.path(), config);
+        let (code, out, err) = run(spx()
+            .env("PATH", fake.path())
+            .arg("--cluster")
+            .arg("--config")
+            .arg(&cfg)
+            .args(args));
+        assert_eq!(code, 2, "{config} {args:?}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(fake.runs().is_empty(), "ssh ran for {args:?}");
+    }
+    // A config path with a space cannot be passed to the nodes' shells.
+    let spaced = dir.path().join("with space");
+    std::fs::create_dir(&spaced).unwrap();
+    let cfg = write_config(&spaced, good);
+    let (code, _, err) = run(spx()
+        .env("PATH", fake.path())
+        .arg("--cluster")
+        .arg("--config")
+        .arg(&cfg));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot be passed to the other nodes' shells safely (it contains ' ')"),
+        "{err}"
+    );
+    assert!(fake.runs().is_empty());
+    assert!(!std::path::Path::new("/tmp/spx-pwned").exists());
+}
+
+#[test]
+fn the_remote_command_is_single_quoted_words_and_host_keys_stay_checked() {
+    let fake = FakeSsh::new();
+    let dir = tempfile::tempdir().unwrap();
+    // No `node`: both nodes are remote; n1 reads OVN for the cluster.
+    let cfg = write_config(
+        dir.path(),
+        "[nodes.n1]\nhost = \"198.18.0.2:8443\"\n[nodes.n2]\nadvertise = \"198.18.0.3\"\n",
+    );
+    let (code, doc) = run_cluster_json(
+        spx()
+            .env("PATH", fake.path())
+            .arg("--cluster")
+            .arg("--config")
+            .arg(&cfg)
+            .args([
+                "--check",
+                "mtu.path",
+                "--ssh-user",
+                "spinifex",
+                "--peer",
+                "198.18.0.9",
+                "--mtu",
+                "9000",
+            ]),
+    );
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n1")["reason"], "connection-refused");
+    assert_eq!(doc["ovn_read_by"], "n1");
+    let mut runs = fake.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    runs.sort_by_key(|r| r.contains(&"198.18.0.3".to_owned()));
+    let cfg_word = format!("'{}'", cfg.display());
+    for (argv, host, reader) in [
+        (&runs[0], "198.18.0.2", false),
+        (&runs[1], "198.18.0.3", true),
+    ] {
+        assert_eq!(
+            &argv[..5],
+            ["-o", "BatchMode=yes", "-o", "ConnectTimeout=4", "-T"],
+            "{argv:?}"
+        );
+        assert!(
+            !argv
+                .iter()
+                .any(|w| w.contains("StrictHostKeyChecking") || w.contains("KnownHosts")),
+            "{argv:?}"
+        );
+        let at = argv.iter().position(|w| w == "--").unwrap();
+        assert_eq!(argv[at - 1], host, "the port is ssh_config's business");
+        assert_eq!(&argv[at - 3..at - 1], ["-l", "spinifex"]);
+        let remote = &argv[at + 1..];
+        for w in remote {
+            assert!(
+                w.len() >= 2
+                    && w.starts_with('\'')
+                    && w.ends_with('\'')
+                    && w[1..w.len() - 1]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._/:,+=@%-".contains(c)),
+                "not a plain quoted word: {w:?}"
+            );
+        }
+        let words: Vec<&str> = remote.iter().map(String::as_str).collect();
+        assert_eq!(
+            &words[..7],
+            [
+                "'sudo'",
+                "'-n'",
+                "'spx-doctor'",
+                "'--format'",
+                "'json'",
+                "'--config'",
+                cfg_word.as_str()
+            ]
+        );
+        let joined = words.join(" ");
+        assert!(joined.contains("'--check' 'mtu.path'"), "{joined}");
+        assert!(
+            joined.contains("'--timeout' '8000ms' '--sample' '1000ms' '--probe-timeout' '1000ms'"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("'--mtu' '9000' '--peer' '198.18.0.9'"),
+            "{joined}"
+        );
+        assert_eq!(joined.contains("'--ovn-read-by' 'n1'"), reader, "{joined}");
+    }
+}
+
+#[test]
+fn cluster_checks_belong_to_cluster_runs() {
+    // Not selected by default in a node run.
+    let (_, doc) = support::run_json(spx().args(["--skip", "sysctl", "--sample", "100ms"]));
+    assert!(!doc["checks"].to_string().contains("\"cluster."), "{doc:#}");
+    // Asked for by name: a skip that says how to run it.
+    let (code, doc) = support::run_json(spx().args(["--check", "cluster.path-matrix"]));
+    assert_eq!(code, 0);
+    let c = support::check(&doc, "cluster.path-matrix");
+    assert_eq!(c["status"], "skip");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("run `spx-doctor --cluster`"),
+        "{c:#}"
+    );
+    // The cluster flags need --cluster.
+    let (code, _, err) = run(spx().args(["--nodes", "n1"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("--cluster"), "{err}");
+    // Listed and explained like every other check.
+    let (_, list, _) = run(spx().arg("list"));
+    for id in [
+        "cluster.reachable",
+        "cluster.config-drift",
+        "cluster.path-matrix",
+        "cluster.sa-pairs",
+    ] {
+        assert!(list.contains(id), "{list}");
+        let (code, text, _) = run(spx().args(["explain", id]));
+        assert_eq!(code, 0);
+        assert!(
+            text.contains("(judged by `spx-doctor --cluster` from every node's report)"),
+            "{text}"
+        );
+    }
+}

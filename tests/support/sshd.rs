@@ -1,0 +1,470 @@
+//! A cluster lab: nodes on a [`Fabric`] (the underlay, where jumbo frames
+//! and black holes are), each also plugged into a second switch at 1500
+//! (the wan plane, `198.19.0.0/24`), and running Debian's real `sshd`
+//! bound only to its own wan address, with its own host key and its own
+//! `/etc/spinifex/spinifex.toml` (`host` = wan address, `advertise` =
+//! underlay address, as on a node with one NIC per plane); a client key
+//! and known_hosts made by the test; an ssh_config the coordinator is
+//! pointed at with `--ssh-config`. ssh runs over the wan plane, as
+//! install-node.sh does, so a black hole on the underlay does not cut the
+//! doctor off from the node it is about.
+//!
+//! Per-node files reach the node the way `ip netns exec` provides: it
+//! bind-mounts every entry of `/etc/netns/NS/` over `/etc/` for what it
+//! starts, so sshd (and every session it opens, and so the remote doctor)
+//! sees `/etc/netns/NS/spinifex/` as `/etc/spinifex/`. Only `spinifex/` is
+//! bound (plus `passwd`, `group`, `shadow` and `sudoers` on nodes with a
+//! login user), so sshd still finds the rest of `/etc`. The bind needs
+//! `/etc/spinifex` to exist as a mount point: it is created when absent
+//! (empty) and removed when the last lab in this process goes (only if
+//! still empty).
+//!
+//! Everything is removed on Drop: the sshd processes (ours, by pid), the
+//! `/etc/netns/NS` directories, the namespaces (the fabric).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use super::fabric::{Fabric, NodeSpec};
+use super::netns::{sh, Netns};
+
+/// The wan plane's prefix: node `i` is `198.19.0.{i+1}`.
+pub const WAN_PREFIX: &str = "198.19.0";
+
+/// How a node answers for the doctor binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binary {
+    /// `spx-doctor` on its PATH: the binary under test.
+    Real,
+    /// No `spx-doctor` on its PATH.
+    Missing,
+    /// A `spx-doctor` that never answers (sleeps a minute).
+    Hangs,
+}
+
+/// A login user `spinifex` with sudo, on nodes that have one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sudo {
+    NoPassword,
+    Password,
+}
+
+#[derive(Clone, Debug)]
+pub struct LabNode {
+    pub spec: NodeSpec,
+    pub ipsec_enabled: bool,
+    pub underlay_mtu: u32,
+    pub binary: Binary,
+    pub user: Option<Sudo>,
+}
+
+impl LabNode {
+    pub fn jumbo() -> LabNode {
+        LabNode {
+            spec: NodeSpec {
+                mtu: 9000,
+                port_mtu: 9000,
+                ipv6: false,
+            },
+            ipsec_enabled: false,
+            underlay_mtu: 9000,
+            binary: Binary::Real,
+            user: None,
+        }
+    }
+}
+
+pub struct SshLab {
+    pub fabric: Fabric,
+    /// The wan switch (bridge `sw`, every port at 1500).
+    pub wan: Netns,
+    pub dir: tempfile::TempDir,
+    pub names: Vec<String>,
+    pub ssh_config: PathBuf,
+    pub known_hosts: PathBuf,
+    nodes: Vec<LabNode>,
+    sshd: Vec<Option<Child>>,
+    logs: Vec<Arc<Mutex<String>>>,
+    etc: Vec<PathBuf>,
+    _etc_guard: EtcGuard,
+}
+
+/// Paths under /etc a lab needs to exist, created (empty) when absent and
+/// removed when the last lab of this process is dropped.
+struct EtcGuard;
+
+static ETC_USERS: Mutex<(usize, Vec<PathBuf>)> = Mutex::new((0, Vec::new()));
+const ETC_NEEDED: [&str; 3] = ["/etc/spinifex", "/etc/netns", "/run/sshd"];
+/// Left in place when created: iproute2's and sshd's own directories.
+const ETC_KEPT: [&str; 2] = ["/etc/netns", "/run/sshd"];
+
+impl EtcGuard {
+    fn take() -> EtcGuard {
+        let mut g = ETC_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0 == 0 {
+            for p in ETC_NEEDED {
+                let p = Path::new(p);
+                if !p.exists() {
+                    std::fs::create_dir(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                    // /etc/netns is ip netns' own, /run/sshd sshd's
+                    // privilege-separation directory (the package's service
+                    // would create it): other users may need them; they stay.
+                    if !ETC_KEPT.iter().any(|k| Path::new(k) == p) {
+                        g.1.push(p.to_owned());
+                    }
+                }
+            }
+        }
+        g.0 += 1;
+        EtcGuard
+    }
+}
+
+impl Drop for EtcGuard {
+    fn drop(&mut self) {
+        let mut g = ETC_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 -= 1;
+        if g.0 == 0 {
+            for p in g.1.drain(..) {
+                // Only if still empty: never anything that is not ours.
+                let _ = std::fs::remove_dir(&p);
+            }
+        }
+    }
+}
+
+fn keygen(path: &Path) -> String {
+    sh(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        "spx-lab",
+        "-f",
+        path.to_str().unwrap(),
+    ]);
+    let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
+    // "ssh-ed25519 AAAA… comment" -> "ssh-ed25519 AAAA…"
+    public
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn write(path: &Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+impl SshLab {
+    /// Build the fabric and start one sshd per node; node `i` is `n{i}`.
+    pub fn new(nodes: Vec<LabNode>) -> SshLab {
+        use std::os::unix::fs::PermissionsExt;
+        let guard = EtcGuard::take();
+        let mut fabric = Fabric::new();
+        for n in &nodes {
+            fabric.add_node(n.spec);
+        }
+        let wan = Netns::new();
+        wan.ip(&["link", "add", "sw", "type", "bridge"]);
+        wan.ip(&["link", "set", "sw", "up"]);
+        for i in 0..nodes.len() {
+            let ns = &fabric.node(i).ns;
+            let port = format!("w{i}");
+            ns.veth("wan0", &wan, &port);
+            wan.ip(&["link", "set", &port, "master", "sw"]);
+            ns.ip(&[
+                "addr",
+                "add",
+                &format!("{WAN_PREFIX}.{}/24", i + 1),
+                "dev",
+                "wan0",
+            ]);
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("spx-lab-")
+            .tempdir()
+            .unwrap();
+        // Readable by the login user: its authorized_keys, the binaries.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let d = dir.path().to_owned();
+        let client = keygen(&d.join("client"));
+        write(&d.join("authorized_keys"), &format!("{client}\n"), 0o644);
+        for (sub, script) in [("bin", None), ("hang", Some("#!/bin/sh\nsleep 60\n"))] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+            let target = d.join(sub).join("spx-doctor");
+            match script {
+                None => std::os::unix::fs::symlink(super::bin(), &target).unwrap(),
+                Some(text) => write(&target, text, 0o755),
+            }
+        }
+        std::fs::create_dir(d.join("nobin")).unwrap();
+        let names: Vec<String> = (0..nodes.len()).map(|i| format!("n{i}")).collect();
+        let mut known = String::new();
+        let mut lab = SshLab {
+            ssh_config: d.join("ssh_config"),
+            known_hosts: d.join("known_hosts"),
+            fabric,
+            wan,
+            dir,
+            names,
+            nodes: nodes.clone(),
+            sshd: Vec::new(),
+            logs: Vec::new(),
+            etc: Vec::new(),
+            _etc_guard: guard,
+        };
+        for (i, node) in nodes.iter().enumerate() {
+            let host_key = keygen(&d.join(format!("host_{i}")));
+            known.push_str(&format!("{} {host_key}\n", lab.addr(i)));
+            let etc = PathBuf::from("/etc/netns").join(&lab.fabric.node(i).ns.name);
+            std::fs::create_dir_all(etc.join("spinifex")).unwrap();
+            lab.etc.push(etc.clone());
+            lab.write_config(
+                i,
+                &lab.config_text(i, node.ipsec_enabled, node.underlay_mtu),
+            );
+            if let Some(sudo) = node.user {
+                lab.add_login_user(&etc, sudo);
+            }
+        }
+        write(&lab.known_hosts, &known, 0o644);
+        write(
+            &lab.ssh_config,
+            &format!(
+                "Host *\n  IdentityFile {d}/client\n  IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n",
+                d = d.display()
+            ),
+            0o644,
+        );
+        for i in 0..nodes.len() {
+            let child = lab.start_sshd(i);
+            lab.sshd.push(Some(child));
+        }
+        lab
+    }
+
+    /// The config every node gets by default: every node by its wan
+    /// address (`host`, where ssh goes) and its underlay address
+    /// (`advertise`, the peers mtu.path probes).
+    pub fn config_text(&self, i: usize, ipsec: bool, mtu: u32) -> String {
+        let mut t = format!(
+            "version = \"lab\"\nnode = \"{}\"\n[network]\nipsec_enabled = {ipsec}\nunderlay_mtu = {mtu}\n",
+            self.names[i]
+        );
+        for (j, name) in self.names.iter().enumerate() {
+            t.push_str(&format!(
+                "[nodes.{name}]\nhost = \"{}\"\nadvertise = \"{}\"\n",
+                self.addr(j),
+                self.underlay(j)
+            ));
+        }
+        t
+    }
+
+    /// Node `i`'s /etc/spinifex/spinifex.toml (seen by its next process).
+    pub fn write_config(&self, i: usize, text: &str) {
+        write(&self.etc[i].join("spinifex/spinifex.toml"), text, 0o644);
+    }
+
+    fn add_login_user(&self, etc: &Path, sudo: Sudo) {
+        let read = |f: &str| std::fs::read_to_string(Path::new("/etc").join(f)).unwrap();
+        let home = self.dir.path().display().to_string();
+        write(
+            &etc.join("passwd"),
+            &format!(
+                "{}spinifex:x:4242:4242:spx lab:{home}:/bin/sh\n",
+                read("passwd")
+            ),
+            0o644,
+        );
+        write(
+            &etc.join("group"),
+            &format!("{}spinifex:x:4242:\n", read("group")),
+            0o644,
+        );
+        write(
+            &etc.join("shadow"),
+            &format!("{}spinifex:*:19000:0:99999:7:::\n", read("shadow")),
+            0o640,
+        );
+        let rule = match sudo {
+            Sudo::NoPassword => "spinifex ALL=(root) NOPASSWD: ALL",
+            Sudo::Password => "spinifex ALL=(root) ALL",
+        };
+        write(
+            &etc.join("sudoers"),
+            &format!(
+                "Defaults secure_path=\"{}/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\nroot ALL=(ALL:ALL) ALL\n{rule}\n",
+                self.dir.path().display()
+            ),
+            0o440,
+        );
+    }
+
+    fn start_sshd(&mut self, i: usize) -> Child {
+        let d = self.dir.path().to_owned();
+        let path_dir = match self.nodes[i].binary {
+            Binary::Real => d.join("bin"),
+            Binary::Missing => d.join("nobin"),
+            Binary::Hangs => d.join("hang"),
+        };
+        let cfg = d.join(format!("sshd_{i}"));
+        write(
+            &cfg,
+            &format!(
+                "ListenAddress {addr}:22\nHostKey {d}/host_{i}\nAuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv PATH={path}:/usr/sbin:/usr/bin:/sbin:/bin\n",
+                addr = self.addr(i),
+                d = d.display(),
+                path = path_dir.display()
+            ),
+            0o644,
+        );
+        let mut child = self
+            .fabric
+            .node(i)
+            .ns
+            .command("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&cfg)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sshd (openssh-server) is installed by .ci/run");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("Server listening on") {
+                    let _ = tx.send(());
+                }
+                if let Ok(mut l) = sink.lock() {
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            }
+        });
+        if rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "sshd on {} did not start: {}",
+                self.names[i],
+                log.lock().unwrap()
+            );
+        }
+        if self.logs.len() > i {
+            self.logs[i] = log;
+        } else {
+            self.logs.push(log);
+        }
+        child
+    }
+
+    /// Stop node `i`'s sshd (our child, by pid): ssh then meets "connection
+    /// refused".
+    pub fn stop_sshd(&mut self, i: usize) {
+        if let Some(mut c) = self.sshd[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// What node `i`'s sshd logged.
+    pub fn sshd_log(&self, i: usize) -> String {
+        self.logs[i].lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Put a different key for node `i` in known_hosts: as if the node had
+    /// been reinstalled (or impersonated).
+    pub fn change_known_host_key(&self, i: usize) {
+        let other = keygen(&self.dir.path().join(format!("other_{i}")));
+        let addr = self.addr(i);
+        let text = std::fs::read_to_string(&self.known_hosts).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.split_whitespace().next() == Some(addr.as_str()) {
+                    format!("{addr} {other}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        write(&self.known_hosts, &text, 0o644);
+    }
+
+    /// The coordinator: the real binary run from node `i`'s namespace
+    /// (which sees node `i`'s /etc/spinifex), pointed at the lab's
+    /// ssh_config.
+    pub fn coordinator(&self, i: usize) -> Command {
+        let mut cmd = self.fabric.node(i).spx();
+        cmd.env_remove("SPX_DOCTOR_VIA")
+            .env_remove("SPINIFEX_CONFIG_PATH")
+            .env_remove("NO_COLOR")
+            .arg("--cluster")
+            .arg("--ssh-config")
+            .arg(&self.ssh_config);
+        cmd
+    }
+
+    /// Node `i`'s wan address: where its sshd listens.
+    pub fn addr(&self, i: usize) -> String {
+        format!("{WAN_PREFIX}.{}", i + 1)
+    }
+
+    /// Node `i`'s underlay address.
+    pub fn underlay(&self, i: usize) -> &str {
+        &self.fabric.node(i).v4
+    }
+}
+
+impl Drop for SshLab {
+    fn drop(&mut self) {
+        for c in self.sshd.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for e in &self.etc {
+            let _ = std::fs::remove_dir_all(e);
+        }
+    }
+}
+
+/// Run `nft -f -` with `rules` inside node `i`'s namespace.
+pub fn nft(lab: &SshLab, i: usize, rules: &str) {
+    use std::io::Write;
+    let mut child = lab
+        .fabric
+        .node(i)
+        .ns
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nft (nftables) is installed by .ci/run");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rules.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "nft: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
