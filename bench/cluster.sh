@@ -5,8 +5,10 @@
 # (a Linux bridge at 9000) where the last node sits behind a port at 1500 (a
 # black hole), a wan switch at 1500, and on every node Debian's sshd bound to
 # its wan address with its own host key and its own
-# /etc/spinifex/spinifex.toml (bound over /etc by `ip netns exec` from
-# /etc/netns/NS/), host = wan address, advertise = underlay address. Then it
+# /etc/spinifex/spinifex.toml and /etc/passwd (bound over /etc by `ip netns
+# exec` from /etc/netns/NS/; root's home there is empty, so no profile of
+# this machine's root runs on login), host = wan address, advertise =
+# underlay address. Then it
 # measures, side by side, from node n0, the wall time and peak RSS of:
 #   cluster  spx-doctor --cluster --ssh-config CFG --format json
 #            (this node in-process, the others over ssh, all at once)
@@ -72,7 +74,11 @@ mkdir -p /etc/netns /run/sshd
 
 ssh-keygen -q -t ed25519 -N '' -C spx-bench -f "$WORK/client"
 cp "$WORK/client.pub" "$WORK/authorized_keys"
-mkdir "$WORK/bin"
+mkdir "$WORK/bin" "$WORK/roothome"
+# The nodes' /etc/passwd: root's home is an empty directory, so a login runs
+# no profile of this machine's root (a pyenv init in ~/.bashrc costs 0.4 s
+# a login here): the remote shell costs what it costs on a plain node.
+awk -F: -v OFS=: -v home="$WORK/roothome" '$1 == "root" { $6 = home } { print }' /etc/passwd >"$WORK/passwd"
 ln -s "$SPX" "$WORK/bin/spx-doctor"
 cat >"$WORK/ssh_config" <<EOF
 Host *
@@ -118,6 +124,7 @@ advertise = \"198.18.0.$((i + 1))\"
         ip -n "$w" link set "w$i" master sw up
         ip -n "$ns" addr add "198.19.0.$((i + 1))/24" dev wan0
         mkdir -p "/etc/netns/$ns/spinifex"
+        cp "$WORK/passwd" "/etc/netns/$ns/passwd"
         printf 'node = "n%d"\n[network]\nipsec_enabled = false\nunderlay_mtu = 9000\n%s' "$i" "$nodes" \
             >"/etc/netns/$ns/spinifex/spinifex.toml"
         [[ -f $WORK/host_$i ]] || ssh-keygen -q -t ed25519 -N '' -C spx-bench -f "$WORK/host_$i"
@@ -181,7 +188,20 @@ d = json.load(open(sys.argv[1]))
 pm = next((c for c in d["checks"] if c["id"] == "cluster.path-matrix"), {})
 print("   spx says: exit %d, %d/%d nodes answered; cluster.path-matrix %s: %s" % (
     d["exit_code"], d["summary"]["nodes"] - d["summary"]["unreachable"], d["summary"]["nodes"],
-    pm.get("status"), pm.get("summary", "")[:140]))' "$WORK/cluster.json"
+    pm.get("status"), pm.get("summary", "")[:140]))
+import datetime
+def t(s): return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+t0 = t(d["started_at"])
+reps = [n["report"] for n in d["nodes"] if n["report"]]
+starts = sorted(t(r["started_at"]) - t0 for r in reps)
+durs = sorted(r["duration_ms"] for r in reps)
+slow = {}
+for r in reps:
+    for c in r["checks"]:
+        slow[c["id"]] = max(slow.get(c["id"], 0), c["duration_ms"])
+top = sorted(slow.items(), key=lambda kv: -kv[1])[:3]
+print("   where the time goes: nodes started %.2f..%.2f s after the coordinator; their runs took %d..%d ms; slowest checks %s; cluster run %d ms" % (
+    starts[0], starts[-1], durs[0], durs[-1], ", ".join("%s %d ms" % kv for kv in top), d["duration_ms"]))' "$WORK/cluster.json"
 }
 
 row() { # scenario tool "wall rss" [baseline_wall]

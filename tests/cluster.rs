@@ -105,6 +105,42 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
         doc["duration_ms"]
     );
 
+    // Locally the coordinator executes nothing but ssh: no shell, ever.
+    let trace = lab.dir.path().join("execve.trace");
+    let mut traced = lab.fabric.node(0).ns.command("/usr/bin/strace");
+    traced
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=execve,execveat",
+            "-e",
+            "status=successful",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(support::bin())
+        .args(["--cluster", "--ssh-config"])
+        .arg(&lab.ssh_config)
+        .args(CHECKS)
+        .args(["--format", "json"])
+        .env("HOME", "/nonexistent-spx-test-home");
+    let (code, _, err) = run(&mut traced);
+    assert_eq!(code, 0, "{err}");
+    let programs: BTreeSet<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("execve"))
+        .filter_map(|l| l.split('"').nth(1).map(str::to_owned))
+        .collect();
+    let expected: BTreeSet<String> = [support::bin().to_owned(), "/usr/bin/ssh".to_owned()].into();
+    assert_eq!(
+        programs,
+        expected,
+        "{}",
+        std::fs::read_to_string(&trace).unwrap()
+    );
+
     // The table fits a 100-column terminal and shows both matrices.
     let (code, text, err) = run(lab.coordinator(0).args(CHECKS).env("COLUMNS", "100"));
     assert_eq!(code, 0, "{err}");

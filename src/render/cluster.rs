@@ -74,6 +74,45 @@ fn blocks(first: usize, cells: &[usize], width: usize) -> Vec<std::ops::Range<us
     out
 }
 
+/// Column headers for `names`: the names themselves when one block of
+/// them fits `width`, else the names without their common prefix (up to
+/// its last `-`, `_` or `.`: `spx-node-01`… become `01`…) when that fits
+/// better, with a note saying so.
+fn headers(
+    names: &[&str],
+    first: usize,
+    cell: usize,
+    width: usize,
+) -> (Vec<String>, Option<String>) {
+    let full: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let widths =
+        |h: &[String]| -> Vec<usize> { h.iter().map(|n| n.chars().count().max(cell)).collect() };
+    if blocks(first, &widths(&full), width).len() <= 1 || names.len() < 2 {
+        return (full, None);
+    }
+    let mut prefix: &str = names[0];
+    for n in &names[1..] {
+        let common = prefix
+            .char_indices()
+            .zip(n.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8());
+        prefix = &prefix[..common];
+    }
+    let cut = prefix.rfind(['-', '_', '.']).map_or(0, |i| i + 1);
+    let prefix = &names[0][..cut];
+    if prefix.is_empty() {
+        return (full, None);
+    }
+    let short: Vec<String> = names.iter().map(|n| n[cut..].to_owned()).collect();
+    if short.iter().any(String::is_empty) {
+        return (full, None);
+    }
+    let note = format!("(columns: the node names without \"{prefix}\")");
+    (short, Some(note))
+}
+
 /// The node checks any node reported, in CHECKS order (then unknown ids).
 fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
@@ -114,11 +153,16 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
     // 1. check x node
     let ids = node_check_ids(&r.nodes);
     let first = ids.iter().map(|i| i.len()).max().unwrap_or(5).max(5);
-    let widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+    let (heads, note) = headers(&names, first, 1, width);
+    let widths: Vec<usize> = heads.iter().map(|n| n.chars().count()).collect();
+    if let Some(note) = &note {
+        out.push_str(note);
+        out.push('\n');
+    }
     for block in blocks(first, &widths, width) {
         let mut t = new_table(style);
         let mut header = vec![Cell::new("check")];
-        header.extend(names[block.clone()].iter().map(Cell::new));
+        header.extend(heads[block.clone()].iter().map(Cell::new));
         t.set_header(header);
         if ids.is_empty() {
             let mut row = vec![Cell::new("(no node check)")];
@@ -185,23 +229,27 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
                 _ => "?".into(),
             }
         };
-        let cell_widths: Vec<usize> = names
+        let widest_cell = names
             .iter()
-            .map(|to| {
-                names
-                    .iter()
-                    .map(|from| cell_text(from, to).chars().count())
-                    .chain(std::iter::once(to.chars().count()))
-                    .max()
-                    .unwrap_or(1)
-            })
-            .collect();
+            .flat_map(|to| names.iter().map(move |from| (from, to)))
+            .map(|(from, to)| cell_text(from, to).chars().count())
+            .max()
+            .unwrap_or(1);
         let first = names.iter().map(|n| n.len()).max().unwrap_or(4).max(9);
+        let (heads, note) = headers(&names, first, widest_cell, width);
+        let cell_widths: Vec<usize> = heads
+            .iter()
+            .map(|h| h.chars().count().max(widest_cell))
+            .collect();
         out.push_str("path MTU, rows from, columns to:\n");
+        if let Some(note) = &note {
+            out.push_str(note);
+            out.push('\n');
+        }
         for block in blocks(first, &cell_widths, width) {
             let mut t = new_table(style);
             let mut header = vec![Cell::new("from \\ to")];
-            header.extend(names[block.clone()].iter().map(Cell::new));
+            header.extend(heads[block.clone()].iter().map(Cell::new));
             t.set_header(header);
             for from in &names {
                 let mut row = vec![Cell::new(from)];
@@ -359,6 +407,134 @@ fn wrap(line: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::cluster::report::{ClusterReport, ClusterSummary, NodeEntry};
+    use crate::report::{CheckReport, Tool};
+    use spx_checks::checks::cluster_path_matrix::{Cell as MatrixCell, CellVerdict};
+
+    /// Eight nodes with names of ten characters, every node check, one
+    /// failing on two nodes, a black hole in the matrix.
+    fn eight() -> ClusterReport {
+        let names: Vec<String> = (1..=8).map(|i| format!("spx-node-0{i}")).collect();
+        let checks: Vec<Value> = CHECKS
+            .iter()
+            .filter(|c| c.scope() == Scope::Node)
+            .map(|c| {
+                serde_json::json!({"id": c.id(), "title": "t", "status": "pass", "summary": "fine",
+                                   "evidence": {}, "remediation": [], "duration_ms": 1})
+            })
+            .collect();
+        let nodes = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut checks = checks.clone();
+                if i == 2 || i == 5 {
+                    checks[2]["status"] = "fail".into();
+                    checks[2]["summary"] = "1 of 7 peers cannot carry 9000 bytes: 198.18.0.8 black-holes packets above 1500 bytes (no \"fragmentation needed\" comes back)".into();
+                    checks[2]["remediation"] = serde_json::json!(["either configure the fabric for jumbo frames (a switch between this host and 198.18.0.8 silently drops frames above 1500 bytes; every switch port, VLAN and router on the path must carry 9000), or revert as below"]);
+                }
+                NodeEntry {
+                    name: n.clone(),
+                    host: Some(format!("198.19.0.{}", i + 1)),
+                    via: "ssh",
+                    status: "ok",
+                    error: None,
+                    reason: None,
+                    report: Some(serde_json::json!({"checks": checks, "exit_code": 0})),
+                }
+            })
+            .collect();
+        let mut path_matrix = Vec::new();
+        for a in &names {
+            for b in &names {
+                if a != b {
+                    let hole = a.ends_with('8') || b.ends_with('8');
+                    path_matrix.push(MatrixCell {
+                        from: a.clone(),
+                        to: b.clone(),
+                        verdict: if hole {
+                            CellVerdict::BlackHole
+                        } else {
+                            CellVerdict::Ok
+                        },
+                        path_mtu: Some(if hole { 1500 } else { 9000 }),
+                        path_mtu_inexact: false,
+                        target: Some(9000),
+                        detail: None,
+                    });
+                }
+            }
+        }
+        ClusterReport {
+            schema_version: 1,
+            kind: "cluster",
+            tool: Tool { name: "spx-doctor", version: "0.1.0" },
+            profile: "default".into(),
+            started_at: "2026-01-01T00:00:00.000Z".into(),
+            duration_ms: 2000,
+            exit_code: 1,
+            summary: ClusterSummary { nodes: 8, ..ClusterSummary::default() },
+            ovn_read_by: "spx-node-01".into(),
+            nodes,
+            checks: vec![CheckReport {
+                id: "cluster.path-matrix",
+                title: "t",
+                status: Status::Fail,
+                summary: "14 of 56 paths cannot carry 9000 bytes: every path to and from spx-node-08 (carries 1500: spx-node-08's link or its switch port): spx-node-01<->spx-node-08, spx-node-02<->spx-node-08".into(),
+                evidence: Default::default(),
+                remediation: vec!["spx-node-08: every path to and from it fails: configure its switch port".into()],
+                duration_ms: 0,
+            }],
+            path_matrix,
+            runbook: None,
+        }
+    }
+
+    #[test]
+    fn eight_nodes_fit_80_and_120_columns() {
+        let r = eight();
+        for width in [80u16, 120] {
+            let style = Style {
+                verbose: false,
+                color: false,
+                width: Some(width),
+            };
+            let text = table(&r, &style);
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= usize::from(width),
+                    "{} > {width}: {line}\n{text}",
+                    line.chars().count()
+                );
+            }
+            for n in &r.nodes {
+                assert!(text.contains(&n.name), "{text}");
+            }
+            assert!(text.contains("1500✘"), "{text}");
+            assert!(
+                text.contains("mtu.path: fail on spx-node-03, spx-node-06"),
+                "{text}"
+            );
+        }
+        // Both matrices in one block each, the columns named without the
+        // common prefix.
+        for width in [80u16, 120] {
+            let style = Style {
+                verbose: false,
+                color: false,
+                width: Some(width),
+            };
+            let text = table(&r, &style);
+            assert_eq!(text.matches("│ check ").count(), 1, "{text}");
+            assert_eq!(text.matches("│ from \\ to ").count(), 1, "{text}");
+            assert!(
+                text.contains("(columns: the node names without \"spx-node-\")"),
+                "{text}"
+            );
+            assert!(text.contains("│ spx-node-08 ┆ 1500✘"), "{text}");
+        }
+    }
 
     #[test]
     fn long_lines_wrap_with_a_hanging_indent() {

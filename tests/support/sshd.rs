@@ -12,9 +12,11 @@
 //! Per-node files reach the node the way `ip netns exec` provides: it
 //! bind-mounts every entry of `/etc/netns/NS/` over `/etc/` for what it
 //! starts, so sshd (and every session it opens, and so the remote doctor)
-//! sees `/etc/netns/NS/spinifex/` as `/etc/spinifex/`. Only `spinifex/` is
-//! bound (plus `passwd`, `group`, `shadow` and `sudoers` on nodes with a
-//! login user), so sshd still finds the rest of `/etc`. The bind needs
+//! sees `/etc/netns/NS/spinifex/` as `/etc/spinifex/`. Only `spinifex/` and
+//! `passwd` are bound (root's home there is an empty lab directory, so no
+//! profile of this machine's root runs on login), plus `group`, `shadow`
+//! and `sudoers` on nodes with a login user, so sshd still finds the rest
+//! of `/etc`. The bind needs
 //! `/etc/spinifex` to exist as a mount point: it is created when absent
 //! (empty) and removed when the last lab in this process goes (only if
 //! still empty).
@@ -232,9 +234,7 @@ impl SshLab {
                 i,
                 &lab.config_text(i, node.ipsec_enabled, node.underlay_mtu),
             );
-            if let Some(sudo) = node.user {
-                lab.add_login_user(&etc, sudo);
-            }
+            lab.write_passwd(&etc, node.user);
         }
         write(&lab.known_hosts, &known, 0o644);
         write(
@@ -275,17 +275,32 @@ impl SshLab {
         write(&self.etc[i].join("spinifex/spinifex.toml"), text, 0o644);
     }
 
-    fn add_login_user(&self, etc: &Path, sudo: Sudo) {
+    /// The node's /etc/passwd: root's home is an empty lab directory (so a
+    /// login runs no profile of this machine's root: the remote shell
+    /// costs what it costs on a plain node), plus the login user and its
+    /// sudoers on nodes that have one.
+    fn write_passwd(&self, etc: &Path, user: Option<Sudo>) {
         let read = |f: &str| std::fs::read_to_string(Path::new("/etc").join(f)).unwrap();
-        let home = self.dir.path().display().to_string();
-        write(
-            &etc.join("passwd"),
-            &format!(
-                "{}spinifex:x:4242:4242:spx lab:{home}:/bin/sh\n",
-                read("passwd")
-            ),
-            0o644,
-        );
+        let home = self.dir.path().join("roothome");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut passwd: String = read("passwd")
+            .lines()
+            .map(|l| match l.split(':').collect::<Vec<_>>().as_slice() {
+                ["root", pw, uid, gid, gecos, _, shell] => {
+                    format!("root:{pw}:{uid}:{gid}:{gecos}:{}:{shell}\n", home.display())
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        let Some(sudo) = user else {
+            write(&etc.join("passwd"), &passwd, 0o644);
+            return;
+        };
+        passwd.push_str(&format!(
+            "spinifex:x:4242:4242:spx lab:{}:/bin/sh\n",
+            self.dir.path().display()
+        ));
+        write(&etc.join("passwd"), &passwd, 0o644);
         write(
             &etc.join("group"),
             &format!("{}spinifex:x:4242:\n", read("group")),
