@@ -28,8 +28,9 @@
 #
 # Needs: root, iproute2, openssh-server, openssh-client, time (GNU
 # /usr/bin/time), python3. Usage: bench/cluster.sh [RUNS]   (SPX=path uses
-# that binary instead of building target/release/spx-doctor). Takes about
-# 3 minutes, most of it the serial loops.
+# that binary instead of building target/release/spx-doctor; EXAMPLE=FILE
+# writes the 6-node lab's table there). Takes about 3 minutes, most of it
+# the serial loops.
 set -euo pipefail
 
 RUNS=${1:-3}
@@ -221,6 +222,10 @@ for spec in "6 1" "16 1"; do
     row "$n nodes (1 black hole)" serial "$s"
     row "$n nodes (1 black hole)" cluster "$c" "${s%% *}"
     says
+    if [[ $n -eq 6 && -n ${EXAMPLE:-} ]]; then
+        ip netns exec "$P-n0" env COLUMNS=100 "$SPX" --cluster --ssh-config "$WORK/ssh_config" \
+            --check mtu.path,ipsec.xfrm --color never >"$EXAMPLE" || true
+    fi
 done
 build_lab 16 0
 c=$(cluster_run); cp "$WORK/stdout" "$WORK/cluster.json"

@@ -198,6 +198,7 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
         node(&doc, "n3")["report"]
     );
     assert_eq!(pm["evidence"]["cut_off"], serde_json::json!(["n3"]));
+    assert_eq!(pm["evidence"]["asymmetric"], serde_json::json!([]));
     assert_eq!(pm["evidence"]["largest_common_mtu"], 1500);
     let summary = pm["summary"].as_str().unwrap();
     assert!(

@@ -331,7 +331,9 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         })
         .collect();
 
-    // Asymmetric: both directions measured, different answers.
+    // Asymmetric: both directions measured, one carries the target and the
+    // other does not (two failing directions at slightly different sizes
+    // are one problem, not two).
     let mut asymmetric = Vec::new();
     for c in &measured {
         if c.from >= c.to {
@@ -340,7 +342,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         let Some(r) = measured.iter().find(|r| r.from == c.to && r.to == c.from) else {
             continue;
         };
-        if c.verdict.fails() != r.verdict.fails() || c.path_mtu != r.path_mtu {
+        if c.verdict.fails() != r.verdict.fails() {
             asymmetric.push(format!(
                 "{} carries {} but {} {}",
                 pair(&c.from, &c.to),
