@@ -15,22 +15,22 @@ use serde_json::Value;
 use crate::support::sshd::{nft, Binary, LabNode, SshLab, Sudo};
 use crate::support::{self, run, run_cluster_json, spx, write_config};
 
-fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["nodes"]
+/// The entry of `list` in `doc` whose `key` is `value`.
+fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
+    doc[list]
         .as_array()
         .unwrap()
         .iter()
-        .find(|n| n["name"] == name)
-        .unwrap_or_else(|| panic!("no node {name} in {doc:#}"))
+        .find(|n| n[key] == value)
+        .unwrap_or_else(|| panic!("no {list} entry {value} in {doc:#}"))
+}
+
+fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    entry(doc, "nodes", "name", name)
 }
 
 fn cluster_check<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no {id} in {doc:#}"))
+    entry(doc, "checks", "id", id)
 }
 
 fn strings(v: &Value) -> BTreeSet<String> {
@@ -104,6 +104,33 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
         "one probe round and one ssh each: {}",
         doc["duration_ms"]
     );
+
+    // NB is read by n0 alone: pointed at a port nobody listens on, n0's
+    // ipsec.flags says so; the others never try it (no NB in what they
+    // say) and name n0 as the reader.
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args([
+        "--check",
+        "ipsec.flags",
+        "--nb-db",
+        &format!("tcp:{}:1", lab.underlay(0)),
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    let mine = &node(&doc, "n0")["report"]["checks"][0];
+    assert!(
+        mine["summary"]
+            .as_str()
+            .unwrap()
+            .contains("NB_Global.ipsec could not be read"),
+        "{mine:#}"
+    );
+    for n in names.iter().skip(1) {
+        let theirs = &node(&doc, n)["report"]["checks"][0];
+        assert_eq!(theirs["evidence"]["nb_read_by"], "n0", "{theirs:#}");
+        assert!(
+            !theirs["summary"].as_str().unwrap().contains("NB"),
+            "{theirs:#}"
+        );
+    }
 
     // Locally the coordinator executes nothing but ssh: no shell, ever.
     let trace = lab.dir.path().join("execve.trace");
@@ -281,7 +308,7 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
     let asym = strings(&pm["evidence"]["asymmetric"]);
     assert_eq!(asym.len(), 5, "{asym:#?}");
     assert!(
-        asym.contains("n1->n2 carries 9000 but n2->n1 1500 (blackhole)"),
+        asym.contains("n1->n2 carries 9000, n2->n1 only 1500 (blackhole)"),
         "{asym:#?}"
     );
     assert_eq!(pm["evidence"]["cut_off"], serde_json::json!([]));

@@ -6,21 +6,7 @@ use std::process::Command;
 use crate::support::{self, run, spx, Netns};
 
 pub(crate) fn promtool_check(text: &str) {
-    use std::io::Write;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus) is installed by .ci/run");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = support::run_with_stdin(Command::new("promtool").args(["check", "metrics"]), text);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

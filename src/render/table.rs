@@ -28,7 +28,9 @@ pub(super) fn color(s: Status) -> Color {
     }
 }
 
-pub fn render(report: &Report, style: &Style) -> String {
+/// A table in the house style: condensed UTF-8 borders, wrapped to the
+/// terminal, coloured only when asked.
+pub(super) fn new_table(style: &Style) -> Table {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_content_arrangement(ContentArrangement::Dynamic);
@@ -40,6 +42,11 @@ pub fn render(report: &Report, style: &Style) -> String {
     if let Some(w) = style.width {
         table.set_width(w);
     }
+    table
+}
+
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut table = new_table(style);
     table.set_header(vec!["", "check", "status", "summary"]);
     for c in &report.checks {
         let mut detail = c.summary.clone();

@@ -52,17 +52,39 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 /// Run with `--format json`, parse, validate against the schema and check
 /// that the document's `exit_code` is the process's.
 pub fn run_json(cmd: &mut Command) -> (i32, Value) {
+    run_doc(cmd, assert_valid)
+}
+
+fn run_doc(cmd: &mut Command, validate: fn(&Value)) -> (i32, Value) {
     cmd.args(["--format", "json"]);
     let (code, stdout, stderr) = run(cmd);
     let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}")
     });
-    assert_valid(&doc);
+    validate(&doc);
     assert_eq!(
         doc["exit_code"], code,
         "JSON exit_code vs process; stderr: {stderr}"
     );
     (code, doc)
+}
+
+/// Run a program with `input` on its stdin: its output.
+pub fn run_with_stdin(cmd: &mut Command, input: &str) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// The check object with this id.
@@ -85,31 +107,30 @@ pub fn strings(v: &Value) -> Vec<String> {
 }
 
 static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
-
-pub fn assert_valid(doc: &Value) {
-    let validator = SCHEMA.get_or_init(|| {
-        let path = repo_root().join("schema/report-v1.schema.json");
-        let schema: Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
-                .expect("schema JSON");
-        jsonschema::validator_for(&schema).expect("valid schema")
-    });
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "JSON does not match schema/report-v1.schema.json: {errors:#?}\n{doc:#}"
-    );
-}
-
 static CLUSTER_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 fn schema_file(name: &str) -> Value {
     let path = repo_root().join("schema").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file"))
         .expect("schema JSON")
+}
+
+fn assert_matches(validator: &jsonschema::Validator, schema: &str, doc: &Value) {
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "JSON does not match schema/{schema}: {errors:#?}\n{doc:#}"
+    );
+}
+
+pub fn assert_valid(doc: &Value) {
+    let validator = SCHEMA.get_or_init(|| {
+        jsonschema::validator_for(&schema_file("report-v1.schema.json")).expect("valid schema")
+    });
+    assert_matches(validator, "report-v1.schema.json", doc);
 }
 
 /// Validate a cluster report against schema/cluster-report-v1.schema.json,
@@ -126,30 +147,13 @@ pub fn assert_valid_cluster(doc: &Value) {
             .build(&schema_file("cluster-report-v1.schema.json"))
             .expect("valid schema")
     });
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "JSON does not match schema/cluster-report-v1.schema.json: {errors:#?}\n{doc:#}"
-    );
+    assert_matches(validator, "cluster-report-v1.schema.json", doc);
 }
 
 /// Run a cluster run with `--format json`: parse, validate against the
 /// cluster schema, check the document's exit code is the process's.
 pub fn run_cluster_json(cmd: &mut Command) -> (i32, Value) {
-    cmd.args(["--format", "json"]);
-    let (code, stdout, stderr) = run(cmd);
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!("not JSON ({e}); exit {code}; stdout: {stdout}; stderr: {stderr}")
-    });
-    assert_valid_cluster(&doc);
-    assert_eq!(
-        doc["exit_code"], code,
-        "JSON exit_code vs process; stderr: {stderr}"
-    );
-    (code, doc)
+    run_doc(cmd, assert_valid_cluster)
 }
 
 pub fn is_root() -> bool {

@@ -459,27 +459,13 @@ impl Drop for SshLab {
 
 /// Run `nft -f -` with `rules` inside node `i`'s namespace.
 pub fn nft(lab: &SshLab, i: usize, rules: &str) {
-    use std::io::Write;
-    let mut child = lab
-        .fabric
-        .node(i)
-        .ns
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nft (nftables) is installed by .ci/run");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(rules.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = super::run_with_stdin(
+        lab.fabric.node(i).ns.command("nft").args(["-f", "-"]),
+        rules,
+    );
     assert!(
         out.status.success(),
-        "nft: {}",
+        "nft (nftables, installed by .ci/run): {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -153,19 +153,17 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         let mut by_size: Vec<&(Value, Vec<&str>)> = groups.values().collect();
         by_size.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
         let majority_clear = by_size[0].1.len() > by_size[1].1.len();
+        let says = |(v, nodes): &&(Value, Vec<&str>)| {
+            format!(
+                "{} {} {}",
+                and_list(nodes),
+                if nodes.len() == 1 { "has" } else { "have" },
+                shown(s.key, v)
+            )
+        };
         let text = if majority_clear {
             let (common, most) = by_size[0];
-            let odd: Vec<String> = by_size[1..]
-                .iter()
-                .map(|(v, nodes)| {
-                    format!(
-                        "{} {} {}",
-                        and_list(nodes),
-                        if nodes.len() == 1 { "has" } else { "have" },
-                        shown(s.key, v)
-                    )
-                })
-                .collect();
+            let odd: Vec<String> = by_size[1..].iter().map(says).collect();
             format!(
                 "{} (the other {} have {})",
                 and_list(&odd),
@@ -173,18 +171,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 shown(s.key, common)
             )
         } else {
-            let all: Vec<String> = by_size
-                .iter()
-                .map(|(v, nodes)| {
-                    format!(
-                        "{} {} {}",
-                        and_list(nodes),
-                        if nodes.len() == 1 { "has" } else { "have" },
-                        shown(s.key, v)
-                    )
-                })
-                .collect();
-            all.join("; ")
+            by_size.iter().map(says).collect::<Vec<_>>().join("; ")
         };
         drift.push(json!({
             "key": s.key,

@@ -285,14 +285,11 @@ fn names_only(pairs: &[(String, &Cell)]) -> Vec<String> {
     pairs.iter().map(|(n, _)| n.clone()).collect()
 }
 
+/// `blackhole at 1500`, `ok at 9000`, `not-probed`.
 fn describe(c: &Cell) -> String {
-    let mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
-    match c.verdict {
-        CellVerdict::Ok => mtu,
-        CellVerdict::BlackHole => format!("{mtu} (blackhole)"),
-        CellVerdict::TooBig => format!("{mtu} (too-big)"),
-        CellVerdict::LocalMtu => format!("{mtu} (local-mtu)"),
-        other => other.as_str().to_owned(),
+    match c.path_mtu {
+        Some(m) if c.verdict.measured() => format!("{} at {m}", c.verdict.as_str()),
+        _ => c.verdict.as_str().to_owned(),
     }
 }
 
@@ -343,12 +340,14 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             continue;
         };
         if c.verdict.fails() != r.verdict.fails() {
+            let (good, bad) = if c.verdict.fails() { (r, c) } else { (c, r) };
             asymmetric.push(format!(
-                "{} carries {} but {} {}",
-                pair(&c.from, &c.to),
-                describe(c),
-                pair(&r.from, &r.to),
-                describe(r)
+                "{} carries {}, {} only {} ({})",
+                pair(&good.from, &good.to),
+                good.path_mtu.map_or("the target".into(), |m| m.to_string()),
+                pair(&bad.from, &bad.to),
+                bad.path_mtu.map_or("?".into(), |m| m.to_string()),
+                bad.verdict.as_str()
             ));
         }
     }
@@ -599,7 +598,7 @@ mod tests {
         assert_eq!(f.status, Status::Fail);
         assert_eq!(
             f.summary,
-            "1 of 12 paths cannot carry 9000 bytes: n1->n0 (1500 (blackhole)); asymmetric: n0->n1 carries 9000 but n1->n0 1500 (blackhole)"
+            "1 of 12 paths cannot carry 9000 bytes: n1->n0 (blackhole at 1500); asymmetric: n0->n1 carries 9000, n1->n0 only 1500 (blackhole)"
         );
         assert_eq!(f.evidence["cut_off"], json!([]));
     }

@@ -380,6 +380,34 @@ mod tests {
     }
 
     #[test]
+    fn every_cluster_check_is_judged_and_only_those() {
+        let f = facts(vec![], &[]);
+        for c in crate::CHECKS {
+            let out = judge(*c, &f);
+            let fallback = out.summary.ends_with("is not a cluster check");
+            assert_eq!(
+                fallback,
+                c.scope() == crate::Scope::Node,
+                "{}: {}",
+                c.id(),
+                out.summary
+            );
+            if c.scope() == crate::Scope::Cluster {
+                assert_eq!(
+                    c.run(&crate::Ctx::new(
+                        crate::ConfigState::Missing { looked_at: vec![] },
+                        crate::Options::default(),
+                    ))
+                    .status,
+                    crate::Status::Skip,
+                    "{} outside --cluster",
+                    c.id()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn lists_read_as_prose() {
         assert_eq!(and_list(&["a"]), "a");
         assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
