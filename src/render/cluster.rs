@@ -239,7 +239,10 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
                 return String::new();
             };
             let from_answered = r.nodes.iter().any(|n| n.name == from && n.report.is_some());
-            let mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
+            let mut mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
+            if c.path_mtu_inexact {
+                mtu.push('+');
+            }
             match c.verdict {
                 CellVerdict::Ok => mtu,
                 v if v.fails() => format!("{mtu}✘"),
@@ -288,7 +291,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
                 })
                 .collect()
         });
-        out.push_str("  N✘: carries only N, below the target (blackhole, too-big, local-mtu)\n  no-echo: the peer answered no echo; n/p: not probed; ?: not measured\n");
+        out.push_str("  N✘: carries only N, below the target (blackhole, too-big, local-mtu)\n  N+: N proven, more not ruled out; no-echo: the peer answered no echo\n  n/p: not probed; ?: not measured\n");
     }
 
     // 4. what needs attention, grouped by check
