@@ -200,12 +200,18 @@ impl SshLab {
         let d = dir.path().to_owned();
         let client = keygen(&d.join("client"));
         write(&d.join("authorized_keys"), &format!("{client}\n"), 0o644);
-        for (sub, script) in [("bin", None), ("hang", Some("#!/bin/sh\nsleep 60\n"))] {
+        // The stand-in that never answers leaves its pid for Drop: sshd
+        // does not end a session's command when ssh goes away.
+        let hang = format!(
+            "#!/bin/sh\necho $$ >> {}/hang.pids\nexec sleep 60\n",
+            d.display()
+        );
+        for (sub, script) in [("bin", None), ("hang", Some(hang))] {
             std::fs::create_dir(d.join(sub)).unwrap();
             let target = d.join(sub).join("spx-doctor");
             match script {
                 None => std::os::unix::fs::symlink(super::bin(), &target).unwrap(),
-                Some(text) => write(&target, text, 0o755),
+                Some(text) => write(&target, &text, 0o755),
             }
         }
         std::fs::create_dir(d.join("nobin")).unwrap();
@@ -450,6 +456,29 @@ impl Drop for SshLab {
         for c in self.sshd.iter_mut().flatten() {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        // The hanging stand-ins this lab's sessions started, by pid, when
+        // that pid is still a process in one of this lab's namespaces.
+        use std::os::unix::fs::MetadataExt;
+        let ours: Vec<String> = (0..self.names.len())
+            .filter_map(|i| {
+                let ns = format!("/var/run/netns/{}", self.fabric.node(i).ns.name);
+                std::fs::metadata(ns)
+                    .ok()
+                    .map(|m| format!("net:[{}]", m.ino()))
+            })
+            .collect();
+        let pids = std::fs::read_to_string(self.dir.path().join("hang.pids")).unwrap_or_default();
+        for pid in pids.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            let in_lab = std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|l| ours.iter().any(|o| l.as_os_str() == o.as_str()));
+            if !in_lab {
+                continue;
+            }
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
         for e in &self.etc {
             let _ = std::fs::remove_dir_all(e);
