@@ -33,7 +33,7 @@ pub struct ClusterArgs {
     pub remote_bin: Option<String>,
 
     /// At most N ssh sessions at once.
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024), requires = "cluster")]
     pub parallel: u32,
 
     /// Set by --cluster on the other nodes: the node that reads OVN NB and SB for the whole cluster.
