@@ -409,6 +409,61 @@ fn cluster_names_every_way_a_node_does_not_answer() {
         assert_eq!(c["verdict"] == "ok", measured, "{c}");
     }
 
+    // The same run as JUnit, read by junitparser: a suite per node in order
+    // (those that answered hold their checks, those that did not are empty
+    // and say why), then the cluster checks.
+    if crate::junit::junitparser_or_skip("cluster_names_every_way_a_node_does_not_answer (junit)") {
+        let dir = tempfile::tempdir().unwrap();
+        let xml = dir.path().join("cluster.xml");
+        let (code, _, err) = run(lab
+            .coordinator(0)
+            .args([
+                "--check",
+                "mtu.path",
+                "--timeout",
+                "4s",
+                "--format",
+                "junit",
+                "--output",
+            ])
+            .arg(&xml));
+        assert_eq!(code, 2, "{err}");
+        let junit = crate::junit::read_junit(&xml);
+        let suites = junit["suites"].as_array().unwrap();
+        let names: Vec<&str> = suites.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["n0", "n1", "n2", "n3", "n4", "n5", "cluster"],
+            "{junit:#}"
+        );
+        for s in &suites[..2] {
+            assert_eq!(s["tests"], 1, "mtu.path: {s:#}");
+            assert_eq!(s["cases"][0]["name"], "mtu.path");
+            assert_eq!(s["system_err"], Value::Null);
+        }
+        for (s, n) in suites[2..6].iter().zip(["n2", "n3", "n4", "n5"]) {
+            assert_eq!(s["tests"], 0, "{s:#}");
+            assert_eq!(s["system_err"], node(&doc, n)["error"], "{s:#}");
+        }
+        let cluster = &suites[6];
+        let ids: Vec<&str> = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        let cases: Vec<&str> = cluster["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(cases, ids, "{cluster:#}");
+        let reachable =
+            &cluster["cases"][ids.iter().position(|i| *i == "cluster.reachable").unwrap()];
+        assert_eq!(reachable["results"][0]["kind"], "error", "{reachable:#}");
+    }
+
     // A preflight never passes on a node it could not see.
     let (code, doc) =
         run_cluster_json(

@@ -26,8 +26,10 @@ for suite in xml:
                          "type": r.type, "text": r.text} for r in case.result],
             "system_out": case.system_out,
         })
+    # junitparser 2.8 has no accessor for a suite's <system-err>.
     suites.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures,
-                   "errors": suite.errors, "skipped": suite.skipped, "cases": cases})
+                   "errors": suite.errors, "skipped": suite.skipped, "cases": cases,
+                   "system_err": suite._elem.findtext("system-err")})
 print(json.dumps({"name": xml.name, "suites": suites}))
 "#;
 
@@ -35,7 +37,7 @@ print(json.dumps({"name": xml.name, "suites": suites}))
 /// whichever python3 is first on $PATH.
 const PYTHON: &str = "/usr/bin/python3";
 
-fn junitparser_or_skip(test: &str) -> bool {
+pub fn junitparser_or_skip(test: &str) -> bool {
     let there = Command::new(PYTHON)
         .args(["-c", "import junitparser"])
         .output()
@@ -43,7 +45,7 @@ fn junitparser_or_skip(test: &str) -> bool {
     support::tool_or_skip(test, "python3-junitparser", there)
 }
 
-fn read_junit(path: &Path) -> Value {
+pub fn read_junit(path: &Path) -> Value {
     let out = Command::new(PYTHON)
         .args(["-c", READER])
         .arg(path)

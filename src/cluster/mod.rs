@@ -233,6 +233,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         Format::Json => render::json::render_cluster(&report),
         Format::Prometheus => render::prometheus::render_cluster(&report),
         Format::Table => render::cluster::table(&report, &style),
+        Format::Junit => render::junit::render_cluster(&report, plan.settings.strict),
     };
     crate::emit(&plan.settings, &text)?;
     Ok(report.exit_code as u8)

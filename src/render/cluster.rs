@@ -523,6 +523,7 @@ mod tests {
                 verbose: false,
                 color: false,
                 width: Some(width),
+                strict: false,
             };
             let text = table(&r, &style);
             for line in text.lines() {

@@ -19,10 +19,53 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 use spx_checks::check::category;
 use spx_checks::Status;
 
+use serde_json::Value;
+
+use crate::cluster::report::ClusterReport;
 use crate::report::{CheckReport, Report};
 
 /// The `<testsuites name>`.
 const REPORT_NAME: &str = "spx-doctor";
+
+/// What one `<testcase>` is drawn from: a check result of this run, or one
+/// read back from another node's JSON report (a cluster run).
+pub struct Case<'a> {
+    pub id: &'a str,
+    pub status: Status,
+    pub summary: &'a str,
+    pub remediation: Vec<&'a str>,
+    pub duration_ms: u64,
+}
+
+impl<'a> From<&'a CheckReport> for Case<'a> {
+    fn from(c: &'a CheckReport) -> Case<'a> {
+        Case {
+            id: c.id,
+            status: c.status,
+            summary: &c.summary,
+            remediation: c.remediation.iter().map(String::as_str).collect(),
+            duration_ms: c.duration_ms,
+        }
+    }
+}
+
+/// One suite: its name, its cases, and what to say when it has none
+/// because the node gave no report (`<system-err>`).
+pub struct Suite<'a> {
+    pub name: &'a str,
+    pub cases: Vec<Case<'a>>,
+    pub system_err: Option<&'a str>,
+}
+
+impl<'a> Suite<'a> {
+    pub fn of(name: &'a str, checks: &'a [CheckReport]) -> Suite<'a> {
+        Suite {
+            name,
+            cases: checks.iter().map(Case::from).collect(),
+            system_err: None,
+        }
+    }
+}
 
 /// When the run started (RFC 3339, as in the JSON `started_at`) and how
 /// long it took: the timestamp and time of the report and of every suite.
@@ -35,7 +78,7 @@ pub struct Run<'a> {
 pub fn render(report: &Report, strict: bool) -> String {
     let name = report.node.as_deref().unwrap_or(&report.host);
     render_suites(
-        [(name, report.checks.as_slice())],
+        [Suite::of(name, &report.checks)],
         strict,
         &Run {
             started_at: &report.started_at,
@@ -44,11 +87,11 @@ pub fn render(report: &Report, strict: bool) -> String {
     )
 }
 
-/// The XML for a list of (suite name, checks): one `<testsuite>` each, in
-/// order, a `<testcase>` per check. `strict` turns warnings into failures,
-/// as `--strict` does the exit code.
+/// The XML for a list of suites: one `<testsuite>` each, in order, a
+/// `<testcase>` per check. `strict` turns warnings into failures, as
+/// `--strict` does the exit code.
 pub fn render_suites<'a>(
-    suites: impl IntoIterator<Item = (&'a str, &'a [CheckReport])>,
+    suites: impl IntoIterator<Item = Suite<'a>>,
     strict: bool,
     run: &Run<'_>,
 ) -> String {
@@ -69,50 +112,96 @@ pub fn render_suites<'a>(
     xml
 }
 
-fn build<'a>(
-    suites: impl IntoIterator<Item = (&'a str, &'a [CheckReport])>,
-    strict: bool,
-) -> quick_junit::Report {
+/// A cluster report: one suite per node (its report read back from JSON; a
+/// node that gave none is an empty suite whose `<system-err>` says why),
+/// then one named `cluster` for the cluster checks.
+pub fn render_cluster(report: &ClusterReport, strict: bool) -> String {
+    let mut suites: Vec<Suite<'_>> = report
+        .nodes
+        .iter()
+        .map(|n| Suite {
+            name: &n.name,
+            cases: n
+                .report
+                .as_ref()
+                .and_then(|r| r["checks"].as_array())
+                .map(|checks| checks.iter().filter_map(case_of_json).collect())
+                .unwrap_or_default(),
+            system_err: n.error.as_deref(),
+        })
+        .collect();
+    suites.push(Suite::of("cluster", &report.checks));
+    render_suites(
+        suites,
+        strict,
+        &Run {
+            started_at: &report.started_at,
+            duration_ms: report.duration_ms,
+        },
+    )
+}
+
+/// A check of a node's JSON report v1 (validated by the cluster run).
+fn case_of_json(c: &Value) -> Option<Case<'_>> {
+    let status = Status::ALL
+        .into_iter()
+        .find(|s| c["status"].as_str() == Some(s.as_str()))?;
+    Some(Case {
+        id: c["id"].as_str()?,
+        status,
+        summary: c["summary"].as_str().unwrap_or_default(),
+        remediation: c["remediation"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default(),
+        duration_ms: c["duration_ms"].as_u64().unwrap_or_default(),
+    })
+}
+
+fn build<'a>(suites: impl IntoIterator<Item = Suite<'a>>, strict: bool) -> quick_junit::Report {
     let mut junit = quick_junit::Report::new(REPORT_NAME);
-    for (name, checks) in suites {
-        let mut suite = TestSuite::new(name);
+    for s in suites {
+        let mut suite = TestSuite::new(s.name);
         suite.set_time(
-            checks
+            s.cases
                 .iter()
                 .map(|c| Duration::from_millis(c.duration_ms))
                 .max()
                 .unwrap_or_default(),
         );
-        suite.add_test_cases(checks.iter().map(|c| case(c, strict)));
+        if let Some(err) = s.system_err {
+            suite.set_system_err(err);
+        }
+        suite.add_test_cases(s.cases.iter().map(|c| case(c, strict)));
         junit.add_test_suite(suite);
     }
     junit
 }
 
-fn case(check: &CheckReport, strict: bool) -> TestCase {
+fn case(check: &Case<'_>, strict: bool) -> TestCase {
     let mut out = None;
     let status = match check.status {
         Status::Pass => TestCaseStatus::success(),
         Status::Warn if !strict => {
-            out = Some(check.summary.as_str());
+            out = Some(check.summary);
             TestCaseStatus::success()
         }
         Status::Warn | Status::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(check.summary.as_str())
+            s.set_message(check.summary)
                 .set_type(status_name(check.status))
                 .set_description(check.remediation.join("\n"));
             s
         }
         Status::Error => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(check.summary.as_str())
+            s.set_message(check.summary)
                 .set_type(status_name(check.status));
             s
         }
         Status::Skip => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(check.summary.as_str());
+            s.set_message(check.summary);
             s
         }
     };
@@ -180,7 +269,7 @@ mod tests {
     #[test]
     fn verdicts_map_to_junit_elements() {
         let checks = checks();
-        let xml = render_suites([("spx1", checks.as_slice())], false, &RUN);
+        let xml = render_suites([Suite::of("spx1", &checks)], false, &RUN);
         assert!(xml.starts_with("<?xml"), "{xml}");
         assert!(
             xml.contains(r#"<testsuite name="spx1" tests="5" skipped="1" errors="1" failures="1""#),
@@ -211,7 +300,7 @@ mod tests {
     #[test]
     fn strict_makes_a_warning_a_failure() {
         let checks = checks();
-        let xml = render_suites([("spx1", checks.as_slice())], true, &RUN);
+        let xml = render_suites([Suite::of("spx1", &checks)], true, &RUN);
         assert!(
             xml.contains(r#"skipped="1" errors="1" failures="2""#),
             "{xml}"
@@ -230,9 +319,9 @@ mod tests {
         let checks = checks();
         let xml = render_suites(
             [
-                ("spx1", &checks[..2]),
-                ("spx2", &checks[2..]),
-                ("cluster", &checks[..0]),
+                Suite::of("spx1", &checks[..2]),
+                Suite::of("spx2", &checks[2..]),
+                Suite::of("cluster", &checks[..0]),
             ],
             false,
             &RUN,
