@@ -2,8 +2,13 @@
 //! [`crate::CHECKS`]; `spx doctor list`, `explain`, the README table and the
 //! shell completions of check ids are all generated from it.
 
+use serde_json::{Map, Value};
+
 use crate::ctx::Ctx;
+use crate::evidence::{self, Evidence};
 use crate::finding::Finding;
+use crate::kind::{KindDoc, Kinds};
+use crate::metrics::{MetricDef, Series};
 
 /// Where a check's facts come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +46,38 @@ pub trait Check: Send + Sync {
 
     /// Gather facts and judge them. Never prints, never changes the host.
     fn run(&self, ctx: &Ctx) -> Finding;
+
+    /// Every kind of outcome this check reports (its codes), its evidence
+    /// type and the metrics it owns: `Some(&DECLARED)` with a
+    /// `static DECLARED: Declared = Declared::of::<MyKind, MyEvidence>();`.
+    ///
+    /// TRANSITIONAL (issue 13, first part): `None` is a check not converted
+    /// yet, whose codes are `<id>/<status>`. The second part converts every
+    /// check and removes this default.
+    fn declared(&self) -> Option<&'static Declared> {
+        None
+    }
+}
+
+/// What a converted check declares about its results.
+pub struct Declared {
+    /// Its kinds, in declaration (severity) order.
+    pub kinds: &'static [KindDoc],
+    /// The metrics its evidence carries.
+    pub metrics: &'static [&'static MetricDef],
+    /// Those metrics' series in one result's evidence (typed read-back).
+    pub series: fn(&Map<String, Value>) -> Vec<Series>,
+}
+
+impl Declared {
+    /// The declaration of a check whose kinds are `K` and evidence `E`.
+    pub const fn of<K: Kinds, E: Evidence>() -> Declared {
+        Declared {
+            kinds: K::DOCS,
+            metrics: E::METRICS,
+            series: evidence::series_of::<E>,
+        }
+    }
 }
 
 /// The category of a check id: the part before the first dot.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::codes::{self, Level};
 use crate::endpoint::Endpoint;
 use crate::validate;
 
@@ -34,6 +35,18 @@ pub struct Config {
     pub network: Network,
     /// `[nodes.NAME]`, sorted by name.
     pub nodes: BTreeMap<String, NodeEntry>,
+    /// `[doctor]`: the doctor's own table.
+    pub doctor: Doctor,
+}
+
+/// `[doctor]`: levels per code, as `--allow` and `--deny` give them. Every
+/// code is checked against the catalog when the file is read.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Doctor {
+    /// `allow = ["CODE", …]`: known problems of these kinds pass, with a note.
+    pub allow: Vec<String>,
+    /// `deny = ["CODE", …]`: warnings of these kinds fail.
+    pub deny: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -194,6 +207,20 @@ struct RawConfig {
     network: RawNetwork,
     #[serde(default)]
     nodes: BTreeMap<Spanned<String>, RawNode>,
+    #[serde(default)]
+    doctor: RawDoctor,
+}
+
+/// The doctor's own table: unlike the rest of the file (Spinifex's, with
+/// keys the doctor does not know), a key here the doctor does not know is
+/// a mistake worth an error.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawDoctor {
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    deny: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -310,7 +337,44 @@ impl RawConfig {
                 underlay_mtu,
             },
             nodes,
+            doctor: self.doctor.validate()?,
         })
+    }
+}
+
+impl RawDoctor {
+    fn validate(self) -> Result<Doctor, Invalid> {
+        let mut doctor = Doctor::default();
+        for (list, level, key) in [
+            (&self.allow, Level::Allow, "doctor.allow"),
+            (&self.deny, Level::Deny, "doctor.deny"),
+        ] {
+            for code in list {
+                let text = code.get_ref().trim();
+                let resolved = codes::for_level(text, level)
+                    .map_err(|e| (Some(code.span()), key.to_owned(), e.to_string()))?
+                    .code();
+                let other = match level {
+                    Level::Allow => &doctor.deny,
+                    Level::Deny => &doctor.allow,
+                };
+                if other.contains(&resolved) {
+                    return Err((
+                        Some(code.span()),
+                        key.to_owned(),
+                        format!("{resolved} is in both doctor.allow and doctor.deny"),
+                    ));
+                }
+                let mine = match level {
+                    Level::Allow => &mut doctor.allow,
+                    Level::Deny => &mut doctor.deny,
+                };
+                if !mine.contains(&resolved) {
+                    mine.push(resolved);
+                }
+            }
+        }
+        Ok(doctor)
     }
 }
 
@@ -396,6 +460,39 @@ host = "198.18.3.182:8443"
         assert_eq!(e.key.as_deref(), Some("network.underlay_mtu"), "{e}");
         let e = p("node = \"a\"\n[network\n").unwrap_err();
         assert_eq!(e.to_string().lines().count(), 1, "{e}");
+    }
+
+    #[test]
+    fn the_doctor_table_gives_levels_per_code_and_refuses_unknown_ones() {
+        let c = p(
+            "[doctor]\nallow = [\"qemu.tuning/no-vhost\", \"nic.rings/shallow-ring\"]\ndeny = [\"tcp.reordering/reordering-or-loss\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.doctor.allow,
+            ["qemu.tuning/no-vhost", "nic.rings/shallow-ring"]
+        );
+        assert_eq!(c.doctor.deny, ["tcp.reordering/reordering-or-loss"]);
+        assert_eq!(p("").unwrap().doctor, Doctor::default());
+        let e = p("node = \"a\"\n[doctor]\nallow = [\"nic.rings/shalow-ring\"]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("doctor.allow"), "{e}");
+        assert_eq!((e.line, e.column), (Some(3), Some(10)), "{e}");
+        assert!(
+            e.message
+                .contains("did you mean \"nic.rings/shallow-ring\"?"),
+            "{e}"
+        );
+        let e = p("[doctor]\ndeny = [\"qemu.tuning/no-vhost\"]\n").unwrap_err();
+        assert!(e.message.contains("only warnings can be denied"), "{e}");
+        let e = p(
+            "[doctor]\nallow = [\"nic.rings/shallow-ring\"]\ndeny = [\"nic.rings/shallow-ring\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("in both"), "{e}");
+        // The doctor's own table knows its keys; the rest of the file stays lenient.
+        let e = p("[doctor]\nalow = []\n").unwrap_err();
+        assert!(e.message.contains("unknown field `alow`"), "{e}");
+        assert!(p("[operator]\nalow = 1\n").is_ok());
     }
 
     #[test]

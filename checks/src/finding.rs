@@ -2,15 +2,19 @@
 //! operator can re-measure, and the commands that fix it.
 //!
 //! Checks never print and never decide exit codes; they build a [`Finding`]
-//! and the binary renders it and applies policy (`--strict`, profiles).
+//! of a declared kind ([`crate::kind`]) and the binary renders it and
+//! applies policy (`--strict`, `--allow`/`--deny`, profiles) in one place.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::evidence::{self, Evidence};
+use crate::kind::{Common, KindDoc, Kinds, TRANSITIONAL};
 
 /// The verdict of one check. Ordered from best to worst for sorting and
 /// summaries; `Skip` and `Error` are not "better" than `Fail`, they are a
 /// different kind of answer (no conclusion), see [`Status::is_conclusive`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
@@ -81,48 +85,151 @@ impl std::fmt::Display for SkipReason {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finding {
     pub status: Status,
+    /// What kind of outcome this is: with the check's id, its code. Its
+    /// status is [`Finding::status`].
+    pub kind: &'static KindDoc,
     pub summary: String,
     pub evidence: Map<String, Value>,
     pub remediation: Vec<String>,
+    /// Per-subject outcomes (per peer, interface, instance), each with its
+    /// own kind. The headline [`Finding::kind`] is the most severe of them.
+    pub findings: Vec<Subject>,
+    /// For a skip that needs a privilege: which one.
+    pub needs: Option<String>,
 }
 
-impl Finding {
-    fn new(status: Status, summary: impl Into<String>) -> Finding {
-        Finding {
-            status,
+/// One subject's outcome within a check's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subject {
+    pub kind: &'static KindDoc,
+    /// The peer, interface or instance, as an operator names it.
+    pub subject: String,
+    pub summary: String,
+    /// For a skip that needs a privilege: which one.
+    pub needs: Option<String>,
+}
+
+impl Subject {
+    pub fn new(
+        kind: impl Kinds,
+        subject: impl Into<String>,
+        summary: impl Into<String>,
+    ) -> Subject {
+        Subject {
+            kind: kind.doc(),
+            subject: subject.into(),
             summary: summary.into(),
-            evidence: Map::new(),
-            remediation: Vec::new(),
+            needs: None,
         }
     }
 
+    /// A subject that could not be judged, of the common kind that names
+    /// the reason (as [`Finding::skip`]).
+    pub fn skipped(subject: impl Into<String>, reason: SkipReason) -> Subject {
+        let (kind, needs) = skip_kind(&reason);
+        Subject {
+            kind: kind.doc(),
+            subject: subject.into(),
+            summary: reason.to_string(),
+            needs,
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        self.kind.status
+    }
+}
+
+impl Finding {
+    fn of_doc(kind: &'static KindDoc, summary: impl Into<String>) -> Finding {
+        Finding {
+            status: kind.status,
+            kind,
+            summary: summary.into(),
+            evidence: Map::new(),
+            remediation: Vec::new(),
+            findings: Vec::new(),
+            needs: None,
+        }
+    }
+
+    /// A finding of a declared kind; its status is the kind's.
+    pub fn new(kind: impl Kinds, summary: impl Into<String>) -> Finding {
+        Finding::of_doc(kind.doc(), summary)
+    }
+
+    /// A finding of a kind every check shares.
+    pub fn common(kind: Common, summary: impl Into<String>) -> Finding {
+        Finding::of_doc(kind.doc(), summary)
+    }
+
+    /// TRANSITIONAL: a pass of a check without typed kinds (`<id>/pass`).
     pub fn pass(summary: impl Into<String>) -> Finding {
-        Finding::new(Status::Pass, summary)
+        Finding::of_doc(&TRANSITIONAL[0], summary)
     }
 
+    /// TRANSITIONAL: a warning of a check without typed kinds (`<id>/warn`).
     pub fn warn(summary: impl Into<String>) -> Finding {
-        Finding::new(Status::Warn, summary)
+        Finding::of_doc(&TRANSITIONAL[1], summary)
     }
 
-    /// A failure. Callers must add remediation with [`Finding::fix`]; the
-    /// runner turns a fail without remediation into an error, because a fail
-    /// that does not say how to fix it is a bug in the check.
+    /// TRANSITIONAL: a failure of a check without typed kinds
+    /// (`<id>/fail`). Callers must add remediation with [`Finding::fix`];
+    /// the runner turns a fail without remediation into an error, because a
+    /// fail that does not say how to fix it is a bug in the check.
     pub fn fail(summary: impl Into<String>) -> Finding {
-        Finding::new(Status::Fail, summary)
+        Finding::of_doc(&TRANSITIONAL[2], summary)
     }
 
-    pub fn skip(reason: SkipReason) -> Finding {
-        Finding::new(Status::Skip, reason.to_string())
-    }
-
-    /// The check could not conclude (timed out, unreachable database, a
-    /// parse error). Never a pass.
+    /// TRANSITIONAL: an error of a check without typed kinds
+    /// (`<id>/error`): it could not conclude. Never a pass.
     pub fn error(summary: impl Into<String>) -> Finding {
-        Finding::new(Status::Error, summary)
+        Finding::of_doc(&TRANSITIONAL[3], summary)
     }
 
-    /// Attach one evidence field. Values must be plain measurements that an
-    /// operator can re-measure; monitoring reads them.
+    /// A skip, of the common kind that names its reason.
+    pub fn skip(reason: SkipReason) -> Finding {
+        let (kind, needs) = skip_kind(&reason);
+        let mut f = Finding::common(kind, reason.to_string());
+        f.needs = needs;
+        f
+    }
+
+    /// Reading the host failed: the check could not conclude.
+    pub fn probe_failed(summary: impl Into<String>) -> Finding {
+        Finding::common(Common::ProbeFailed, summary)
+    }
+
+    /// Attach the typed evidence (replacing any there was).
+    pub fn evidence<E: Evidence>(mut self, evidence: &E) -> Finding {
+        self.evidence = evidence::to_map(evidence);
+        self
+    }
+
+    /// The typed evidence, read back (`None` if the result carries none).
+    pub fn evidence_as<E: Evidence>(&self) -> Option<E> {
+        evidence::read(&self.evidence)
+    }
+
+    /// Add one subject's outcome.
+    pub fn subject(
+        mut self,
+        kind: impl Kinds,
+        subject: impl Into<String>,
+        summary: impl Into<String>,
+    ) -> Finding {
+        self.findings.push(Subject::new(kind, subject, summary));
+        self
+    }
+
+    /// Add subjects' outcomes, in order.
+    pub fn subjects(mut self, subjects: impl IntoIterator<Item = Subject>) -> Finding {
+        self.findings.extend(subjects);
+        self
+    }
+
+    /// TRANSITIONAL: attach one untyped evidence field. Converted checks
+    /// attach a typed struct with [`Finding::evidence`].
     pub fn with(mut self, key: &str, value: impl Serialize) -> Finding {
         let value = serde_json::to_value(value).unwrap_or(Value::Null);
         self.evidence.insert(key.to_owned(), value);
@@ -142,5 +249,67 @@ impl Finding {
     {
         self.remediation.extend(steps.into_iter().map(Into::into));
         self
+    }
+}
+
+/// The common kind of a reason to skip, and the privilege it names.
+fn skip_kind(reason: &SkipReason) -> (Common, Option<String>) {
+    match reason {
+        SkipReason::NeedsPrivilege(what) => (Common::NeedsPrivilege, Some(what.clone())),
+        SkipReason::NotApplicable(_) => (Common::NotApplicable, None),
+        SkipReason::NoConfig(_) => (Common::NoConfig, None),
+        SkipReason::NothingToMeasure(_) => (Common::NothingToMeasure, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::kinds! {
+        enum DemoKind for "demo.check" {
+            /// Fine.
+            Ok = pass("ok"),
+            /// Too small.
+            Small = warn("small"),
+        }
+    }
+
+    #[derive(Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct DemoEvidence {
+        size: u32,
+    }
+
+    impl Evidence for DemoEvidence {}
+
+    #[test]
+    fn a_kind_fixes_the_status_and_evidence_reads_back_typed() {
+        let f = Finding::new(DemoKind::Small, "small")
+            .evidence(&DemoEvidence { size: 3 })
+            .subject(DemoKind::Small, "eth0", "3 < 4");
+        assert_eq!(f.status, Status::Warn);
+        assert_eq!(f.kind.code("demo.check"), "demo.check/small");
+        assert_eq!(f.evidence["size"], 3);
+        assert_eq!(
+            f.evidence_as::<DemoEvidence>(),
+            Some(DemoEvidence { size: 3 })
+        );
+        assert_eq!(f.findings[0].status(), Status::Warn);
+        assert_eq!(Finding::pass("x").evidence_as::<DemoEvidence>(), None);
+        assert_eq!(Finding::new(DemoKind::Ok, "fine").status, Status::Pass);
+    }
+
+    #[test]
+    fn skips_carry_their_reason_and_the_privilege() {
+        let f = Finding::skip(SkipReason::NeedsPrivilege("root to read /x".into()));
+        assert_eq!(f.kind.name, "needs-privilege");
+        assert_eq!(f.needs.as_deref(), Some("root to read /x"));
+        assert_eq!(f.summary, "needs root to read /x");
+        let f = Finding::skip(SkipReason::NothingToMeasure("idle".into()));
+        assert_eq!(
+            f.kind.skip,
+            Some(crate::kind::SkipCategory::NothingToMeasure)
+        );
+        assert_eq!(f.needs, None);
     }
 }

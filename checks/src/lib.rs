@@ -4,7 +4,9 @@
 //! [`CHECKS`]. A new check is one file under `checks/`, one line in that
 //! list, and its tests. Facts come from [`probe`], which reads the live host
 //! (procfs, sysfs, netlink, ioctl, sockets, OVSDB); checks compare those
-//! facts with what the config implies ([`expect`]) and return a [`Finding`].
+//! facts with what the config implies ([`expect`]) and return a [`Finding`]
+//! of a declared kind ([`kind`]), with typed evidence ([`evidence`]) that
+//! carries the metrics the check owns ([`metrics`]).
 
 // `Result<_, Finding>` carries the skip or error a check returns as is; it
 // is built once per check run, so its size is of no consequence.
@@ -13,22 +15,30 @@
 pub mod check;
 pub mod checks;
 pub mod cluster;
+pub mod codes;
 pub mod config;
 pub mod ctx;
 pub mod endpoint;
+pub mod evidence;
 pub mod expect;
 pub mod finding;
 #[cfg(test)]
 pub(crate) mod hw_captures;
+pub mod kind;
+pub mod metrics;
 pub mod probe;
 pub mod profile;
+#[cfg(test)]
+mod schema_check;
 pub mod select;
 pub mod spinifex;
 pub mod validate;
 
-pub use check::{Check, Scope};
+pub use check::{Check, Declared, Scope};
 pub use ctx::{ConfigState, Ctx, Options};
-pub use finding::{Finding, SkipReason, Status};
+pub use evidence::Evidence;
+pub use finding::{Finding, SkipReason, Status, Subject};
+pub use kind::{KindDoc, Kinds};
 
 /// Every check, in the order reports list them: the node checks, then the
 /// cluster checks ([`Scope::Cluster`]).

@@ -9,11 +9,13 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
+use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::proc_stats::{read_cpu_counters, CpuCounters};
 use crate::probe::underlay_nics;
 
@@ -48,12 +50,56 @@ pub struct Sample {
     pub config_file: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CpuShare {
     pub cpu: u32,
     pub net_rx_per_sec: f64,
     pub softirq_share: f64,
     pub busy_share: f64,
+}
+
+crate::kinds! {
+    /// What `cpu.softirq` can say.
+    pub enum CpuSoftirqKind for "cpu.softirq" {
+        /// Receive work is spread: no core saturated by it, none taking half of NET_RX under real traffic.
+        Ok = pass("ok"),
+        /// With IPsec on, one core is saturated by receive work: the ESP funnel (one SA's traffic cannot be spread; measured 97.4% busy, 71.8% softirq). Expected with IPsec; the fix is disabling it on trusted links.
+        EspFunnel = fail("esp-funnel"),
+        /// One core is saturated by receive work while the others idle, and IPsec is off (or unknown): the NIC's queues or interrupts are not spread.
+        ReceiveFunnel = fail("receive-funnel"),
+        /// One core takes at least half of all NET_RX under real traffic on a machine of 4 or more CPUs.
+        Concentrated = warn("concentrated"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<CpuSoftirqKind, CpuSoftirqEvidence>();
+
+/// Per-CPU shares over the window and the numbers the verdict used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuSoftirqEvidence {
+    pub cpus: Vec<CpuShare>,
+    pub busiest_cpu: u32,
+    pub busiest_busy_share: f64,
+    pub busiest_softirq_share: f64,
+    /// NET_RX softirqs per second, all CPUs.
+    pub net_rx_per_sec: f64,
+    pub top_net_rx_cpu: u32,
+    pub top_net_rx_share: f64,
+    pub window_ms: u64,
+}
+
+static BUSIEST_SOFTIRQ: MetricDef = MetricDef {
+    name: "spx_doctor_busiest_cpu_softirq_ratio",
+    help: "Share of the busiest CPU's time spent in softirq during the window (0-1).",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+
+impl Evidence for CpuSoftirqEvidence {
+    const METRICS: &'static [&'static MetricDef] = &[&BUSIEST_SOFTIRQ];
+    fn series(&self) -> Vec<Series> {
+        vec![Series::of(&BUSIEST_SOFTIRQ, self.busiest_softirq_share)]
+    }
 }
 
 impl Check for CpuSoftirq {
@@ -90,6 +136,10 @@ impl Check for CpuSoftirq {
 
     fn samples(&self) -> bool {
         true
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -231,53 +281,73 @@ pub fn judge(s: &Sample) -> Finding {
         n >= MANY_CPUS && total_rx >= REAL_TRAFFIC_NET_RX && rx_share >= CONCENTRATED;
 
     let finding = if hot {
-        Finding::fail(format!(
-            "cpu{} is {} busy, {} in softirq, while the median of the other {} CPUs is {} busy ({} of {n} above 15%): receive work is funnelled into one core (cpu{} takes {} of NET_RX)",
-            busiest.cpu,
-            pct(busiest.busy_share),
-            pct(busiest.softirq_share),
-            n - 1,
-            pct(others),
-            above_15,
-            top_rx.cpu,
-            pct(rx_share)
-        ))
+        let kind = if s.ipsec_wanted == Some(true) {
+            CpuSoftirqKind::EspFunnel
+        } else {
+            CpuSoftirqKind::ReceiveFunnel
+        };
+        Finding::new(
+            kind,
+            format!(
+                "cpu{} is {} busy, {} in softirq, while the median of the other {} CPUs is {} busy ({} of {n} above 15%): receive work is funnelled into one core (cpu{} takes {} of NET_RX)",
+                busiest.cpu,
+                pct(busiest.busy_share),
+                pct(busiest.softirq_share),
+                n - 1,
+                pct(others),
+                above_15,
+                top_rx.cpu,
+                pct(rx_share)
+            ),
+        )
         .fixes(remediation(s))
     } else if concentrated {
-        Finding::warn(format!(
-            "cpu{} takes {} of NET_RX ({:.0} of {:.0}/s across {n} CPUs): receive work concentrates on one core",
-            top_rx.cpu,
-            pct(rx_share),
-            top_rx.net_rx_per_sec,
-            total_rx
-        ))
+        Finding::new(
+            CpuSoftirqKind::Concentrated,
+            format!(
+                "cpu{} takes {} of NET_RX ({:.0} of {:.0}/s across {n} CPUs): receive work concentrates on one core",
+                top_rx.cpu,
+                pct(rx_share),
+                top_rx.net_rx_per_sec,
+                total_rx
+            ),
+        )
         .fixes(remediation(s))
     } else {
-        Finding::pass(format!(
-            "busiest cpu{} {} busy ({} softirq); {} of {n} CPUs above 15%; NET_RX {:.0}/s, at most {} on one CPU",
-            busiest.cpu,
-            pct(busiest.busy_share),
-            pct(busiest.softirq_share),
-            above_15,
-            total_rx,
-            pct(rx_share)
-        ))
+        Finding::new(
+            CpuSoftirqKind::Ok,
+            format!(
+                "busiest cpu{} {} busy ({} softirq); {} of {n} CPUs above 15%; NET_RX {:.0}/s, at most {} on one CPU",
+                busiest.cpu,
+                pct(busiest.busy_share),
+                pct(busiest.softirq_share),
+                above_15,
+                total_rx,
+                pct(rx_share)
+            ),
+        )
     };
-    finding
-        .with("cpus", &cpus)
-        .with("busiest_cpu", busiest.cpu)
-        .with("busiest_busy_share", busiest.busy_share)
-        .with("busiest_softirq_share", busiest.softirq_share)
-        .with("net_rx_per_sec", total_rx)
-        .with("top_net_rx_cpu", top_rx.cpu)
-        .with("top_net_rx_share", round3(rx_share))
-        .with("window_ms", s.window.as_millis() as u64)
+    finding.evidence(&CpuSoftirqEvidence {
+        busiest_cpu: busiest.cpu,
+        busiest_busy_share: busiest.busy_share,
+        busiest_softirq_share: busiest.softirq_share,
+        net_rx_per_sec: total_rx,
+        top_net_rx_cpu: top_rx.cpu,
+        top_net_rx_share: round3(rx_share),
+        window_ms: s.window.as_millis() as u64,
+        cpus,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(s: &Sample) -> Finding {
+        crate::schema_check::valid("cpu.softirq", super::judge(s))
+    }
 
     /// Counters over a 1 s window at USER_HZ 100: `busy` and `softirq` in
     /// percent of the CPU.

@@ -9,15 +9,65 @@
 //! segments until they restart). Three readings, three places; any
 //! disagreement is named with where each value was read.
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
+use crate::evidence::Evidence;
 use crate::expect;
-use crate::finding::Finding;
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::most_severe;
 use crate::probe::ovsdb::{self, endpoints, Answer, OvsRow};
 use crate::probe::ProbeError;
 
 pub struct IpsecFlags;
+
+crate::kinds! {
+    /// What `ipsec.flags` can say, per database and for the check.
+    pub enum IpsecFlagsKind for "ipsec.flags" {
+        /// The config, NB_Global.ipsec and OVS ipsec_encapsulation agree.
+        Ok = pass("ok"),
+        /// NB_Global.ipsec is true while the config does not want IPsec: the flag the daemon never clears, so the control plane claims an encrypted cluster that is not.
+        StaleNbIpsec = fail("stale-nb-ipsec"),
+        /// NB_Global.ipsec is not true while the config wants IPsec: the overlay may be sending guest traffic in clear.
+        MissingNbIpsec = fail("missing-nb-ipsec"),
+        /// OVS other_config:ipsec_encapsulation is true while the config does not want IPsec (left behind on this node).
+        StaleOvsIpsec = fail("stale-ovs-ipsec"),
+        /// OVS other_config:ipsec_encapsulation is not true while the config wants IPsec.
+        MissingOvsIpsec = fail("missing-ovs-ipsec"),
+        /// NB_Global or the local Open_vSwitch database could not be read (down, no answer within the probe timeout): never a pass.
+        DbUnreachable = error("db-unreachable"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<IpsecFlagsKind, IpsecFlagsEvidence>();
+
+/// The three readings and where the two database values were read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpsecFlagsEvidence {
+    /// `ipsec_enabled && nodes > 1`, from the config.
+    pub ipsec_wanted: bool,
+    /// `NB_Global . ipsec`; null when unset or unread.
+    pub nb_global_ipsec: Option<bool>,
+    /// `other_config:ipsec_encapsulation` as written; null when unset or unread.
+    pub ovs_ipsec_encapsulation: Option<String>,
+    /// The NB member that answered.
+    pub nb_endpoint: Option<String>,
+    /// The Open_vSwitch endpoint that answered.
+    pub ovs_endpoint: Option<String>,
+    /// The NB raft list asked, comma-separated.
+    pub nb_endpoints: String,
+    /// In a cluster run, the node that read NB for the cluster when it is
+    /// not this one (NB is then not judged here); null otherwise.
+    pub nb_read_by: Option<String>,
+}
+
+impl Evidence for IpsecFlagsEvidence {}
+
+/// Subjects of the per-database findings.
+const NB_SUBJECT: &str = "NB_Global.ipsec";
+const OVS_SUBJECT: &str = "Open_vSwitch other_config:ipsec_encapsulation";
 
 /// What was read, or why it could not be.
 #[derive(Debug)]
@@ -66,6 +116,10 @@ impl Check for IpsecFlags {
          ipsec=false`, and on every node `ovs-vsctl remove Open_vSwitch . other_config \
          ipsec_encapsulation`), then stop and start the guests. An unreachable database \
          is an error, never a pass."
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -142,78 +196,98 @@ pub fn judge(facts: FlagFacts) -> Finding {
         .map(|a| a.value.ipsec_encapsulation.clone());
     let nb_answered = nb.as_ref().ok().map(|a| a.endpoint.to_string());
     let ovs_answered = ovs.as_ref().ok().map(|a| a.endpoint.to_string());
-
-    let evidence = |f: Finding| {
-        f.with("ipsec_wanted", ipsec_wanted)
-            .with("nb_global_ipsec", nb_value.flatten())
-            .with("ovs_ipsec_encapsulation", ovs_value.clone().flatten())
-            .with("nb_endpoint", nb_answered.clone())
-            .with("ovs_endpoint", ovs_answered.clone())
-            .with("nb_endpoints", nb_db.clone())
-            .with("nb_read_by", nb_read_by.clone())
+    let evidence = IpsecFlagsEvidence {
+        ipsec_wanted,
+        nb_global_ipsec: nb_value.flatten(),
+        ovs_ipsec_encapsulation: ovs_value.clone().flatten(),
+        nb_endpoint: nb_answered.clone(),
+        ovs_endpoint: ovs_answered.clone(),
+        nb_endpoints: nb_db.clone(),
+        nb_read_by: nb_read_by.clone(),
     };
 
+    // One subject per database: what it says, or why it said nothing.
+    let mut subjects = Vec::new();
     let mut errors = Vec::new();
-    if let Some(e) = nb_err {
-        errors.push(format!("NB_Global.ipsec could not be read: {e}"));
-    }
-    if let Err(e) = &ovs {
-        errors.push(format!("Open_vSwitch other_config could not be read: {e}"));
+    let mut denied = Vec::new();
+    for (subject, result) in [
+        (NB_SUBJECT, nb_err),
+        (OVS_SUBJECT, ovs.as_ref().err()),
+    ] {
+        let Some(e) = result else { continue };
+        let what = if subject == NB_SUBJECT {
+            "NB_Global.ipsec"
+        } else {
+            "Open_vSwitch other_config"
+        };
+        errors.push(format!("{what} could not be read: {e}"));
+        match e {
+            ProbeError::PermissionDenied { needs, .. } => {
+                denied.push(needs.as_str());
+                subjects.push(Subject::skipped(
+                    subject,
+                    SkipReason::NeedsPrivilege(needs.clone()),
+                ));
+            }
+            _ => subjects.push(Subject::new(
+                IpsecFlagsKind::DbUnreachable,
+                subject,
+                format!("could not be read: {e}"),
+            )),
+        }
     }
 
     let wanted_word = if ipsec_wanted { "on" } else { "off" };
-    let mut wrong = Vec::new();
-    let mut fixes = Vec::new();
-    if let Some(nb_val) = nb_value {
-        let on = nb_val.unwrap_or(false);
-        if on != ipsec_wanted {
-            let shown = nb_val.map_or("unset (no NB_Global row)".to_owned(), |b| b.to_string());
-            wrong.push(format!(
-                "NB_Global.ipsec is {shown} (read from {})",
-                nb_answered.as_deref().unwrap_or("?")
-            ));
-            fixes.push(format!(
+    // Each database's reading: (subject, on?, as shown, where it was read,
+    // its stale and missing kinds, the command that sets it right).
+    let nb_reading = nb_value.map(|v| {
+        (
+            NB_SUBJECT,
+            v.unwrap_or(false),
+            v.map_or("unset (no NB_Global row)".to_owned(), |b| b.to_string()),
+            nb_answered.as_deref(),
+            (IpsecFlagsKind::StaleNbIpsec, IpsecFlagsKind::MissingNbIpsec),
+            format!(
                 "ovn-nbctl --db=\"{nb_db}\" set NB_Global . ipsec={ipsec_wanted}   # once, against the NB raft endpoints (the local unix socket fails on a cluster)"
-            ));
-        }
-    }
-    if let Some(ovs_val) = &ovs_value {
-        let on = ovs_flag_on(ovs_val.as_deref());
-        if on != ipsec_wanted {
-            wrong.push(format!(
-                "Open_vSwitch other_config:ipsec_encapsulation is {} (read from {})",
-                ovs_val
-                    .as_deref()
-                    .map_or("unset".to_owned(), |v| format!("{v:?}")),
-                ovs_answered.as_deref().unwrap_or("?")
-            ));
-            fixes.push(if ipsec_wanted {
+            ),
+        )
+    });
+    let ovs_reading = ovs_value.as_ref().map(|v| {
+        (
+            OVS_SUBJECT,
+            ovs_flag_on(v.as_deref()),
+            v.as_deref().map_or("unset".to_owned(), |v| format!("{v:?}")),
+            ovs_answered.as_deref(),
+            (IpsecFlagsKind::StaleOvsIpsec, IpsecFlagsKind::MissingOvsIpsec),
+            if ipsec_wanted {
                 format!("ovs-vsctl set Open_vSwitch . other_config:ipsec_encapsulation=true   # on this node; `{}` re-applies it with the certificate, private_key and ca_cert", crate::spinifex::restart_daemon())
             } else {
                 "ovs-vsctl remove Open_vSwitch . other_config ipsec_encapsulation   # on every node".to_owned()
-            });
+            },
+        )
+    });
+    let mut wrong = Vec::new();
+    let mut fixes = Vec::new();
+    for (subject, on, shown, read_from, (stale, missing), fix) in
+        nb_reading.into_iter().chain(ovs_reading)
+    {
+        let read = format!("{shown} (read from {})", read_from.unwrap_or("?"));
+        if on == ipsec_wanted {
+            subjects.push(Subject::new(IpsecFlagsKind::Ok, subject, read));
+            continue;
         }
+        let kind = if on { stale } else { missing };
+        wrong.push((kind, format!("{subject} is {read}")));
+        subjects.push(Subject::new(
+            kind,
+            subject,
+            format!("{read}, the config wants IPsec {wanted_word}"),
+        ));
+        fixes.push(fix);
     }
 
-    if !wrong.is_empty() {
-        let config = format!(
-            "the config wants IPsec {wanted_word} (ipsec_enabled = {ipsec_enabled}{})",
-            if ipsec_enabled && !ipsec_wanted {
-                ", but this is a single-node cluster"
-            } else {
-                ""
-            }
-        );
-        let unread = if errors.is_empty() {
-            String::new()
-        } else {
-            format!("; also {}", errors.join("; "))
-        };
-        let consequence = if ipsec_wanted {
-            "the overlay may be sending guest traffic in clear"
-        } else {
-            "the control plane claims an encrypted cluster that is not (and turning IPsec back on narrows guests to 1408 while they believe 1442)"
-        };
+    let finding = if let Some(kind) = most_severe(wrong.iter().map(|(k, _)| *k)) {
+        let said: Vec<&str> = wrong.iter().map(|(_, text)| text.as_str()).collect();
         // This node's ovn-encap-ip says whether the overlay runs over IPv6,
         // which costs 20 bytes of guest MTU.
         let ipv6 = ovs
@@ -222,60 +296,130 @@ pub fn judge(facts: FlagFacts) -> Finding {
             .and_then(|a| a.value.ovn_encap_ip.as_deref())
             .and_then(|t| ovsdb::parse_ip_list(t).ok())
             .is_some_and(|ips| ips.iter().any(std::net::IpAddr::is_ipv6));
-        let from = expect::guest_mtu(underlay_mtu, !ipsec_enabled, ipv6);
-        let to = expect::guest_mtu(underlay_mtu, ipsec_enabled, ipv6);
-        fixes.push(format!(
-            "the config is the real switch: keep `ipsec_enabled = {ipsec_enabled}` under [network] in {config_file} the same on every node and `{}`",
-            crate::spinifex::restart_daemon()
-        ));
-        fixes.push(format!(
-            "stop and start every running guest (not a reboot from inside): host_mtu and the DHCP lease (up to an hour) carry the guest MTU{}",
-            if from != to && ipsec_enabled == ipsec_wanted { format!(", which moves {from} -> {to} when IPsec changes") } else { String::new() }
-        ));
-        return evidence(
-            Finding::fail(format!(
-                "{config}, but {}: {consequence}{unread}",
-                wrong.join(" and ")
+        disagreement(kind, &said, &errors, ipsec_wanted, ipsec_enabled)
+            .fixes(fixes)
+            .fixes(restart_steps(
+                Mtus {
+                    ipsec_wanted,
+                    ipsec_enabled,
+                    underlay_mtu,
+                    ipv6,
+                },
+                &config_file,
             ))
-            .fixes(fixes),
-        );
-    }
-    if !errors.is_empty() {
+    } else if !errors.is_empty() {
         // Unreadable never passes. When every failure is a permission
         // problem, it is a skip naming the privilege; anything else is an
         // error.
-        let denied: Vec<&str> = [nb_err, ovs.as_ref().err()]
-            .into_iter()
-            .flatten()
-            .filter_map(|e| match e {
-                ProbeError::PermissionDenied { needs, .. } => Some(needs.as_str()),
-                _ => None,
-            })
-            .collect();
         if denied.len() == errors.len() {
-            return evidence(Finding::skip(crate::finding::SkipReason::NeedsPrivilege(
-                denied.join(" and "),
-            )));
+            Finding::skip(SkipReason::NeedsPrivilege(denied.join(" and ")))
+        } else {
+            Finding::new(IpsecFlagsKind::DbUnreachable, errors.join("; "))
         }
-        return evidence(Finding::error(errors.join("; ")));
-    }
-    if let Some(node) = &nb_read_by {
-        return evidence(Finding::pass(format!(
-            "IPsec {wanted_word} in the config and ipsec_encapsulation ({}); NB_Global.ipsec is cluster-wide, read once by {node}",
-            ovs_answered.as_deref().unwrap_or("?")
-        )));
-    }
-    evidence(Finding::pass(format!(
-        "IPsec {wanted_word} in the config, NB_Global.ipsec ({}) and ipsec_encapsulation ({})",
-        nb_answered.as_deref().unwrap_or("?"),
-        ovs_answered.as_deref().unwrap_or("?")
-    )))
+    } else if let Some(node) = &nb_read_by {
+        Finding::new(
+            IpsecFlagsKind::Ok,
+            format!(
+                "IPsec {wanted_word} in the config and ipsec_encapsulation ({}); NB_Global.ipsec is cluster-wide, read once by {node}",
+                ovs_answered.as_deref().unwrap_or("?")
+            ),
+        )
+    } else {
+        Finding::new(
+            IpsecFlagsKind::Ok,
+            format!(
+                "IPsec {wanted_word} in the config, NB_Global.ipsec ({}) and ipsec_encapsulation ({})",
+                nb_answered.as_deref().unwrap_or("?"),
+                ovs_answered.as_deref().unwrap_or("?")
+            ),
+        )
+    };
+    finding.evidence(&evidence).subjects(subjects)
+}
+
+/// A fail: the databases whose readings are in `wrong` disagree with the
+/// config. The remediation is added by the caller, database commands first.
+fn disagreement(
+    kind: IpsecFlagsKind,
+    wrong: &[&str],
+    errors: &[String],
+    ipsec_wanted: bool,
+    ipsec_enabled: bool,
+) -> Finding {
+    let wanted_word = if ipsec_wanted { "on" } else { "off" };
+    let config = format!(
+        "the config wants IPsec {wanted_word} (ipsec_enabled = {ipsec_enabled}{})",
+        if ipsec_enabled && !ipsec_wanted {
+            ", but this is a single-node cluster"
+        } else {
+            ""
+        }
+    );
+    let unread = if errors.is_empty() {
+        String::new()
+    } else {
+        format!("; also {}", errors.join("; "))
+    };
+    let consequence = if ipsec_wanted {
+        "the overlay may be sending guest traffic in clear"
+    } else {
+        "the control plane claims an encrypted cluster that is not (and turning IPsec back on narrows guests to 1408 while they believe 1442)"
+    };
+    Finding::new(
+        kind,
+        format!(
+            "{config}, but {}: {consequence}{unread}",
+            wrong.join(" and ")
+        ),
+    )
+}
+
+/// What the guest MTU follows: IPsec wanted and configured, the underlay
+/// MTU and its family.
+struct Mtus {
+    ipsec_wanted: bool,
+    ipsec_enabled: bool,
+    underlay_mtu: u32,
+    ipv6: bool,
+}
+
+/// After the database commands: the config (`config_file`, the one this run
+/// read) is the switch, and guests carry the old MTU until stopped and
+/// started.
+fn restart_steps(m: Mtus, config_file: &str) -> [String; 2] {
+    let Mtus {
+        ipsec_wanted,
+        ipsec_enabled,
+        underlay_mtu,
+        ipv6,
+    } = m;
+    let from = expect::guest_mtu(underlay_mtu, !ipsec_enabled, ipv6);
+    let to = expect::guest_mtu(underlay_mtu, ipsec_enabled, ipv6);
+    [
+        format!(
+            "the config is the real switch: keep `ipsec_enabled = {ipsec_enabled}` under [network] in {config_file} the same on every node and `{}`",
+            crate::spinifex::restart_daemon()
+        ),
+        format!(
+            "stop and start every running guest (not a reboot from inside): host_mtu and the DHCP lease (up to an hour) carry the guest MTU{}",
+            if from != to && ipsec_enabled == ipsec_wanted {
+                format!(", which moves {from} -> {to} when IPsec changes")
+            } else {
+                String::new()
+            }
+        ),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: FlagFacts) -> Finding {
+        crate::schema_check::valid("ipsec.flags", super::judge(facts))
+    }
 
     fn ep(s: &str) -> Endpoint {
         Endpoint::parse(s).unwrap()

@@ -5,11 +5,12 @@
 //! holds for any NIC whose maximum allows 1024: a shallow ring overflows
 //! while the softirq that drains it is busy elsewhere.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason, Subject};
 use crate::probe::ethtool::{Reported, Rings, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
@@ -29,6 +30,43 @@ pub struct InterfaceRings {
 /// host's QEMU gave the device (`rx_queue_size`, 256 by default), so a
 /// maximum below 1024 is the host's to fix, not a property of hardware.
 pub const VIRTIO_NET: &str = "virtio_net";
+
+crate::kinds! {
+    /// What `nic.rings` can say, per interface and for the check.
+    pub enum NicRingsKind for "nic.rings" {
+        /// The receive ring holds a burst: at least 1024, or already at the device's maximum.
+        Ok = pass("ok"),
+        /// The rx ring is below 1024 though the device allows 1024: a measured drop source under burst.
+        ShallowRing = warn("shallow-ring"),
+        /// A guest's virtio NIC offers fewer than 1024 rx descriptors: its maximum is the queue size the host's QEMU gave it (`rx_queue_size`), so the fix is on the host.
+        VirtioQueueSize = warn("virtio-queue-size"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<NicRingsKind, NicRingsEvidence>();
+
+/// Ring sizes per interface, and how the interfaces were chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicRingsEvidence {
+    pub interfaces: Vec<RingEvidence>,
+    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_source: Option<String>,
+}
+
+/// One interface's rings (`ethtool -g`); all null when the driver reports none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingEvidence {
+    pub name: String,
+    pub rx: Option<u32>,
+    pub rx_max: Option<u32>,
+    pub tx: Option<u32>,
+    pub tx_max: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Evidence for NicRingsEvidence {}
 
 impl Check for NicRings {
     fn id(&self) -> &'static str {
@@ -57,13 +95,17 @@ impl Check for NicRings {
          descriptor more is a packet not dropped."
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
             Ok(s) => underlay_nics::hardware(s),
             Err(f) => return f,
         };
         match gather(&sel) {
-            Ok(facts) => judge(&facts).with("interface_source", &sel.source),
+            Ok(facts) => judge_from(&facts, Some(&sel.source)),
             Err(f) => f,
         }
     }
@@ -83,61 +125,68 @@ pub fn gather(sel: &Selection) -> Result<Vec<InterfaceRings>, Finding> {
         .collect())
 }
 
-#[derive(Serialize)]
-struct Evidence {
-    name: String,
-    rx: Option<u32>,
-    rx_max: Option<u32>,
-    tx: Option<u32>,
-    tx_max: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    note: Option<&'static str>,
+pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
+    judge_from(ifaces, None)
 }
 
-pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
+/// The verdict, with `source` saying how the interfaces were chosen.
+pub fn judge_from(ifaces: &[InterfaceRings], source: Option<&str>) -> Finding {
     let mut evidence = Vec::new();
     let mut shallow = Vec::new();
     let mut fixes = Vec::new();
     let mut fine = Vec::new();
+    let mut subjects = Vec::new();
+    let mut problems = Vec::new();
     for i in ifaces {
         let r = match &i.rings {
             Reported::Yes(r) if r.rx_max > 0 => r,
             _ => {
-                evidence.push(Evidence {
+                evidence.push(RingEvidence {
                     name: i.name.clone(),
                     rx: None,
                     rx_max: None,
                     tx: None,
                     tx_max: None,
-                    note: Some(NOT_REPORTED),
+                    note: Some(NOT_REPORTED.to_owned()),
                 });
+                subjects.push(Subject::skipped(
+                    &i.name,
+                    SkipReason::NotApplicable(format!("ring sizes {NOT_REPORTED}")),
+                ));
                 continue;
             }
         };
         if r.rx < RX_RING_MIN && r.rx_max >= RX_RING_MIN {
-            shallow.push(format!(
-                "{} rx ring {} (device allows up to {})",
-                i.name, r.rx, r.rx_max
-            ));
+            let text = format!("rx ring {} (device allows up to {})", r.rx, r.rx_max);
+            shallow.push(format!("{} {text}", i.name));
+            subjects.push(Subject::new(NicRingsKind::ShallowRing, &i.name, text));
+            problems.push(NicRingsKind::ShallowRing);
             fixes.push(format!("ethtool -G {} rx {RX_RING_MIN}", i.name));
         } else if r.rx < RX_RING_MIN && i.driver.as_deref() == Some(VIRTIO_NET) {
             // Measured on Debian's 6.1 under QEMU 7.2: without
             // rx_queue_size the device offers 256 and nothing in the guest
             // can raise it.
-            shallow.push(format!(
-                "{} rx ring {} is all its virtio device offers (QEMU's default rx_queue_size; Spinifex starts guests with rx_queue_size={RX_RING_MIN})",
-                i.name, r.rx
-            ));
+            let text = format!(
+                "rx ring {} is all its virtio device offers (QEMU's default rx_queue_size; Spinifex starts guests with rx_queue_size={RX_RING_MIN})",
+                r.rx
+            );
+            shallow.push(format!("{} {text}", i.name));
+            subjects.push(Subject::new(NicRingsKind::VirtioQueueSize, &i.name, text));
+            problems.push(NicRingsKind::VirtioQueueSize);
             fixes.push(format!(
                 "on the host: stop, then start this instance, so that its QEMU gets rx_queue_size={RX_RING_MIN} (`{} --check qemu.tuning` there names the instance)",
                 crate::spinifex::doctor_command()
             ));
-        } else if r.rx < RX_RING_MIN {
-            fine.push(format!("{} rx {} (its maximum)", i.name, r.rx));
         } else {
-            fine.push(format!("{} rx {}", i.name, r.rx));
+            let text = if r.rx < RX_RING_MIN {
+                format!("rx {} (its maximum)", r.rx)
+            } else {
+                format!("rx {}", r.rx)
+            };
+            fine.push(format!("{} {text}", i.name));
+            subjects.push(Subject::new(NicRingsKind::Ok, &i.name, text));
         }
-        evidence.push(Evidence {
+        evidence.push(RingEvidence {
             name: i.name.clone(),
             rx: Some(r.rx),
             rx_max: Some(r.rx_max),
@@ -152,23 +201,39 @@ pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
             "ring sizes {NOT_REPORTED} ({})",
             names.join(", ")
         )))
-    } else if !shallow.is_empty() {
-        Finding::warn(format!(
-            "{}: a ring below {RX_RING_MIN} was a measured drop source under burst",
-            shallow.join("; ")
-        ))
+    } else if let Some(kind) = crate::kind::most_severe(problems) {
+        Finding::new(
+            kind,
+            format!(
+                "{}: a ring below {RX_RING_MIN} was a measured drop source under burst",
+                shallow.join("; ")
+            ),
+        )
         .fixes(fixes)
         .fix("then watch the driver's drop counters stay still under load: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
     } else {
-        Finding::pass(format!("receive rings hold a burst: {}", fine.join(", ")))
+        Finding::new(
+            NicRingsKind::Ok,
+            format!("receive rings hold a burst: {}", fine.join(", ")),
+        )
     };
-    finding.with("interfaces", evidence)
+    finding
+        .evidence(&NicRingsEvidence {
+            interfaces: evidence,
+            interface_source: source.map(str::to_owned),
+        })
+        .subjects(subjects)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(ifaces: &[InterfaceRings]) -> Finding {
+        crate::schema_check::valid("nic.rings", super::judge(ifaces))
+    }
 
     fn iface(name: &str, rx: u32, rx_max: u32) -> InterfaceRings {
         InterfaceRings {
@@ -206,6 +271,7 @@ mod tests {
         assert_eq!(f.status, Status::Warn);
         assert!(f.summary.contains("rx_queue_size=1024"), "{}", f.summary);
         assert!(f.remediation[0].contains("stop, then start this instance"));
+        assert_eq!(f.kind.code("nic.rings"), "nic.rings/virtio-queue-size");
         // At 1024 it passes; resized down in the guest, ethtool fixes it.
         let mut nic = iface("eth0", 1024, 1024);
         nic.driver = Some(VIRTIO_NET.into());

@@ -11,12 +11,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::expect::{Expectations, MAX_NIC_QUEUES};
-use crate::finding::{Finding, SkipReason};
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::most_severe;
 use crate::probe::qemu::cmdline::machine_type_version;
 use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::opts::Opts;
@@ -26,6 +28,86 @@ use crate::probe::qemu::QemuCommandLine;
 use crate::probe::ProbeError;
 
 pub struct QemuTuning;
+
+crate::kinds! {
+    /// What `qemu.tuning` can say, per instance and for the check. The
+    /// problems are in the order the summary names them.
+    pub enum QemuTuningKind for "qemu.tuning" {
+        /// The guest was started with the tuning Spinifex requires (what could not be judged is listed in the evidence).
+        Ok = pass("ok"),
+        /// A VPC NIC runs without vhost=on (or /dev/vhost-net is missing): QEMU's main loop moves every packet, ~60% of a core measured.
+        NoVhost = fail("no-vhost"),
+        /// A VPC NIC's netdev is not a tap: vhost and host-side multiqueue need one.
+        NotTap = fail("not-tap"),
+        /// queues= does not follow the IPsec setting: 1 with IPsec on (multiqueue reorders ESP, -12%), min(vCPUs, 8) with it off (+54%).
+        WrongQueues = fail("wrong-queues"),
+        /// The host tap does not match QEMU's queues: the queues QEMU holds, the multi_queue flag, or another process attached.
+        TapQueueMismatch = fail("tap-queue-mismatch"),
+        /// A NIC or the boot disk is not virtio (virtio-net-pci, virtio-blk-pci).
+        NotVirtio = fail("not-virtio"),
+        /// A multiqueue NIC lacks mq=on: the guest uses only the first queue.
+        NoMq = fail("no-mq"),
+        /// A multiqueue NIC's MSI-X vectors are not 2×queues+2 (as set, or as its machine type defaults them).
+        WrongVectors = fail("wrong-vectors"),
+        /// rx_queue_size is not 1024: QEMU's default ring of 256 was a measured drop source under burst.
+        SmallRxQueue = fail("small-rx-queue"),
+        /// host_mtu is not the guest MTU the config implies: large segments vanish.
+        WrongHostMtu = fail("wrong-host-mtu"),
+        /// A disk (boot, data volume or hot-attached) has no iothread of its own: ~38x fewer IOPS measured.
+        NoIothread = fail("no-iothread"),
+        /// The boot disk's cache mode is not none (O_DIRECT, guest flushes forwarded).
+        WrongCache = fail("wrong-cache"),
+        /// The boot disk's num-queues is not the vCPU count.
+        WrongNumQueues = fail("wrong-num-queues"),
+        /// A QEMU command line could not be parsed: that guest cannot be judged.
+        UnparsableCmdline = error("unparsable-cmdline"),
+        /// A QMP monitor on the command line did not answer: hot-attached volumes could not be checked.
+        QmpSilent = error("qmp-silent"),
+    }
+}
+
+impl QemuTuningKind {
+    /// The short name the summary gives a problem of this kind.
+    pub fn tag(self) -> &'static str {
+        match self {
+            QemuTuningKind::NoVhost => "vhost",
+            QemuTuningKind::NotTap => "tap",
+            QemuTuningKind::WrongQueues => "queues",
+            QemuTuningKind::TapQueueMismatch => "tap queues",
+            QemuTuningKind::NotVirtio => "model",
+            QemuTuningKind::NoMq => "mq",
+            QemuTuningKind::WrongVectors => "vectors",
+            QemuTuningKind::SmallRxQueue => "rx_queue_size",
+            QemuTuningKind::WrongHostMtu => "host_mtu",
+            QemuTuningKind::NoIothread => "iothread",
+            QemuTuningKind::WrongCache => "cache",
+            QemuTuningKind::WrongNumQueues => "num-queues",
+            QemuTuningKind::Ok => "ok",
+            QemuTuningKind::UnparsableCmdline => "command line",
+            QemuTuningKind::QmpSilent => "QMP",
+        }
+    }
+}
+
+static DECLARED: Declared = Declared::of::<QemuTuningKind, QemuTuningEvidence>();
+
+/// Every audited guest, and what the audit was measured against.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QemuTuningEvidence {
+    pub instances: Vec<InstanceAudit>,
+    /// /dev/vhost-net exists on this host.
+    pub vhost_net: bool,
+    /// The guest MTU the config implies; absent without a config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_guest_mtu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipsec_enabled: Option<bool>,
+    /// QEMU processes whose command line could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Evidence for QemuTuningEvidence {}
 
 /// The receive ring the daemon asks for (QEMU's default is 256).
 pub const RX_QUEUE_SIZE: u64 = 1024;
@@ -98,7 +180,7 @@ pub struct HostFacts {
 }
 
 /// The verdict on one instance, as the evidence lists it.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct InstanceAudit {
     pub pid: i32,
     pub name: Option<String>,
@@ -116,6 +198,9 @@ pub struct InstanceAudit {
     /// the summary.
     #[serde(skip)]
     pub tags: Vec<&'static str>,
+    /// The kind of each of [`InstanceAudit::problems`], in the same order.
+    #[serde(skip)]
+    pub kinds: Vec<QemuTuningKind>,
     #[serde(skip)]
     pub unparsable: bool,
     /// QMP monitors that were on the command line but did not answer: what
@@ -132,11 +217,73 @@ pub struct InstanceAudit {
 }
 
 impl InstanceAudit {
-    fn problem(&mut self, tag: &'static str, text: String) {
+    fn problem(&mut self, kind: QemuTuningKind, text: String) {
         self.problems.push(text);
-        if !self.tags.contains(&tag) {
-            self.tags.push(tag);
+        self.kinds.push(kind);
+        if !self.tags.contains(&kind.tag()) {
+            self.tags.push(kind.tag());
         }
+    }
+
+    /// This instance's outcomes, one per kind, in the order first found.
+    fn subjects(&self, expect_known: bool) -> Vec<Subject> {
+        let label = self.label();
+        let mut out = Vec::new();
+        if self.unparsable {
+            out.push(Subject::new(
+                QemuTuningKind::UnparsableCmdline,
+                &label,
+                self.not_judged.join("; "),
+            ));
+            return out;
+        }
+        let mut seen = Vec::new();
+        for kind in &self.kinds {
+            if seen.contains(kind) {
+                continue;
+            }
+            seen.push(*kind);
+            let texts: Vec<&str> = self
+                .kinds
+                .iter()
+                .zip(&self.problems)
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, p)| p.as_str())
+                .collect();
+            out.push(Subject::new(*kind, &label, texts.join("; ")));
+        }
+        if !self.qmp_silent.is_empty() {
+            out.push(Subject::new(
+                QemuTuningKind::QmpSilent,
+                &label,
+                self.qmp_silent.join("; "),
+            ));
+        }
+        if !self.qmp_denied.is_empty() {
+            out.push(Subject::skipped(
+                &label,
+                SkipReason::NeedsPrivilege(format!(
+                    "root to open the QMP monitors {}",
+                    self.qmp_denied.join(", ")
+                )),
+            ));
+        }
+        if !expect_known {
+            out.push(Subject::skipped(
+                &label,
+                SkipReason::NoConfig(
+                    "queues (IPsec setting) and host_mtu (guest MTU) not judged".to_owned(),
+                ),
+            ));
+        }
+        if out.is_empty() {
+            let text = match self.not_judged.len() {
+                0 => "tuned".to_owned(),
+                n => format!("tuned ({n} item(s) not judged, see evidence)"),
+            };
+            out.push(Subject::new(QemuTuningKind::Ok, &label, text));
+        }
+        out
     }
 
     /// `pid 4242 (i-0abc)`, naming the instance the way an operator finds it.
@@ -203,6 +350,10 @@ impl Check for QemuTuning {
          Fix: update the Spinifex daemon, then stop and start each listed instance (a reboot \
          from inside the guest keeps the old QEMU process). No instance needs the whole host \
          restarted."
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -287,51 +438,67 @@ pub fn judge(
     expect: Option<&Expectations>,
     no_config: Option<Finding>,
 ) -> Finding {
+    let evidence = |instances: Vec<InstanceAudit>| QemuTuningEvidence {
+        instances,
+        vhost_net: facts.vhost_net,
+        expected_guest_mtu: expect.map(|e| e.guest_mtu),
+        ipsec_enabled: expect.map(|e| e.ipsec_enabled),
+        unreadable: facts.unreadable.clone(),
+    };
     if facts.instances.is_empty() {
-        if facts.unreadable.is_empty() {
-            return Finding::skip(SkipReason::NothingToMeasure(
+        let skip = if facts.unreadable.is_empty() {
+            Finding::skip(SkipReason::NothingToMeasure(
                 "no QEMU guests running".to_owned(),
-            ));
-        }
-        let pids: Vec<String> = facts.unreadable.iter().map(|u| u.pid.to_string()).collect();
-        return Finding::skip(SkipReason::NeedsPrivilege(format!(
-            "root to read the command lines of QEMU pids {}",
-            pids.join(", ")
-        )))
-        .with("unreadable", unreadable_evidence(&facts.unreadable));
+            ))
+        } else {
+            let pids: Vec<String> = facts.unreadable.iter().map(|u| u.pid.to_string()).collect();
+            Finding::skip(SkipReason::NeedsPrivilege(format!(
+                "root to read the command lines of QEMU pids {}",
+                pids.join(", ")
+            )))
+        };
+        return skip.evidence(&evidence(Vec::new()));
     }
     let audits: Vec<InstanceAudit> = facts
         .instances
         .iter()
         .map(|i| audit_instance(i, facts.vhost_net, expect))
         .collect();
+    let subjects: Vec<Subject> = audits
+        .iter()
+        .flat_map(|a| a.subjects(expect.is_some()))
+        .collect();
     let bad: Vec<&InstanceAudit> = audits.iter().filter(|a| !a.problems.is_empty()).collect();
     let total = audits.len();
-    let finding = if !bad.is_empty() {
+    let guests = if total == 1 { "guest" } else { "guests" };
+    let worst = most_severe(bad.iter().flat_map(|a| a.kinds.iter().copied()));
+    let finding = if let Some(kind) = worst {
         let named: Vec<String> = bad
             .iter()
             .map(|a| format!("{}: {}", a.label(), a.tags.join(", ")))
             .collect();
         let mut summary = format!(
-            "{} of {total} guest{} started without the required tuning ({}); each needs a stop/start after the daemon is updated",
+            "{} of {total} {guests} started without the required tuning ({}); each needs a stop/start after the daemon is updated",
             bad.len(),
-            if total == 1 { "" } else { "s" },
             named.join("; ")
         );
         if expect.is_none() {
             summary.push_str("; queues and host_mtu not judged: no config");
         }
-        Finding::fail(summary).fixes(remediation(&bad, facts.vhost_net))
+        Finding::new(kind, summary).fixes(remediation(&bad, facts.vhost_net))
     } else if audits.iter().any(|a| a.unparsable) {
         let pids: Vec<String> = audits
             .iter()
             .filter(|a| a.unparsable)
             .map(|a| a.pid.to_string())
             .collect();
-        Finding::error(format!(
-            "could not parse the QEMU command line of pid {} (see evidence)",
-            pids.join(", ")
-        ))
+        Finding::new(
+            QemuTuningKind::UnparsableCmdline,
+            format!(
+                "could not parse the QEMU command line of pid {} (see evidence)",
+                pids.join(", ")
+            ),
+        )
     } else if audits.iter().any(|a| !a.qmp_silent.is_empty()) {
         let silent: Vec<String> = audits
             .iter()
@@ -341,10 +508,13 @@ pub fn judge(
                     .map(move |q| format!("{} QMP {q}", a.label()))
             })
             .collect();
-        Finding::error(format!(
-            "the command lines are tuned, but hot-attached volumes could not be checked: {}",
-            silent.join("; ")
-        ))
+        Finding::new(
+            QemuTuningKind::QmpSilent,
+            format!(
+                "the command lines are tuned, but hot-attached volumes could not be checked: {}",
+                silent.join("; ")
+            ),
+        )
     } else if audits.iter().any(|a| !a.qmp_denied.is_empty()) {
         let denied: Vec<String> = audits
             .iter()
@@ -357,41 +527,22 @@ pub fn judge(
     } else if let (None, Some(skip)) = (expect, no_config) {
         Finding {
             summary: format!(
-                "{}; the config-independent tuning of {total} guest{} is right, but queues (IPsec setting) and host_mtu (guest MTU) need it",
-                skip.summary,
-                if total == 1 { "" } else { "s" }
+                "{}; the config-independent tuning of {total} {guests} is right, but queues (IPsec setting) and host_mtu (guest MTU) need it",
+                skip.summary
             ),
             ..skip
         }
     } else {
         let not_judged: usize = audits.iter().map(|a| a.not_judged.len()).sum();
         let mut summary = format!(
-            "{total} guest{} tuned: vhost, queues, host_mtu, rx_queue_size, iothreads, cache=none, num-queues",
-            if total == 1 { "" } else { "s" }
+            "{total} {guests} tuned: vhost, queues, host_mtu, rx_queue_size, iothreads, cache=none, num-queues"
         );
         if not_judged > 0 {
             summary.push_str(&format!(" ({not_judged} item(s) not judged, see evidence)"));
         }
-        Finding::pass(summary)
+        Finding::new(QemuTuningKind::Ok, summary)
     };
-    let mut finding = finding
-        .with("instances", &audits)
-        .with("vhost_net", facts.vhost_net);
-    if let Some(e) = expect {
-        finding = finding
-            .with("expected_guest_mtu", e.guest_mtu)
-            .with("ipsec_enabled", e.ipsec_enabled);
-    }
-    if !facts.unreadable.is_empty() {
-        finding = finding.with("unreadable", unreadable_evidence(&facts.unreadable));
-    }
-    finding
-}
-
-fn unreadable_evidence(list: &[Unreadable]) -> Vec<serde_json::Value> {
-    list.iter()
-        .map(|u| serde_json::json!({ "pid": u.pid, "reason": u.reason }))
-        .collect()
+    finding.evidence(&evidence(audits)).subjects(subjects)
 }
 
 fn remediation(bad: &[&InstanceAudit], vhost_net: bool) -> Vec<String> {
@@ -514,7 +665,7 @@ fn audit_nics(
             .find(|d| d.get("netdev") == Some(id));
         if kind != "tap" {
             a.problem(
-                "tap",
+                QemuTuningKind::NotTap,
                 format!("{subject}: netdev type {kind}, expected tap (vhost and host-side multiqueue need a tap)"),
             );
         } else {
@@ -535,7 +686,7 @@ fn audit_nics(
                     a.ok.push(format!("{subject}: queues={queues} ({why})"));
                 } else {
                     a.problem(
-                        "queues",
+                        QemuTuningKind::WrongQueues,
                         format!("{subject}: queues={queues}, expected {want} ({why})"),
                     );
                 }
@@ -560,7 +711,7 @@ fn audit_nics(
         let driver = device.get("driver").unwrap_or("?");
         if !is_virtio_net(driver) {
             a.problem(
-                "model",
+                QemuTuningKind::NotVirtio,
                 format!("{subject}: device {driver}, expected virtio-net-pci"),
             );
             continue;
@@ -607,7 +758,7 @@ fn audit_vhost(
         if !vhost_net {
             text.push_str("; /dev/vhost-net is missing on this host");
         }
-        a.problem("vhost", text);
+        a.problem(QemuTuningKind::NoVhost, text);
     }
 }
 
@@ -628,7 +779,7 @@ fn audit_tap(
                 ));
             } else {
                 a.problem(
-                    "tap queues",
+                    QemuTuningKind::TapQueueMismatch,
                     format!(
                         "{subject}: QEMU holds {held} queue(s) of tap {ifname} (/proc/{}/fdinfo), its command line says queues={queues}",
                         facts.pid
@@ -651,14 +802,14 @@ fn audit_tap(
             }
             if queues > 1 && !t.multi_queue() {
                 a.problem(
-                    "tap queues",
+                    QemuTuningKind::TapQueueMismatch,
                     format!("{subject}: host tap {ifname} lacks the multi_queue flag, expected `ip tuntap add … multi_queue` for queues={queues}"),
                 );
             }
             let enabled = t.tx_queues.max(t.rx_queues);
             if enabled as u64 > u64::from(queues) {
                 a.problem(
-                    "tap queues",
+                    QemuTuningKind::TapQueueMismatch,
                     format!(
                         "{subject}: host tap {ifname} has {enabled} queues enabled in /sys/class/net/{ifname}/queues, more than QEMU's queues={queues}: another process is attached to it"
                     ),
@@ -694,7 +845,7 @@ fn audit_nic_device(
             a.ok.push(format!("{subject}: mq=on"));
         } else {
             a.problem(
-                "mq",
+                QemuTuningKind::NoMq,
                 format!(
                     "{subject}: mq={}, expected mq=on for {target} queues (the guest uses only the first without it)",
                     cl.device_prop(device, "mq").unwrap_or("absent")
@@ -705,7 +856,7 @@ fn audit_nic_device(
         match cl.device_number(device, "vectors") {
             Some(v) if v == want => a.ok.push(format!("{subject}: vectors={v}")),
             Some(v) => a.problem(
-                "vectors",
+                QemuTuningKind::WrongVectors,
                 format!("{subject}: vectors={v}, expected vectors={want} (2×{target}+2)"),
             ),
             None => match a.machine_version {
@@ -718,11 +869,11 @@ fn audit_nic_device(
                     if auto == want {
                         a.ok.push(text);
                     } else {
-                        a.problem("vectors", format!("{text}, expected vectors={want} (2×{target}+2)"));
+                        a.problem(QemuTuningKind::WrongVectors, format!("{text}, expected vectors={want} (2×{target}+2)"));
                     }
                 }
                 Some(_) => a.problem(
-                    "vectors",
+                    QemuTuningKind::WrongVectors,
                     format!(
                         "{subject}: vectors absent (3 on machine {}), expected vectors={want} (2×{target}+2)",
                         a.machine
@@ -740,7 +891,7 @@ fn audit_nic_device(
             a.ok.push(format!("{subject}: rx_queue_size={RX_QUEUE_SIZE}"))
         }
         other => a.problem(
-            "rx_queue_size",
+            QemuTuningKind::SmallRxQueue,
             format!(
                 "{subject}: rx_queue_size={}, expected rx_queue_size={RX_QUEUE_SIZE}",
                 other.map_or("absent (256)".to_owned(), |v| v.to_string())
@@ -753,7 +904,7 @@ fn audit_nic_device(
             a.ok.push(format!("{subject}: host_mtu={m} (the guest MTU)"))
         }
         (m, Some(e)) => a.problem(
-            "host_mtu",
+            QemuTuningKind::WrongHostMtu,
             format!(
                 "{subject}: host_mtu={}, expected host_mtu={} (the guest MTU for underlay {}{}{}); large segments vanish otherwise",
                 m.map_or("absent".to_owned(), |v| v.to_string()),
@@ -764,7 +915,7 @@ fn audit_nic_device(
             ),
         ),
         (None, None) => a.problem(
-            "host_mtu",
+            QemuTuningKind::WrongHostMtu,
             format!("{subject}: host_mtu absent, expected host_mtu= the overlay guest MTU (the guest falls back to 1500)"),
         ),
         (Some(m), None) => a
@@ -863,11 +1014,11 @@ fn audit_iothread(cl: &QemuCommandLine, device: &Opts, subject: &str, a: &mut In
     match cl.device_prop(device, "iothread") {
         Some(t) if cl.iothreads().contains(&t) => a.ok.push(format!("{subject}: iothread={t}")),
         Some(t) => a.problem(
-            "iothread",
+            QemuTuningKind::NoIothread,
             format!("{subject}: iothread={t} names no -object iothread, expected an existing iothread"),
         ),
         None => a.problem(
-            "iothread",
+            QemuTuningKind::NoIothread,
             format!(
                 "{subject}: no iothread, expected iothread=<its own -object iothread> (block I/O runs in QEMU's main loop: ~38x fewer IOPS measured)"
             ),
@@ -888,13 +1039,13 @@ fn audit_boot_disk<'a>(cl: &'a QemuCommandLine, a: &mut InstanceAudit) -> Option
         a.ok.push(format!("{subject}: {measured}"));
     } else {
         a.problem(
-            "cache",
+            QemuTuningKind::WrongCache,
             format!("{subject}: {measured}, expected cache=none (guest flushes forwarded to the NBD server)"),
         );
     }
     let Some(device) = boot.device else {
         a.problem(
-            "iothread",
+            QemuTuningKind::NoIothread,
             format!("{subject}: no -device virtio-blk-pci for it, so no iothread or num-queues can be set; expected -device virtio-blk-pci,drive={},iothread=…,num-queues={}", boot.backend, a.vcpus),
         );
         return None;
@@ -902,7 +1053,7 @@ fn audit_boot_disk<'a>(cl: &'a QemuCommandLine, a: &mut InstanceAudit) -> Option
     let driver = device.get("driver").unwrap_or("?");
     if !is_virtio_blk(driver) {
         a.problem(
-            "model",
+            QemuTuningKind::NotVirtio,
             format!("{subject}: device {driver}, expected virtio-blk-pci"),
         );
         return Some(device);
@@ -912,7 +1063,7 @@ fn audit_boot_disk<'a>(cl: &'a QemuCommandLine, a: &mut InstanceAudit) -> Option
     match cl.device_number(device, "num-queues") {
         Some(n) if n == u64::from(vcpus) => a.ok.push(format!("{subject}: num-queues={n} (vCPUs)")),
         Some(n) => a.problem(
-            "num-queues",
+            QemuTuningKind::WrongNumQueues,
             format!("{subject}: num-queues={n}, expected num-queues={vcpus} (vCPUs)"),
         ),
         None if vcpus <= 1 => a.ok.push(format!("{subject}: num-queues absent, 1 = vCPUs")),
@@ -922,7 +1073,7 @@ fn audit_boot_disk<'a>(cl: &'a QemuCommandLine, a: &mut InstanceAudit) -> Option
                 a.machine
             )),
             Some(_) => a.problem(
-                "num-queues",
+                QemuTuningKind::WrongNumQueues,
                 format!(
                     "{subject}: num-queues absent (1 on machine {}), expected num-queues={vcpus} (vCPUs)",
                     a.machine
@@ -1003,7 +1154,7 @@ fn audit_qmp(cl: &QemuCommandLine, facts: &InstanceFacts, a: &mut InstanceAudit)
             match &b.iothread {
                 Some(t) => a.ok.push(format!("hot-attached volume {id} ({node}): iothread={t}")),
                 None => a.problem(
-                    "iothread",
+                    QemuTuningKind::NoIothread,
                     format!("hot-attached volume {id} ({node}): no iothread (QMP qom-get), expected its own iothread"),
                 ),
             }
@@ -1017,6 +1168,15 @@ mod tests {
     use crate::finding::Status;
     use crate::probe::qemu::qmp::QmpBlock;
     use std::path::Path;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(
+        facts: &HostFacts,
+        expect: Option<&Expectations>,
+        no_config: Option<Finding>,
+    ) -> Finding {
+        crate::schema_check::valid("qemu.tuning", super::judge(facts, expect, no_config))
+    }
 
     fn expect(toml: &str) -> Expectations {
         Expectations::from_config(&crate::config::parse(toml, Path::new("spinifex.toml")).unwrap())

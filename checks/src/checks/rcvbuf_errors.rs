@@ -7,10 +7,14 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::checks::udp_buffers;
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::finding::Finding;
+use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::journal::{grep_unit, JournalLookup};
 use crate::probe::kernel_files::sysctl_u64;
 use crate::probe::snmp::{read_udp_rcvbuf_errors, UdpRcvbufErrors};
@@ -30,6 +34,62 @@ pub struct Sample {
     pub rmem_max: Option<u64>,
     /// quic-go's warning lines from this boot, when the journal was read.
     pub journal: Option<Vec<String>>,
+}
+
+crate::kinds! {
+    /// What `udp.rcvbuf-errors` can say.
+    pub enum RcvbufErrorsKind for "udp.rcvbuf-errors" {
+        /// No UDP datagram dropped for want of receive buffer since boot.
+        Ok = pass("ok"),
+        /// Udp/Udp6 RcvbufErrors advanced during the sample window: datagrams (QUIC's among them) are being thrown away now.
+        Dropping = fail("dropping"),
+        /// Drops were counted since boot, none during the window: it happened, under load, earlier.
+        PastDrops = warn("past-drops"),
+        /// No drops counted, but spinifex-predastore logged quic-go's 'receive buffer size' warning this boot.
+        QuicWarning = warn("quic-warning"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<RcvbufErrorsKind, RcvbufErrorsEvidence>();
+
+/// What the window measured, as the report carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RcvbufErrorsEvidence {
+    /// Udp + Udp6 RcvbufErrors since boot, at the end of the window.
+    pub rcvbuf_errors_total: u64,
+    /// How many the window added.
+    pub rcvbuf_errors_delta: u64,
+    pub window_ms: u64,
+    pub udp_rcvbuf_errors: u64,
+    /// `None` without IPv6.
+    pub udp6_rcvbuf_errors: Option<u64>,
+    /// quic-go's warning lines from this boot, when the journal was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predastore_journal: Option<Vec<String>>,
+}
+
+static RCVBUF_ERRORS_TOTAL: MetricDef = MetricDef {
+    name: "spx_doctor_udp_rcvbuf_errors_total",
+    help: "UDP datagrams dropped for want of receive buffer since boot (Udp and Udp6).",
+    kind: MetricType::Counter,
+    labels: &[],
+};
+static RCVBUF_ERRORS_IN_WINDOW: MetricDef = MetricDef {
+    name: "spx_doctor_udp_rcvbuf_errors_in_window",
+    help: "UDP receive-buffer drops during this run's sample window.",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+
+impl Evidence for RcvbufErrorsEvidence {
+    const METRICS: &'static [&'static MetricDef] =
+        &[&RCVBUF_ERRORS_TOTAL, &RCVBUF_ERRORS_IN_WINDOW];
+    fn series(&self) -> Vec<Series> {
+        vec![
+            Series::of(&RCVBUF_ERRORS_TOTAL, self.rcvbuf_errors_total as f64),
+            Series::of(&RCVBUF_ERRORS_IN_WINDOW, self.rcvbuf_errors_delta as f64),
+        ]
+    }
 }
 
 impl Check for RcvbufErrors {
@@ -61,6 +121,10 @@ impl Check for RcvbufErrors {
 
     fn samples(&self) -> bool {
         true
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -96,56 +160,69 @@ pub fn judge(s: &Sample) -> Finding {
     let total = s.end.total();
     let delta = total.saturating_sub(s.start.total());
     let window_ms = s.window.as_millis() as u64;
+    let warned = s.journal.as_ref().and_then(|lines| lines.last());
     let finding = if delta > 0 {
-        let rate = delta as f64 / s.window.as_secs_f64().max(0.001);
-        let mut f = Finding::fail(format!(
-            "{delta} UDP datagrams dropped for want of receive buffer in {window_ms} ms ({rate:.0}/s; {total} since boot): every one is a lost QUIC datagram"
-        ));
-        if s.rmem_max.is_some_and(|m| m < udp_buffers::REQUIRED) {
-            f = f.fixes(udp_buffers::remediation());
-        } else {
-            f = f.fix(
-                "the buffer ceiling is already raised: find the dropping socket with `ss -uamp` (skmem d<N> counts its drops) and fix its reader or its SO_RCVBUF",
-            );
-        }
-        f.fix("then confirm the counter is still: `nstat -az UdpRcvbufErrors Udp6RcvbufErrors`")
+        dropping(s, delta, total, window_ms)
     } else if total > 0 {
-        Finding::warn(format!(
-            "{total} UDP datagrams dropped for want of receive buffer since boot, none during the {window_ms} ms window"
-        ))
+        Finding::new(
+            RcvbufErrorsKind::PastDrops,
+            format!(
+                "{total} UDP datagrams dropped for want of receive buffer since boot, none during the {window_ms} ms window"
+            ),
+        )
         .fix("watch under load: `nstat -az UdpRcvbufErrors Udp6RcvbufErrors` must not advance")
+    } else if let Some(line) = warned {
+        Finding::new(
+            RcvbufErrorsKind::QuicWarning,
+            format!(
+                "no drops counted, but spinifex-predastore logged quic-go's '{QUIC_WARNING}' warning this boot: {line}"
+            ),
+        )
+        .fixes(udp_buffers::remediation())
     } else {
-        Finding::pass(format!(
-            "no UDP receive-buffer drops since boot ({window_ms} ms window)"
-        ))
+        Finding::new(
+            RcvbufErrorsKind::Ok,
+            format!("no UDP receive-buffer drops since boot ({window_ms} ms window)"),
+        )
     };
-    let mut finding = finding
-        .with("rcvbuf_errors_total", total)
-        .with("rcvbuf_errors_delta", delta)
-        .with("window_ms", window_ms)
-        .with("udp_rcvbuf_errors", s.end.udp)
-        .with("udp6_rcvbuf_errors", s.end.udp6);
-    if let Some(lines) = &s.journal {
-        finding = finding.with("predastore_journal", lines);
-        if !lines.is_empty() && finding.status == crate::finding::Status::Pass {
-            finding = Finding::warn(format!(
-                "no drops counted, but spinifex-predastore logged quic-go's '{QUIC_WARNING}' warning this boot: {}",
-                lines[lines.len() - 1]
-            ))
-            .fixes(udp_buffers::remediation())
-            .with("rcvbuf_errors_total", total)
-            .with("rcvbuf_errors_delta", delta)
-            .with("window_ms", window_ms)
-            .with("predastore_journal", lines);
-        }
-    }
-    finding
+    finding.evidence(&RcvbufErrorsEvidence {
+        rcvbuf_errors_total: total,
+        rcvbuf_errors_delta: delta,
+        window_ms,
+        udp_rcvbuf_errors: s.end.udp,
+        udp6_rcvbuf_errors: s.end.udp6,
+        predastore_journal: s.journal.clone(),
+    })
+}
+
+/// `dropping`: the counters advanced during the window.
+fn dropping(s: &Sample, delta: u64, total: u64, window_ms: u64) -> Finding {
+    let rate = delta as f64 / s.window.as_secs_f64().max(0.001);
+    let f = Finding::new(
+        RcvbufErrorsKind::Dropping,
+        format!(
+            "{delta} UDP datagrams dropped for want of receive buffer in {window_ms} ms ({rate:.0}/s; {total} since boot): every one is a lost QUIC datagram"
+        ),
+    );
+    let f = if s.rmem_max.is_some_and(|m| m < udp_buffers::REQUIRED) {
+        f.fixes(udp_buffers::remediation())
+    } else {
+        f.fix(
+            "the buffer ceiling is already raised: find the dropping socket with `ss -uamp` (skmem d<N> counts its drops) and fix its reader or its SO_RCVBUF",
+        )
+    };
+    f.fix("then confirm the counter is still: `nstat -az UdpRcvbufErrors Udp6RcvbufErrors`")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(s: &Sample) -> Finding {
+        crate::schema_check::valid("udp.rcvbuf-errors", super::judge(s))
+    }
 
     fn sample(start: u64, end: u64) -> Sample {
         Sample {

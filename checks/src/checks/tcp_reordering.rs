@@ -9,8 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 use crate::probe::ethtool::Reported;
 use crate::probe::proc_stats::{read_tcp_counters, TcpCounters};
@@ -39,6 +42,42 @@ pub struct Sample {
     /// Interfaces running more than one queue pair: (name, pairs).
     pub multiqueue: Vec<(String, u32)>,
 }
+
+crate::kinds! {
+    /// What `tcp.reordering` can say.
+    pub enum TcpReorderingKind for "tcp.reordering" {
+        /// TCP sent enough in the window and saw no pattern of reordering, spurious retransmission or loss.
+        Ok = pass("ok"),
+        /// Reordering or D-SACKs with IPsec on and a NIC running several queue pairs: multiqueue spreads one ESP flow and TCP reads the reordering as loss (measured: -12%).
+        MultiqueueReordering = warn("multiqueue-reordering"),
+        /// Reorder detections, D-SACKs (spurious retransmissions) or retransmissions of 0.1% or more: TCP is mistaking reordering for loss, or losing segments.
+        ReorderingOrLoss = warn("reordering-or-loss"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<TcpReorderingKind, TcpReorderingEvidence>();
+
+/// The counters' growth over the window, and the rates judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TcpReorderingEvidence {
+    pub out_segs: u64,
+    pub retrans_segs: u64,
+    pub sack_reorder: u64,
+    pub ts_reorder: u64,
+    pub reno_reorder: u64,
+    pub dsack_recv: u64,
+    pub window_ms: u64,
+    /// Absent when TCP was idle (nothing to divide by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_per_100k_segs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_per_100k_segs: Option<f64>,
+    /// `IF runs N queue pairs`, for every interface with more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiqueue: Option<Vec<String>>,
+}
+
+impl Evidence for TcpReorderingEvidence {}
 
 impl Check for TcpReordering {
     fn id(&self) -> &'static str {
@@ -73,6 +112,10 @@ impl Check for TcpReordering {
 
     fn samples(&self) -> bool {
         true
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -124,20 +167,24 @@ fn per_100k(events: u64, out: u64) -> f64 {
 pub fn judge(s: &Sample) -> Finding {
     let d = s.end.since(&s.start);
     let window_ms = s.window.as_millis() as u64;
-    let evidence = |f: Finding| {
-        f.with("out_segs", d.out_segs)
-            .with("retrans_segs", d.retrans_segs)
-            .with("sack_reorder", d.sack_reorder)
-            .with("ts_reorder", d.ts_reorder)
-            .with("reno_reorder", d.reno_reorder)
-            .with("dsack_recv", d.dsack_recv)
-            .with("window_ms", window_ms)
+    let mut evidence = TcpReorderingEvidence {
+        out_segs: d.out_segs,
+        retrans_segs: d.retrans_segs,
+        sack_reorder: d.sack_reorder,
+        ts_reorder: d.ts_reorder,
+        reno_reorder: d.reno_reorder,
+        dsack_recv: d.dsack_recv,
+        window_ms,
+        reorder_per_100k_segs: None,
+        dsack_per_100k_segs: None,
+        multiqueue: None,
     };
     if d.out_segs < MIN_OUT_SEGS {
-        return evidence(Finding::skip(SkipReason::NothingToMeasure(format!(
+        return Finding::skip(SkipReason::NothingToMeasure(format!(
             "TCP was idle during the {window_ms} ms window ({} segments sent)",
             d.out_segs
-        ))));
+        )))
+        .evidence(&evidence);
     }
     let reorder = d.reorder_events();
     let reorder_rate = per_100k(reorder, d.out_segs);
@@ -169,37 +216,59 @@ pub fn judge(s: &Sample) -> Finding {
         .map(|(n, q)| format!("{n} runs {q} queue pairs"))
         .collect();
     let finding = if signs.is_empty() {
-        Finding::pass(format!(
-            "{} segments sent in {window_ms} ms: {reorder} reorder detections, {} D-SACKs, {} retransmitted",
-            d.out_segs, d.dsack_recv, d.retrans_segs
-        ))
+        Finding::new(
+            TcpReorderingKind::Ok,
+            format!(
+                "{} segments sent in {window_ms} ms: {reorder} reorder detections, {} D-SACKs, {} retransmitted",
+                d.out_segs, d.dsack_recv, d.retrans_segs
+            ),
+        )
     } else if s.ipsec_wanted == Some(true) && !mq.is_empty() {
-        let mut f = Finding::warn(format!(
+        multiqueue_reordering(s, &signs, &mq, window_ms)
+    } else {
+        Finding::new(
+            TcpReorderingKind::ReorderingOrLoss,
+            format!(
+                "{} in {window_ms} ms: TCP is mistaking reordering for loss or losing segments",
+                signs.join(", ")
+            ),
+        )
+        .fix("find the connections: `ss -ti` shows reordering: and dsack_dups: per socket")
+        .fix("look for drops on the path: `ethtool -S IF | grep -i -e drop -e discard -e missed` and `nstat -az TcpExtTCPSACKReorder TcpExtTCPDSACKRecv TcpRetransSegs`")
+        .fix("a flow spread over several queues or paths (multiqueue, bonding round-robin, veth in a tunnel stack) reorders: keep one flow on one queue")
+    };
+    evidence.reorder_per_100k_segs = Some(reorder_rate);
+    evidence.dsack_per_100k_segs = Some(dsack_rate);
+    evidence.multiqueue = Some(mq);
+    finding.evidence(&evidence)
+}
+
+/// `multiqueue-reordering`: the signs, with IPsec on and several queue pairs.
+fn multiqueue_reordering(s: &Sample, signs: &[String], mq: &[String], window_ms: u64) -> Finding {
+    let mut f = Finding::new(
+        TcpReorderingKind::MultiqueueReordering,
+        format!(
             "{} in {window_ms} ms, with IPsec on and {}: spreading one ESP flow over several queue pairs reorders it and TCP reads that as loss (measured: multiqueue cost 12% with IPsec on; reordering:189, dsack_dups:116, ssthresh collapsing)",
             signs.join(", "),
             mq.join(", ")
-        ));
-        for (name, _) in &s.multiqueue {
-            f = f.fix(format!("ethtool -L {name} combined 1"));
-        }
-        f.fix("Spinifex gives guests one queue pair while IPsec is on: a guest with more was started before the setting changed; stop and start it")
-            .fix("confirm per connection with `ss -ti` (reordering: and dsack_dups: must stay low)")
-    } else {
-        Finding::warn(format!("{} in {window_ms} ms: TCP is mistaking reordering for loss or losing segments", signs.join(", ")))
-            .fix("find the connections: `ss -ti` shows reordering: and dsack_dups: per socket")
-            .fix("look for drops on the path: `ethtool -S IF | grep -i -e drop -e discard -e missed` and `nstat -az TcpExtTCPSACKReorder TcpExtTCPDSACKRecv TcpRetransSegs`")
-            .fix("a flow spread over several queues or paths (multiqueue, bonding round-robin, veth in a tunnel stack) reorders: keep one flow on one queue")
-    };
-    evidence(finding)
-        .with("reorder_per_100k_segs", reorder_rate)
-        .with("dsack_per_100k_segs", dsack_rate)
-        .with("multiqueue", mq)
+        ),
+    );
+    for (name, _) in &s.multiqueue {
+        f = f.fix(format!("ethtool -L {name} combined 1"));
+    }
+    f.fix("Spinifex gives guests one queue pair while IPsec is on: a guest with more was started before the setting changed; stop and start it")
+        .fix("confirm per connection with `ss -ti` (reordering: and dsack_dups: must stay low)")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(s: &Sample) -> Finding {
+        crate::schema_check::valid("tcp.reordering", super::judge(s))
+    }
 
     fn sample(end: TcpCounters) -> Sample {
         Sample {

@@ -8,9 +8,13 @@
 //! filesystems read-only. setup.sh's sysctl stage prevents this; this check
 //! proves it ran and stuck.
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::finding::Finding;
+use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::kernel_files::sysctl_u64;
 
 /// `net.core.rmem_max` and `wmem_max` Spinifex requires: 16 MiB.
@@ -25,6 +29,51 @@ pub struct UdpBuffers;
 pub struct BufferCeilings {
     pub rmem_max: u64,
     pub wmem_max: u64,
+}
+
+crate::kinds! {
+    /// What `sysctl.udp-buffers` can say.
+    pub enum UdpBuffersKind for "sysctl.udp-buffers" {
+        /// net.core.rmem_max and wmem_max are both at least 16 MiB (16777216).
+        Ok = pass("ok"),
+        /// rmem_max is below the 7 MiB quic-go asks for: it gets a smaller buffer and drops datagrams under load (guests lost root filesystems this way).
+        QuicStarved = fail("quic-starved"),
+        /// A ceiling is below the 16 MiB Spinifex requires, though quic-go gets its 7 MiB: setup.sh's sysctl stage did not run or was overridden.
+        BelowRequired = fail("below-required"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<UdpBuffersKind, UdpBuffersEvidence>();
+
+/// What was read: the two ceilings and what Spinifex requires.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpBuffersEvidence {
+    pub rmem_max: u64,
+    pub wmem_max: u64,
+    pub required: u64,
+}
+
+static RMEM_MAX: MetricDef = MetricDef {
+    name: "spx_doctor_udp_rmem_max_bytes",
+    help: "net.core.rmem_max.",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+static WMEM_MAX: MetricDef = MetricDef {
+    name: "spx_doctor_udp_wmem_max_bytes",
+    help: "net.core.wmem_max.",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+
+impl Evidence for UdpBuffersEvidence {
+    const METRICS: &'static [&'static MetricDef] = &[&RMEM_MAX, &WMEM_MAX];
+    fn series(&self) -> Vec<Series> {
+        vec![
+            Series::of(&RMEM_MAX, self.rmem_max as f64),
+            Series::of(&WMEM_MAX, self.wmem_max as f64),
+        ]
+    }
 }
 
 impl Check for UdpBuffers {
@@ -54,6 +103,10 @@ impl Check for UdpBuffers {
          happening now."
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, _ctx: &Ctx) -> Finding {
         let read = || -> Result<BufferCeilings, crate::probe::ProbeError> {
             Ok(BufferCeilings {
@@ -76,28 +129,46 @@ pub fn judge(facts: BufferCeilings) -> Finding {
         .map(|(name, v)| format!("net.core.{name} is {v}"))
         .collect();
     let finding = if low.is_empty() {
-        Finding::pass(format!(
-            "rmem_max {} and wmem_max {} are at least {REQUIRED}",
-            facts.rmem_max, facts.wmem_max
-        ))
+        Finding::new(
+            UdpBuffersKind::Ok,
+            format!(
+                "rmem_max {} and wmem_max {} are at least {REQUIRED}",
+                facts.rmem_max, facts.wmem_max
+            ),
+        )
     } else {
-        // The kernel caps SO_RCVBUF at rmem_max and doubles it for overhead.
-        let granted_kib = facts.rmem_max.min(QUIC_WANTS) * 2 / 1024;
-        let consequence = if granted_kib * 1024 < QUIC_WANTS {
-            format!("quic-go asks for a 7 MiB receive buffer, gets {granted_kib} KiB, and drops datagrams under load (guests lost root filesystems this way)")
-        } else {
-            "setup.sh's sysctl stage did not run or something overrode it".to_owned()
-        };
-        Finding::fail(format!(
+        too_low(&low, facts.rmem_max)
+    };
+    finding.evidence(&UdpBuffersEvidence {
+        rmem_max: facts.rmem_max,
+        wmem_max: facts.wmem_max,
+        required: REQUIRED,
+    })
+}
+
+/// `quic-starved` or `below-required`: the ceilings named in `low`.
+fn too_low(low: &[String], rmem_max: u64) -> Finding {
+    // The kernel caps SO_RCVBUF at rmem_max and doubles it for overhead.
+    let granted_kib = rmem_max.min(QUIC_WANTS) * 2 / 1024;
+    let (kind, consequence) = if granted_kib * 1024 < QUIC_WANTS {
+        (
+            UdpBuffersKind::QuicStarved,
+            format!("quic-go asks for a 7 MiB receive buffer, gets {granted_kib} KiB, and drops datagrams under load (guests lost root filesystems this way)"),
+        )
+    } else {
+        (
+            UdpBuffersKind::BelowRequired,
+            "setup.sh's sysctl stage did not run or something overrode it".to_owned(),
+        )
+    };
+    Finding::new(
+        kind,
+        format!(
             "{}, below the {REQUIRED} Spinifex requires: {consequence}",
             low.join(" and ")
-        ))
-        .fixes(remediation())
-    };
-    finding
-        .with("rmem_max", facts.rmem_max)
-        .with("wmem_max", facts.wmem_max)
-        .with("required", REQUIRED)
+        ),
+    )
+    .fixes(remediation())
 }
 
 /// The fix, shared with udp.rcvbuf-errors.
@@ -114,6 +185,11 @@ pub fn remediation() -> [String; 2] {
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: BufferCeilings) -> Finding {
+        crate::schema_check::valid("sysctl.udp-buffers", super::judge(facts))
+    }
 
     #[test]
     fn kernel_default_fails_with_the_consequence() {

@@ -75,7 +75,7 @@ impl From<ProbeError> for Finding {
             ProbeError::NotFound(what) => {
                 Finding::skip(SkipReason::NotApplicable(format!("{what} not found")))
             }
-            other => Finding::error(other.to_string()),
+            other => Finding::probe_failed(other.to_string()),
         }
     }
 }

@@ -75,9 +75,9 @@ fn from_flag(opts: &Options) -> Result<Option<Selection>, Finding> {
     let mut names = Vec::new();
     for name in &opts.interfaces {
         crate::validate::interface(name)
-            .map_err(|e| Finding::error(format!("--interface: {e}")))?;
+            .map_err(|e| Finding::probe_failed(format!("--interface: {e}")))?;
         if !sysfs_net::exists(name) {
-            return Err(Finding::error(format!(
+            return Err(Finding::probe_failed(format!(
                 "--interface {name}: no such interface in this network namespace"
             )));
         }

@@ -44,7 +44,7 @@ impl Source {
 }
 
 fn parse(flag: &str, text: &str) -> Result<Vec<Endpoint>, Finding> {
-    Endpoint::parse_list(text).map_err(|e| Finding::error(format!("{flag}: {e}")))
+    Endpoint::parse_list(text).map_err(|e| Finding::probe_failed(format!("{flag}: {e}")))
 }
 
 /// In a cluster run, OVN NB and SB are read once, by one node: on every
@@ -97,7 +97,7 @@ pub fn ovs(ctx: &Ctx) -> Result<(Endpoint, Source), Finding> {
     };
     let mut list = parse("--ovs-db", text)?;
     if list.len() != 1 {
-        return Err(Finding::error(format!(
+        return Err(Finding::probe_failed(format!(
             "--ovs-db: {text:?} names {} servers; the local Open_vSwitch database is one",
             list.len()
         )));

@@ -15,7 +15,7 @@ pub struct QemuProcess {
 }
 
 /// A process that looked like QEMU but could not be read, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unreadable {
     pub pid: i32,
     pub reason: String,

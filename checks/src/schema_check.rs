@@ -1,0 +1,77 @@
+//! Unit tests of converted checks validate every verdict they produce
+//! against the committed JSON schema (schema/report-v1.schema.json), as the
+//! report would carry it: typed evidence, codes and findings included.
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+
+use crate::finding::Finding;
+
+fn validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let text = include_str!("../../schema/report-v1.schema.json");
+        let full: Value = serde_json::from_str(text).expect("schema JSON");
+        let check = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": full["$defs"],
+            "$ref": "#/$defs/check",
+        });
+        jsonschema::validator_for(&check).expect("valid schema")
+    })
+}
+
+/// `f` as check `id` would report it, checked against the schema.
+pub fn valid(id: &str, f: Finding) -> Finding {
+    let mut doc = json!({
+        "id": id,
+        "title": "t",
+        "status": f.status,
+        "code": f.kind.code(id),
+        "summary": f.summary,
+        "evidence": f.evidence,
+        "remediation": f.remediation,
+        "findings": f.findings.iter().map(|s| {
+            let mut v = json!({
+                "code": s.kind.code(id),
+                "status": s.status(),
+                "subject": s.subject,
+                "summary": s.summary,
+            });
+            if let Some(n) = &s.needs {
+                v["needs"] = json!(n);
+            }
+            v
+        }).collect::<Vec<_>>(),
+        "duration_ms": 0,
+    });
+    if let Some(skip) = f.kind.skip {
+        doc["skip_reason"] = json!(skip);
+    }
+    if let Some(n) = &f.needs {
+        doc["needs"] = json!(n);
+    }
+    let errors: Vec<String> = validator()
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{id}: not what schema/report-v1.schema.json describes: {errors:#?}\n{doc:#}"
+    );
+    f
+}
+
+#[test]
+fn the_schema_refuses_stray_evidence_and_foreign_codes() {
+    let f = crate::checks::udp_buffers::judge(crate::checks::udp_buffers::BufferCeilings {
+        rmem_max: 1,
+        wmem_max: 1,
+    });
+    let stray = std::panic::catch_unwind(|| valid("sysctl.udp-buffers", f.clone().with("typo", 1)));
+    assert!(stray.is_err(), "an evidence key the schema does not know");
+    let foreign = std::panic::catch_unwind(|| valid("nic.rings", f.clone()));
+    assert!(foreign.is_err(), "a code of another check");
+    valid("sysctl.udp-buffers", f);
+}
