@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use spx_checks::codes::Level;
+use spx_checks::kind::Origin;
 
 /// Check this node against what Spinifex needs: buffers, MTU, IPsec, NICs, guests.
 ///
@@ -34,11 +36,15 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// List every check: id, category, title.
-    List,
-    /// Explain one check: what it measures, why it matters, how to fix it.
+    /// List every check: id, category, title (with --codes: every code).
+    List {
+        /// List every code (CHECK-ID/KIND) instead: its status and what it means.
+        #[arg(long)]
+        codes: bool,
+    },
+    /// Explain one check (what it measures, why it matters, how to fix it) or one code.
     Explain {
-        #[arg(value_name = "ID", value_parser = CheckIdParser { categories: false })]
+        #[arg(value_name = "ID|CODE", value_parser = CheckIdParser { categories: false })]
         id: String,
     },
     /// Print a shell completion script.
@@ -176,6 +182,14 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub cluster: crate::cluster::args::ClusterArgs,
+
+    /// A known problem of this kind passes, reported as allowed; repeatable (config: doctor.allow).
+    #[arg(long, value_name = "CODE", value_delimiter = ',', value_parser = CodeParser { level: Level::Allow }, hide_possible_values = true)]
+    pub allow: Vec<String>,
+
+    /// A warning of this kind fails the run; repeatable (config: doctor.deny).
+    #[arg(long, value_name = "CODE", value_delimiter = ',', value_parser = CodeParser { level: Level::Deny }, hide_possible_values = true)]
+    pub deny: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]
@@ -237,14 +251,24 @@ impl TypedValueParser for CheckIdParser {
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        let words: Vec<&'static str> = if self.categories {
+        let words: Vec<String> = if self.categories {
             spx_checks::select::selectors(spx_checks::CHECKS)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
         } else {
-            spx_checks::CHECKS.iter().map(|c| c.id()).collect()
+            // `explain` takes an id or a check's own code.
+            let ids = spx_checks::CHECKS.iter().map(|c| c.id().to_owned());
+            let codes = spx_checks::codes::all()
+                .filter(|c| c.kind.origin == Origin::Check)
+                .map(|c| c.code());
+            ids.chain(codes).collect()
         };
-        // A check id completes with its title, a category with its checks.
+        // A check id completes with its title, a code with what it means,
+        // a category with its checks.
         let help = |w: &str| match spx_checks::CHECKS.iter().find(|c| c.id() == w) {
             Some(c) => c.title().to_owned(),
+            None if w.contains('/') => code_help(w),
             None => {
                 let ids: Vec<&str> = spx_checks::CHECKS
                     .iter()
@@ -257,7 +281,54 @@ impl TypedValueParser for CheckIdParser {
         Some(Box::new(
             words
                 .into_iter()
-                .map(move |w| PossibleValue::new(w).help(help(w))),
+                .map(move |w| {
+                    let text = help(&w);
+                    PossibleValue::new(w).help(text)
+                }),
+        ))
+    }
+}
+
+/// A code's meaning, for completion: the status and the first sentence of
+/// its doc line.
+fn code_help(code: &str) -> String {
+    spx_checks::codes::find(code).map_or_else(String::new, |c| {
+        let text = c.kind.text();
+        let first = text.split(". ").next().unwrap_or(&text).trim_end_matches('.');
+        format!("{}: {first}", c.kind.status)
+    })
+}
+
+/// Accepts any word (validation, with the nearest code, happens in
+/// `settings.rs`, so the error is one line) but tells completion scripts
+/// the codes that can take this level, from the catalog.
+#[derive(Clone, Debug)]
+pub struct CodeParser {
+    level: Level,
+}
+
+impl TypedValueParser for CodeParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        CheckIdParser { categories: false }.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let level = self.level;
+        Some(Box::new(
+            spx_checks::codes::all()
+                .filter(move |c| level.applies_to(c.kind))
+                .map(|c| {
+                    let code = c.code();
+                    let text = code_help(&code);
+                    PossibleValue::new(code).help(text)
+                }),
         ))
     }
 }

@@ -6,6 +6,7 @@
 
 mod cli;
 mod cluster;
+mod levels;
 mod render;
 mod report;
 mod runner;
@@ -48,8 +49,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             render::to_stdout(&complete(words)?)?;
             Ok(0)
         }
-        Some(Action::List) => {
+        Some(Action::List { codes: false }) => {
             render::to_stdout(&render::catalog::list(CHECKS, terminal_width()))?;
+            Ok(0)
+        }
+        Some(Action::List { codes: true }) => {
+            render::to_stdout(&render::catalog::list_codes(terminal_width()))?;
+            Ok(0)
+        }
+        Some(Action::Explain { id }) if id.contains('/') => {
+            let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
+            render::to_stdout(&render::catalog::explain_code(&code))?;
             Ok(0)
         }
         Some(Action::Explain { id }) => {
@@ -101,6 +111,7 @@ pub fn node_report(settings: &Settings) -> report::Report {
             .profile
             .map(|p| p.required.to_vec())
             .unwrap_or_default(),
+        levels: settings.levels.clone(),
     };
     let mut report = report::build(
         outcomes,
@@ -248,6 +259,16 @@ fn completing_a_path(cmd: &clap::Command, words: &[std::ffi::OsString]) -> bool 
     })
 }
 
+/// Text for a roff paragraph: backslashes and hyphens escaped, no line
+/// starting with a control character.
+fn roff_escape(text: &str) -> String {
+    let t = text.replace('\\', "\\\\").replace('-', "\\-");
+    match t.chars().next() {
+        Some('.') | Some('\'') => format!("\\&{t}"),
+        _ => t,
+    }
+}
+
 /// spx-doctor(1): the flags, the subcommands, the checks, the exit status.
 pub fn man_page() -> anyhow::Result<String> {
     let cmd = cli::command();
@@ -263,8 +284,32 @@ pub fn man_page() -> anyhow::Result<String> {
     for c in CHECKS {
         buf.extend_from_slice(format!(".TP\n\\fB{}\\fR\n{}\n", c.id(), c.title()).as_bytes());
     }
+    buf.extend_from_slice(b".SH CODES\nEvery outcome has a code, CHECK\\-ID/KIND; \\-\\-allow and \\-\\-deny take them.\n");
+    for c in spx_checks::codes::all().filter(|c| c.kind.check.is_some()) {
+        buf.extend_from_slice(
+            format!(
+                ".TP\n\\fB{}\\fR ({})\n{}\n",
+                c.code(),
+                c.kind.status,
+                roff_escape(&c.kind.text())
+            )
+            .as_bytes(),
+        );
+    }
+    buf.extend_from_slice(b".PP\nChecks without typed kinds yet report CHECK\\-ID/pass, warn, fail or error (transitional). Every check can also report these, with its own id before the slash:\n");
+    for k in &spx_checks::kind::COMMON {
+        buf.extend_from_slice(
+            format!(
+                ".TP\n\\fBCHECK\\-ID/{}\\fR ({})\n{}\n",
+                k.name,
+                k.status,
+                roff_escape(&k.text())
+            )
+            .as_bytes(),
+        );
+    }
     buf.extend_from_slice(
-        b".SH \"EXIT STATUS\"\n0: no check failed. 1: at least one check failed (or warned, with \\-\\-strict). 2: inconclusive: usage or config error, or a check errored and none failed; in a \\-\\-for profile, a required check could not run. With \\-\\-cluster: 0 every node answered and nothing failed on any node or in any cluster check; 1 anything failed; 2 a node did not answer or was inconclusive, and nothing failed.\n",
+        b".SH \"EXIT STATUS\"\n0: no check failed. 1: at least one check failed (or warned, with \\-\\-strict, or a \\-\\-deny code warned). 2: inconclusive: usage or config error, or a check errored and none failed; in a \\-\\-for profile, a required check could not run. An \\-\\-allow code counts as a pass. With \\-\\-cluster: 0 every node answered and nothing failed on any node or in any cluster check; 1 anything failed; 2 a node did not answer or was inconclusive, and nothing failed.\n",
     );
     man.render_version_section(&mut buf)?;
     Ok(String::from_utf8(buf)?)

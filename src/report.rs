@@ -6,9 +6,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use spx_checks::kind::SkipCategory;
 use spx_checks::spinifex::as_invoked;
 use spx_checks::{ConfigState, Status};
 
+use crate::levels::{self, Levels};
 use crate::runner::Outcome;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -34,6 +36,16 @@ pub struct Report {
     /// a cluster run tells which node an address belongs to.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<std::net::IpAddr>,
+    /// The codes allowed in this run (flags and config), as given a level.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// The codes denied in this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    /// What the operator should know about the levels: an allow that
+    /// matched nothing (stale), one a preflight set aside.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// What the config said, as this node ran with it.
@@ -93,6 +105,13 @@ pub struct Summary {
     pub fail: usize,
     pub skip: usize,
     pub error: usize,
+    /// Of the passes, how many are problems an operator allowed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allowed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -112,10 +131,42 @@ pub struct CheckReport {
     pub id: &'static str,
     pub title: &'static str,
     pub status: Status,
+    /// `<id>/<kind>`: what kind of outcome this is (the most severe, when
+    /// there are several).
+    pub code: String,
     pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<SkipCategory>,
+    /// For a skip that needs a privilege: which one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
     pub evidence: Map<String, Value>,
     pub remediation: Vec<String>,
+    /// Per-subject outcomes (per peer, interface, instance).
+    pub findings: Vec<FindingReport>,
+    /// Codes an `--allow` (or the config) turned into passes here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<String>,
+    /// Codes a `--deny` turned from warnings into failures here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied: Vec<String>,
+    /// The status before levels were applied, when they changed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_was: Option<Status>,
     pub duration_ms: u64,
+}
+
+/// One subject's outcome within a check.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FindingReport {
+    pub code: String,
+    pub status: Status,
+    pub subject: String,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_was: Option<Status>,
 }
 
 /// The policy that turns verdicts into an exit code.
@@ -127,6 +178,9 @@ pub struct Policy {
     /// skipped or errored makes the run inconclusive (a fail elsewhere still
     /// wins: a known problem is the more useful answer).
     pub required: Vec<&'static str>,
+    /// `--allow`/`--deny` and the config's `[doctor]` levels, applied to the
+    /// results before the exit code is computed.
+    pub levels: Levels,
 }
 
 /// 0: nothing failed. 1: something failed (or warned, with --strict).
@@ -166,7 +220,7 @@ pub fn cluster_exit_code(
         cluster_checks,
         &Policy {
             strict,
-            required: Vec::new(),
+            ..Policy::default()
         },
     );
     if cluster == 1 || nodes.contains(&Some(1)) {
@@ -186,26 +240,14 @@ pub fn build(
     took: Duration,
     policy: &Policy,
 ) -> Report {
-    let checks: Vec<CheckReport> = outcomes
-        .into_iter()
-        .map(|o| CheckReport {
-            id: o.check.id(),
-            title: o.check.title(),
-            status: o.finding.status,
-            summary: as_invoked(&o.finding.summary),
-            evidence: o.finding.evidence,
-            remediation: o
-                .finding
-                .remediation
-                .iter()
-                .map(|s| as_invoked(s))
-                .collect(),
-            duration_ms: o.duration.as_millis() as u64,
-        })
-        .collect();
+    let mut checks: Vec<CheckReport> = outcomes.into_iter().map(check_report).collect();
+    let notes = levels::apply(&mut checks, &policy.levels);
     let mut summary = Summary::default();
     for c in &checks {
         summary.add(c.status);
+        if c.status == Status::Pass && c.status_was.is_some() {
+            summary.allowed += 1;
+        }
     }
     let node = match config {
         ConfigState::Loaded { config, .. } => config.node.clone(),
@@ -228,6 +270,41 @@ pub fn build(
         runbook: None,
         config: ConfigFacts::of(config),
         addresses: own_addresses(),
+        allow: policy.levels.allow.iter().map(|e| e.code.clone()).collect(),
+        deny: policy.levels.deny.iter().map(|e| e.code.clone()).collect(),
+        notes,
+    }
+}
+
+pub fn check_report(o: Outcome) -> CheckReport {
+    let id = o.check.id();
+    let f = o.finding;
+    CheckReport {
+        id,
+        title: o.check.title(),
+        status: f.status,
+        code: f.kind.code(id),
+        summary: as_invoked(&f.summary),
+        skip_reason: f.kind.skip,
+        needs: f.needs,
+        evidence: f.evidence,
+        remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
+        findings: f
+            .findings
+            .into_iter()
+            .map(|s| FindingReport {
+                code: s.kind.code(id),
+                status: s.status(),
+                subject: s.subject,
+                summary: as_invoked(&s.summary),
+                needs: s.needs,
+                status_was: None,
+            })
+            .collect(),
+        allowed: Vec::new(),
+        denied: Vec::new(),
+        status_was: None,
+        duration_ms: o.duration.as_millis() as u64,
     }
 }
 
@@ -239,17 +316,24 @@ fn hostname() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn c(id: &'static str, status: Status) -> CheckReport {
+    pub(crate) fn c(id: &'static str, status: Status) -> CheckReport {
         CheckReport {
             id,
             title: "",
             status,
+            code: format!("{id}/{status}"),
             summary: String::new(),
+            skip_reason: None,
+            needs: None,
             evidence: Map::new(),
             remediation: vec![],
+            findings: vec![],
+            allowed: vec![],
+            denied: vec![],
+            status_was: None,
             duration_ms: 0,
         }
     }
@@ -306,6 +390,7 @@ mod tests {
         let p = Policy {
             strict: false,
             required: vec!["mtu.path"],
+            ..Policy::default()
         };
         assert_eq!(exit_code(&[c("mtu.path", Status::Skip)], &p), 2);
         assert_eq!(

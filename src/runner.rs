@@ -12,7 +12,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use spx_checks::{Check, Ctx, Finding, Status};
+use spx_checks::kind::Common;
+use spx_checks::{codes, Check, Ctx, Finding, Status};
 
 pub struct Outcome {
     pub check: &'static dyn Check,
@@ -68,16 +69,19 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
                 let t0 = Instant::now();
                 let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
                 let finding = match result {
-                    Ok(f) => police(f),
+                    Ok(f) => police(check, f),
                     Err(_) => {
                         let msg = panic_messages()
                             .lock()
                             .ok()
                             .and_then(|mut m| m.remove(&name))
                             .unwrap_or_else(|| "panic".to_owned());
-                        Finding::error(format!(
-                            "the check crashed (a bug in spx-doctor; please report it): {msg}"
-                        ))
+                        Finding::common(
+                            Common::Crashed,
+                            format!(
+                                "the check crashed (a bug in spx-doctor; please report it): {msg}"
+                            ),
+                        )
                     }
                 };
                 let _ = thread_tx.send((index, finding, t0.elapsed()));
@@ -85,7 +89,7 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
         if let Err(e) = spawned {
             let _ = tx.send((
                 index,
-                Finding::error(format!("could not start: {e}")),
+                Finding::common(Common::NotStarted, format!("could not start: {e}")),
                 Duration::ZERO,
             ));
         }
@@ -115,10 +119,13 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
         .map(|(check, r)| {
             let (finding, duration) = r.unwrap_or_else(|| {
                 (
-                    Finding::error(format!(
-                        "timed out after {} (--timeout)",
-                        humantime::format_duration(timeout)
-                    )),
+                    Finding::common(
+                        Common::TimedOut,
+                        format!(
+                            "timed out after {} (--timeout)",
+                            humantime::format_duration(timeout)
+                        ),
+                    ),
                     timeout,
                 )
             });
@@ -131,16 +138,38 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
         .collect()
 }
 
-/// A fail must say how to fix it. One that does not is a bug in the check,
-/// and is reported as one rather than shown as a fail with no way out.
-pub fn police(f: Finding) -> Finding {
-    if f.status == Status::Fail && f.remediation.is_empty() {
-        let mut e = Finding::error(format!(
-            "{} (bug in spx-doctor: a fail without remediation)",
-            f.summary
-        ));
+/// A check keeps its contract or its result is reported as the bug it is:
+/// a fail must say how to fix it, and every kind it reports (headline and
+/// per subject) must be one it declares, with the status the kind has.
+pub fn police(check: &dyn Check, f: Finding) -> Finding {
+    let broken = |kind: Common, why: String, f: Finding| {
+        let mut e = Finding::common(kind, format!("{} (bug in spx-doctor: {why})", f.summary));
         e.evidence = f.evidence;
-        return e;
+        e
+    };
+    if f.status == Status::Fail && f.remediation.is_empty() {
+        return broken(
+            Common::FailWithoutRemediation,
+            "a fail without remediation".to_owned(),
+            f,
+        );
+    }
+    let id = check.id();
+    if f.status != f.kind.status {
+        let why = format!(
+            "{} is a {}, reported as a {}",
+            f.kind.code(id),
+            f.kind.status,
+            f.status
+        );
+        return broken(Common::UndeclaredCode, why, f);
+    }
+    let stray = std::iter::once(f.kind)
+        .chain(f.findings.iter().map(|s| s.kind))
+        .find(|k| !codes::reports(check, k));
+    if let Some(kind) = stray {
+        let why = format!("{} is not a kind {id} declares", kind.code(id));
+        return broken(Common::UndeclaredCode, why, f);
     }
     f
 }
@@ -200,6 +229,36 @@ mod tests {
         }
     }
 
+    spx_checks::kinds! {
+        enum StrictKind for "test.strict" {
+            /// Fine.
+            Ok = pass("ok"),
+        }
+    }
+
+    static STRICT: spx_checks::Declared =
+        spx_checks::Declared::of::<StrictKind, spx_checks::checks::nic_rings::NicRingsEvidence>();
+
+    /// Declares its kinds, then reports another.
+    struct Strict(fn() -> Finding);
+    impl Check for Strict {
+        fn id(&self) -> &'static str {
+            "test.strict"
+        }
+        fn title(&self) -> &'static str {
+            "declares kinds"
+        }
+        fn explain(&self) -> &'static str {
+            ""
+        }
+        fn declared(&self) -> Option<&'static spx_checks::Declared> {
+            Some(&STRICT)
+        }
+        fn run(&self, _: &Ctx) -> Finding {
+            (self.0)()
+        }
+    }
+
     fn ctx(timeout: Duration) -> Arc<Ctx> {
         let opts = Options {
             timeout,
@@ -218,11 +277,13 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].finding.status, Status::Error);
         assert_eq!(out[0].finding.summary, "timed out after 200ms (--timeout)");
+        assert_eq!(out[0].finding.kind.code("x.y"), "x.y/timed-out");
         assert_eq!(
             out[1].finding.status,
             Status::Error,
             "fail without remediation"
         );
+        assert_eq!(out[1].finding.kind.name, "fail-without-remediation");
     }
 
     #[test]
@@ -241,5 +302,45 @@ mod tests {
             out[0].finding.summary
         );
         assert_eq!(out[1].check.id(), "test.unhelpful");
+        assert_eq!(out[0].finding.kind.name, "crashed");
+    }
+
+    #[test]
+    fn a_converted_check_may_report_only_the_kinds_it_declares() {
+        static FINE: Strict = Strict(|| Finding::new(StrictKind::Ok, "fine"));
+        static TRANSITIONAL: Strict = Strict(|| Finding::pass("an old-style pass"));
+        static FOREIGN: Strict = Strict(|| {
+            Finding::new(StrictKind::Ok, "fine").subject(
+                spx_checks::checks::nic_rings::NicRingsKind::ShallowRing,
+                "eth0",
+                "256",
+            )
+        });
+        static SKIP: Strict =
+            Strict(|| Finding::skip(spx_checks::SkipReason::NotApplicable("x".into())));
+        let out = run(
+            &[&FINE, &TRANSITIONAL, &FOREIGN, &SKIP],
+            ctx(Duration::from_secs(5)),
+        );
+        assert_eq!(out[0].finding.status, Status::Pass);
+        assert_eq!(out[1].finding.kind.name, "undeclared-code");
+        assert!(
+            out[1]
+                .finding
+                .summary
+                .contains("test.strict/pass is not a kind test.strict declares"),
+            "{}",
+            out[1].finding.summary
+        );
+        assert_eq!(out[2].finding.kind.name, "undeclared-code");
+        assert!(out[2].finding.summary.contains("nic.rings/shallow-ring"));
+        assert_eq!(
+            out[3].finding.status,
+            Status::Skip,
+            "common kinds are every check's"
+        );
+        // An old-style check may use the status kinds.
+        let out = run(&[&Unhelpful], ctx(Duration::from_secs(5)));
+        assert_eq!(out[0].finding.kind.name, "fail-without-remediation");
     }
 }

@@ -23,8 +23,9 @@ use spx_checks::cluster::{self as facts, ClusterFacts, NodeAnswer, Unreached, Un
 use spx_checks::{endpoint, expect, spinifex::as_invoked, Status};
 
 use crate::cli::{Format, RunArgs};
-use crate::report::{cluster_exit_code, CheckReport, Tool, SCHEMA_VERSION};
-use crate::{render, runner};
+use crate::report::{check_report, cluster_exit_code, CheckReport, Tool, SCHEMA_VERSION};
+use crate::runner::Outcome;
+use crate::{levels, render, runner};
 
 use plan::{Plan, Via};
 use report::{ClusterReport, ClusterSummary, NodeEntry};
@@ -123,7 +124,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());
     for check in &plan.cluster_checks {
         let t = Instant::now();
-        let f = runner::police(facts::judge(*check, &cluster));
+        let f = runner::police(*check, facts::judge(*check, &cluster));
         findings.push((*check, f, t.elapsed()));
     }
     let path_matrix = if cluster.selected("mtu.path") {
@@ -177,18 +178,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             .collect::<Vec<_>>()
     });
 
-    let checks: Vec<CheckReport> = findings
+    let mut checks: Vec<CheckReport> = findings
         .into_iter()
-        .map(|(c, f, took)| CheckReport {
-            id: c.id(),
-            title: c.title(),
-            status: f.status,
-            summary: as_invoked(&f.summary),
-            evidence: f.evidence,
-            remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
-            duration_ms: took.as_millis() as u64,
+        .map(|(check, finding, duration)| {
+            check_report(Outcome {
+                check,
+                finding,
+                duration,
+            })
         })
         .collect();
+    // The same levels as every node's report (the flags are forwarded,
+    // the config is the same file).
+    let notes = levels::apply(&mut checks, &plan.settings.levels);
     let entries: Vec<NodeEntry> = cluster
         .nodes
         .iter()
@@ -227,6 +229,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         checks,
         path_matrix,
         runbook,
+        notes,
     };
     let style = crate::style(&plan.settings);
     let text = match plan.settings.format {

@@ -22,6 +22,7 @@ use spx_checks::validate::{self, shown};
 use spx_checks::{select, Check, ConfigState, Scope, CHECKS};
 
 use crate::cli::RunArgs;
+use crate::levels::Source;
 use crate::settings::{Settings, UsageError};
 
 /// The doctor's installed name: the remote default.
@@ -220,6 +221,17 @@ impl Plan {
         }
         if settings.strict {
             words.push(("", "--strict".into()));
+        }
+        // Levels from flags go along; those from the config's [doctor]
+        // table the nodes read from the same file.
+        for (flag, entries) in [
+            ("--allow", &settings.levels.allow),
+            ("--deny", &settings.levels.deny),
+        ] {
+            for e in entries.iter().filter(|e| e.source == Source::Flag) {
+                words.push(("", flag.into()));
+                words.push(("", e.code.clone()));
+            }
         }
         let ms = |d: Duration| format!("{}ms", d.as_millis());
         for (flag, d) in [

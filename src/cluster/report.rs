@@ -30,6 +30,11 @@ pub struct ClusterReport {
     pub path_matrix: Vec<Cell>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runbook: Option<Vec<String>>,
+    /// What the operator should know about the levels as the cluster
+    /// checks met them (an allow that matched nothing); each node's report
+    /// has its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Results over every node's checks and the cluster checks, and nodes.

@@ -1,11 +1,15 @@
-//! `spx-doctor list` and `spx-doctor explain ID`, both from `CHECKS`.
+//! `spx-doctor list [--codes]` and `spx-doctor explain ID|CODE`, all from
+//! `CHECKS` and the catalog of codes built from it.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{ContentArrangement, Table};
 use spx_checks::check::category;
+use spx_checks::codes::{self, Code, Level};
+use spx_checks::kind::{Origin, COMMON};
+use spx_checks::spinifex::{as_invoked, doctor_command};
 use spx_checks::Check;
 
-pub fn list(checks: &[&'static dyn Check], width: Option<u16>) -> String {
+fn table(width: Option<u16>) -> Table {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_content_arrangement(ContentArrangement::Dynamic);
@@ -13,6 +17,11 @@ pub fn list(checks: &[&'static dyn Check], width: Option<u16>) -> String {
     if let Some(w) = width {
         table.set_width(w);
     }
+    table
+}
+
+pub fn list(checks: &[&'static dyn Check], width: Option<u16>) -> String {
+    let mut table = table(width);
     table.set_header(vec!["id", "category", "title"]);
     for c in checks {
         table.add_row(vec![c.id(), category(c.id()), c.title()]);
@@ -36,4 +45,66 @@ pub fn explain(check: &dyn Check) -> String {
         },
         check.explain()
     ))
+}
+
+/// Every check's own codes, then the ones every check shares.
+pub fn list_codes(width: Option<u16>) -> String {
+    let mut table = table(width);
+    table.set_header(vec!["code", "status", "meaning"]);
+    for c in codes::all().filter(|c| c.kind.origin != Origin::Common) {
+        table.add_row(vec![c.code(), c.kind.status.to_string(), c.kind.text()]);
+    }
+    for k in &COMMON {
+        table.add_row(vec![
+            format!("CHECK-ID/{}", k.name),
+            k.status.to_string(),
+            k.text(),
+        ]);
+    }
+    let mut s = table.to_string();
+    s.push('\n');
+    s
+}
+
+pub fn explain_code(code: &Code) -> String {
+    let c = code.check;
+    let kind = code.kind;
+    let mut levels = Vec::new();
+    if Level::Allow.applies_to(kind) {
+        levels.push(format!(
+            "`{} --allow {}` (or `allow = [\"{}\"]` under [doctor] in the config) reports it as a pass, marked allowed.",
+            doctor_command(),
+            code.code(),
+            code.code()
+        ));
+    }
+    if Level::Deny.applies_to(kind) {
+        levels.push(format!(
+            "`{} --deny {}` makes it fail the run.",
+            doctor_command(),
+            code.code()
+        ));
+    }
+    let mut s = format!(
+        "{} — {}\n{}\n\nReported by {} — {} (`{} explain {}`).\n",
+        code.code(),
+        kind.status,
+        as_invoked(&kind.text()),
+        c.id(),
+        c.title(),
+        doctor_command(),
+        c.id()
+    );
+    if let Some(skip) = kind.skip {
+        s.push_str(&format!(
+            "In JSON: \"skip_reason\": \"{}\".\n",
+            skip.as_str()
+        ));
+    }
+    if !levels.is_empty() {
+        s.push('\n');
+        s.push_str(&levels.join("\n"));
+        s.push('\n');
+    }
+    s
 }

@@ -502,16 +502,14 @@ mod tests {
             ovn_read_by: "spx-node-01".into(),
             nodes,
             checks: vec![CheckReport {
-                id: "cluster.path-matrix",
                 title: "t",
-                status: Status::Fail,
                 summary: "14 of 56 paths cannot carry 9000 bytes: every path to and from spx-node-08 (carries 1500: spx-node-08's link or its switch port): spx-node-01<->spx-node-08, spx-node-02<->spx-node-08".into(),
-                evidence: Default::default(),
                 remediation: vec!["spx-node-08: every path to and from it fails: configure its switch port".into()],
-                duration_ms: 0,
+                ..crate::report::tests::c("cluster.path-matrix", Status::Fail)
             }],
             path_matrix,
             runbook: None,
+            notes: Vec::new(),
         }
     }
 

@@ -227,17 +227,13 @@ fn status_name(s: Status) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
 
     fn c(id: &'static str, status: Status, summary: &str, fix: &[&str]) -> CheckReport {
         CheckReport {
-            id,
-            title: "",
-            status,
             summary: summary.to_owned(),
-            evidence: Map::new(),
             remediation: fix.iter().map(|s| (*s).to_owned()).collect(),
             duration_ms: 3,
+            ..crate::report::tests::c(id, status)
         }
     }
 

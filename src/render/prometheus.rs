@@ -1,69 +1,20 @@
 //! Prometheus text exposition for node_exporter's textfile collector:
-//! the status of every check, how long each took, when the run was, its
-//! exit code, and the key measured values as gauges, in base units. A
-//! cluster run writes every node's series with a `node` label, and the
-//! cluster's own (`spx_doctor_cluster_*`).
+//! the status and code of every check, how long each took, when the run
+//! was, its exit code, and the metrics the checks declare
+//! ([`spx_checks::metrics`]), computed from the typed evidence in the
+//! report. A cluster run writes every node's series with a `node` label,
+//! read back from the node's JSON report through the same typed evidence,
+//! and the cluster's own (`spx_doctor_cluster_*`). Nothing here reads a
+//! measurement by key.
 
 use std::fmt::Write;
 
 use serde_json::Value;
+use spx_checks::metrics::{self, MetricDef, Series};
 use spx_checks::Status;
 
 use crate::cluster::report::ClusterReport;
 use crate::report::Report;
-
-/// A measured value worth graphing: `(check, evidence key, metric, type, help)`.
-const MEASUREMENTS: &[(&str, &str, &str, &str, &str)] = &[
-    (
-        "sysctl.udp-buffers",
-        "rmem_max",
-        "spx_doctor_udp_rmem_max_bytes",
-        "gauge",
-        "net.core.rmem_max.",
-    ),
-    (
-        "sysctl.udp-buffers",
-        "wmem_max",
-        "spx_doctor_udp_wmem_max_bytes",
-        "gauge",
-        "net.core.wmem_max.",
-    ),
-    (
-        "udp.rcvbuf-errors",
-        "rcvbuf_errors_total",
-        "spx_doctor_udp_rcvbuf_errors_total",
-        "counter",
-        "UDP datagrams dropped for want of receive buffer since boot (Udp and Udp6).",
-    ),
-    (
-        "udp.rcvbuf-errors",
-        "rcvbuf_errors_delta",
-        "spx_doctor_udp_rcvbuf_errors_in_window",
-        "gauge",
-        "UDP receive-buffer drops during this run's sample window.",
-    ),
-    (
-        "ipsec.xfrm",
-        "sa_count",
-        "spx_doctor_esp_sa_count",
-        "gauge",
-        "ESP security associations this node holds.",
-    ),
-    (
-        "cpu.softirq",
-        "busiest_softirq_share",
-        "spx_doctor_busiest_cpu_softirq_ratio",
-        "gauge",
-        "Share of the busiest CPU's time spent in softirq during the window (0-1).",
-    ),
-    (
-        "mtu.path",
-        "target_mtu",
-        "spx_doctor_path_mtu_target_bytes",
-        "gauge",
-        "The underlay MTU mtu.path probed for.",
-    ),
-];
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -74,10 +25,6 @@ fn escape(v: &str) -> String {
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn number(v: &Value) -> Option<f64> {
-    v.as_f64()
 }
 
 /// `{node="…",k="v",…}`, or nothing when there is no label.
@@ -108,10 +55,6 @@ fn checks_of(doc: &Value) -> impl Iterator<Item = &Value> {
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn find<'a>(doc: &'a Value, id: &str) -> Option<&'a Value> {
-    checks_of(doc).find(|c| text(c, "id") == id)
 }
 
 /// An RFC 3339 time as Unix seconds (0 when unreadable).
@@ -247,6 +190,22 @@ fn node_series(out: &mut String, docs: &[Doc]) {
 
     header(
         out,
+        "spx_doctor_check_code",
+        "gauge",
+        "1 for the code of the check's result (CHECK-ID/KIND; `spx-doctor explain CODE`).",
+    );
+    for (node, doc) in docs {
+        for c in checks_of(doc) {
+            let _ = writeln!(
+                out,
+                "spx_doctor_check_code{} 1",
+                labels(*node, &[("check", text(c, "id")), ("code", text(c, "code"))])
+            );
+        }
+    }
+
+    header(
+        out,
         "spx_doctor_check_duration_seconds",
         "gauge",
         "How long the check took.",
@@ -288,48 +247,43 @@ fn node_series(out: &mut String, docs: &[Doc]) {
         let _ = writeln!(out, "spx_doctor_run_exit_code{} {code}", labels(*node, &[]));
     }
 
-    for (id, key, metric, kind, help) in MEASUREMENTS {
-        let values: Vec<(Option<&str>, f64)> = docs
-            .iter()
-            .filter_map(|(node, doc)| {
-                Some((*node, number(find(doc, id)?.get("evidence")?.get(*key)?)?))
-            })
-            .collect();
-        if values.is_empty() {
-            continue;
-        }
-        header(out, metric, kind, help);
-        for (node, v) in values {
-            let _ = writeln!(out, "{metric}{} {v}", labels(node, &[]));
-        }
+    header(
+        out,
+        "spx_doctor_notes",
+        "gauge",
+        "Notes the run made about its levels (an allow that matched nothing, one a preflight set aside); the JSON report lists them.",
+    );
+    for (node, doc) in docs {
+        let notes = doc.get("notes").and_then(Value::as_array).map_or(0, Vec::len);
+        let _ = writeln!(out, "spx_doctor_notes{} {notes}", labels(*node, &[]));
     }
 
-    // Path MTU per peer, where mtu.path measured one.
-    let mut peers: Vec<(Option<&str>, String, f64)> = Vec::new();
+    // The metrics the checks declare, one family at a time, in report
+    // order, each computed from the check's typed evidence.
+    let mut families: Vec<(&'static MetricDef, Vec<(Option<&str>, Series)>)> = Vec::new();
     for (node, doc) in docs {
-        let list = find(doc, "mtu.path").and_then(|c| c.get("evidence")?.get("peers")?.as_array());
-        for p in list.into_iter().flatten() {
-            if let (Some(a), Some(m)) = (
-                p.get("address").and_then(Value::as_str),
-                p.get("path_mtu").and_then(Value::as_f64),
-            ) {
-                peers.push((*node, a.to_owned(), m));
+        for c in checks_of(doc) {
+            let Some(evidence) = c.get("evidence").and_then(Value::as_object) else {
+                continue;
+            };
+            for s in metrics::series(text(c, "id"), evidence) {
+                match families.iter_mut().find(|(m, _)| m.name == s.metric.name) {
+                    Some((_, list)) => list.push((*node, s)),
+                    None => families.push((s.metric, vec![(*node, s)])),
+                }
             }
         }
     }
-    if !peers.is_empty() {
-        header(
-            out,
-            "spx_doctor_path_mtu_bytes",
-            "gauge",
-            "The largest packet the underlay carries to the peer, measured.",
-        );
-        for (node, peer, mtu) in peers {
-            let _ = writeln!(
-                out,
-                "spx_doctor_path_mtu_bytes{} {mtu}",
-                labels(node, &[("peer", &peer)])
-            );
+    for (metric, series) in families {
+        header(out, metric.name, metric.kind.as_str(), metric.help);
+        for (node, s) in series {
+            let pairs: Vec<(&str, &str)> = metric
+                .labels
+                .iter()
+                .copied()
+                .zip(s.labels.iter().map(String::as_str))
+                .collect();
+            let _ = writeln!(out, "{}{} {}", metric.name, labels(node, &pairs), s.value);
         }
     }
 }

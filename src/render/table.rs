@@ -1,5 +1,6 @@
 //! The table an operator reads: one row per check, remediation under the
-//! rows that need it, evidence with -v, then a line of counts.
+//! rows that need it, what `--allow`/`--deny` changed, code, findings and
+//! evidence with -v, then a line of counts and the run's notes.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
@@ -50,10 +51,31 @@ pub fn render(report: &Report, style: &Style) -> String {
     table.set_header(vec!["", "check", "status", "summary"]);
     for c in &report.checks {
         let mut detail = c.summary.clone();
+        if !c.allowed.is_empty() {
+            detail.push_str(&format!("\n  allowed: {}", c.allowed.join(", ")));
+        }
+        if !c.denied.is_empty() {
+            detail.push_str(&format!(
+                "\n  denied: {} (warnings of this kind fail)",
+                c.denied.join(", ")
+            ));
+        }
+        if let Some(was) = c.status_was {
+            detail.push_str(&format!("\n  was {was}; now {} ({})", c.status, c.code));
+        }
         if matches!(c.status, Status::Fail | Status::Warn | Status::Error) || style.verbose {
             for step in &c.remediation {
                 detail.push_str("\n  fix: ");
                 detail.push_str(step);
+            }
+        }
+        if style.verbose {
+            detail.push_str(&format!("\n  code: {}", c.code));
+            for f in &c.findings {
+                detail.push_str(&format!(
+                    "\n  {} {} {}: {}",
+                    f.status, f.code, f.subject, f.summary
+                ));
             }
         }
         if style.verbose && !c.evidence.is_empty() {
@@ -65,9 +87,19 @@ pub fn render(report: &Report, style: &Style) -> String {
                 detail.push_str(&format!("\n  {k}: {v}"));
             }
         }
-        let status = Cell::new(c.status.as_str());
+        let allowed = c.status == Status::Pass && c.status_was.is_some();
+        let status = Cell::new(if allowed {
+            "allowed"
+        } else {
+            c.status.as_str()
+        });
         let status = if style.color {
-            status.fg(color(c.status)).add_attribute(Attribute::Bold)
+            let fg = if allowed {
+                Color::Cyan
+            } else {
+                color(c.status)
+            };
+            status.fg(fg).add_attribute(Attribute::Bold)
         } else {
             status
         };
@@ -82,9 +114,14 @@ pub fn render(report: &Report, style: &Style) -> String {
     let mut out = table.to_string();
     out.push('\n');
     out.push_str(&format!(
-        "{} checks: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
+        "{} checks: {} pass{}, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
         report.checks.len(),
         s.pass,
+        if s.allowed > 0 {
+            format!(" ({} allowed)", s.allowed)
+        } else {
+            String::new()
+        },
         s.warn,
         s.fail,
         s.skip,
@@ -96,6 +133,9 @@ pub fn render(report: &Report, style: &Style) -> String {
             format!(" (preflight {})", report.profile)
         }
     ));
+    for note in &report.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
     if let Some(runbook) = &report.runbook {
         out.push_str("\nRunbook:\n");
         for (i, step) in runbook.iter().enumerate() {
