@@ -1265,6 +1265,47 @@ const BAD_INPUT: &[BadInput] = &[
         config: Some(CLUSTER_CONFIG),
         unreadable: false,
     },
+    BadInput {
+        what: "unknown code to allow",
+        args: &["--allow", "nic.rings/shalow-ring"],
+        config: None,
+        unreadable: false,
+    },
+    BadInput {
+        what: "allowing a pass",
+        args: &["--allow", "nic.rings/ok"],
+        config: None,
+        unreadable: false,
+    },
+    BadInput {
+        what: "denying a failure",
+        args: &["--deny", "qemu.tuning/no-vhost"],
+        config: None,
+        unreadable: false,
+    },
+    BadInput {
+        what: "allowing what a preflight requires",
+        args: &[
+            "--for",
+            "disable-ipsec",
+            "--allow",
+            "ipsec.flags/stale-nb-ipsec",
+        ],
+        config: None,
+        unreadable: false,
+    },
+    BadInput {
+        what: "unknown code in the config",
+        args: &["--config", "spinifex.toml"],
+        config: Some("[doctor]\nallow = [\"nic.rings/shalow-ring\"]\n"),
+        unreadable: false,
+    },
+    BadInput {
+        what: "explain an unknown code",
+        args: &["explain", "nic.rings/shalow"],
+        config: None,
+        unreadable: false,
+    },
 ];
 
 /// Two nodes, for the cluster rows (refused before any ssh runs).

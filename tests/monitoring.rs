@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-use crate::support::{self, run, spx, Netns};
+use crate::support::fabric::{Fabric, NodeSpec};
+use crate::support::{self, run, run_json, spx, Netns};
 
 pub(crate) fn promtool_check(text: &str) {
     let out = support::run_with_stdin(Command::new("promtool").args(["check", "metrics"]), text);
@@ -70,6 +71,121 @@ fn prometheus_output_passes_promtool_and_carries_the_series() {
     assert!((now - ts).abs() < 600.0, "timestamp {ts} vs now {now}");
     assert!(text.contains("spx_doctor_info{version=\""));
     assert!(text.contains("# TYPE spx_doctor_udp_rcvbuf_errors_total counter"));
+}
+
+/// Every series a check declares appears in the textfile of a real run
+/// that produces it: a node of a netns fabric with one peer, its config
+/// naming that peer (mtu.path probes it; ipsec.xfrm counts this
+/// namespace's SAs), the host's counters for the rest. Each value is the
+/// one the JSON evidence of the same run carries, read through the typed
+/// evidence, never by key.
+#[test]
+fn every_declared_series_appears_in_a_real_run() {
+    if !support::root_or_skip("every_declared_series_appears_in_a_real_run") {
+        return;
+    }
+    let mut fabric = Fabric::new();
+    let me = fabric.add_node(NodeSpec::jumbo());
+    let peer = fabric.add_node(NodeSpec::jumbo());
+    let (me, peer) = (fabric.node(me), fabric.node(peer));
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::write_config(
+        dir.path(),
+        &format!(
+            "node = \"me\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 9000\n\
+             [nodes.me]\nhost = \"{}\"\n[nodes.peer]\nhost = \"{}\"\n",
+            me.v4, peer.v4
+        ),
+    );
+    let checks: Vec<&str> = spx_checks::metrics::declared()
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
+    let args = |format: &str| {
+        let mut cmd = me.spx();
+        cmd.args([
+            "--check",
+            &checks.join(","),
+            "--sample",
+            "200ms",
+            "--config",
+        ])
+        .arg(&config)
+        .args(["--format", format]);
+        cmd
+    };
+    let (code, text, err) = run(&mut args("prometheus"));
+    assert!(code < 2, "{err}\n{text}");
+    promtool_check(&text);
+    for (id, metric) in spx_checks::metrics::declared() {
+        assert!(
+            text.contains(&format!(
+                "# TYPE {} {}\n",
+                metric.name,
+                metric.kind.as_str()
+            )),
+            "{id}: no {} in\n{text}",
+            metric.name
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(metric.name)
+                    && l[metric.name.len()..].starts_with([' ', '{'])),
+            "{id}: no sample of {} in\n{text}",
+            metric.name
+        );
+    }
+    assert_eq!(
+        sample(
+            &text,
+            &format!("spx_doctor_path_mtu_bytes{{peer=\"{}\"}}", peer.v4)
+        ),
+        Some(9000.0)
+    );
+    assert_eq!(
+        sample(&text, "spx_doctor_path_mtu_target_bytes"),
+        Some(9000.0)
+    );
+    assert_eq!(
+        sample(&text, "spx_doctor_esp_security_associations"),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "spx_doctor_check_code{check=\"ipsec.xfrm\",code=\"ipsec.xfrm/pass\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(sample(&text, "spx_doctor_notes"), Some(0.0));
+    // The same run as JSON: the series are its evidence, typed.
+    let (_, doc) = run_json(&mut {
+        let mut cmd = me.spx();
+        cmd.args([
+            "--check",
+            &checks.join(","),
+            "--sample",
+            "200ms",
+            "--config",
+        ])
+        .arg(&config);
+        cmd
+    });
+    let udp = support::check(&doc, "udp.rcvbuf-errors");
+    let ev: spx_checks::checks::rcvbuf_errors::RcvbufErrorsEvidence =
+        serde_json::from_value(udp["evidence"].clone()).expect("typed evidence reads back");
+    assert_eq!(
+        sample(&text, "spx_doctor_udp_rcvbuf_errors_total"),
+        Some(ev.rcvbuf_errors_total as f64),
+        "this namespace's counter does not move between the two runs"
+    );
+    let buffers = support::check(&doc, "sysctl.udp-buffers");
+    let ev: spx_checks::checks::udp_buffers::UdpBuffersEvidence =
+        serde_json::from_value(buffers["evidence"].clone()).unwrap();
+    assert_eq!(
+        sample(&text, "spx_doctor_udp_wmem_max_bytes"),
+        Some(ev.wmem_max as f64)
+    );
 }
 
 #[test]

@@ -117,6 +117,59 @@ fn an_untuned_guest_fails_on_every_item() {
             .any(|f| f.contains(&format!("stop, then start instance pid {}", guest.pid))),
         "{fixes:#?}"
     );
+    // Each problem is a finding of this instance with its own code.
+    let mine = |check: &Value| -> Vec<(String, String, Value)> {
+        let me = format!("pid {} (spx-test-untuned)", guest.pid);
+        check["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["subject"] == me.as_str())
+            .map(|f| {
+                (
+                    f["code"].as_str().unwrap().to_owned(),
+                    f["status"].as_str().unwrap().to_owned(),
+                    f["status_was"].clone(),
+                )
+            })
+            .collect()
+    };
+    let codes: Vec<String> = mine(check).into_iter().map(|(c, ..)| c).collect();
+    for code in [
+        "qemu.tuning/no-vhost",
+        "qemu.tuning/wrong-queues",
+        "qemu.tuning/small-rx-queue",
+        "qemu.tuning/wrong-host-mtu",
+        "qemu.tuning/no-iothread",
+        "qemu.tuning/wrong-cache",
+    ] {
+        assert!(codes.iter().any(|c| c == code), "{code} not in {codes:?}");
+    }
+    // Allowing one kind leaves this guest's other problems failing.
+    let (code, doc) = run_json(ns.spx().args([
+        "--check",
+        "qemu.tuning",
+        "--config",
+        config.to_str().unwrap(),
+        "--probe-timeout",
+        "500ms",
+        "--allow",
+        "qemu.tuning/no-vhost",
+    ]));
+    let check = support::check(&doc, "qemu.tuning");
+    assert_eq!(
+        (check["status"].as_str(), code),
+        (Some("fail"), 1),
+        "{check:#}"
+    );
+    assert_ne!(check["code"], "qemu.tuning/no-vhost", "{check:#}");
+    for (c, status, was) in mine(check) {
+        if c == "qemu.tuning/no-vhost" {
+            assert_eq!((status.as_str(), was), ("pass", json!("fail")));
+        } else {
+            assert_eq!(status, "fail", "{c}");
+        }
+    }
     drop(guest);
 }
 

@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod cluster;
+mod codes;
 mod hardening;
 mod ipsec;
 mod junit;

@@ -124,6 +124,17 @@ fn assert_matches(validator: &jsonschema::Validator, schema: &str, doc: &Value) 
         errors.is_empty(),
         "JSON does not match schema/{schema}: {errors:#?}\n{doc:#}"
     );
+    // What the schema cannot say: every result of this version has a code,
+    // its check's own, and so does every finding.
+    for c in doc["checks"].as_array().into_iter().flatten() {
+        let prefix = format!("{}/", c["id"].as_str().unwrap_or_default());
+        let code = c["code"].as_str().unwrap_or_default();
+        assert!(code.starts_with(&prefix), "code {code:?} of {c:#}");
+        for f in c["findings"].as_array().expect("findings").iter() {
+            let code = f["code"].as_str().unwrap_or_default();
+            assert!(code.starts_with(&prefix), "finding code {code:?} of {c:#}");
+        }
+    }
 }
 
 pub fn assert_valid(doc: &Value) {
