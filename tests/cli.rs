@@ -313,6 +313,52 @@ fn readme_lists_every_code_and_every_metric() {
     }
 }
 
+/// The schema describes every converted check: its evidence under
+/// `$defs/evidence-<id>`, and a code pattern that takes every code of the
+/// catalog for that check and no other check's.
+#[test]
+fn the_schema_knows_every_code_and_typed_evidence() {
+    let text =
+        std::fs::read_to_string(support::repo_root().join("schema/report-v1.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let blocks = schema["$defs"]["check"]["allOf"].as_array().unwrap();
+    for check in spx_checks::CHECKS {
+        let id = check.id();
+        let block = blocks
+            .iter()
+            .find(|b| b["if"]["properties"]["id"]["const"] == id);
+        let Some(block) = block else {
+            assert!(
+                check.declared().is_none(),
+                "{id} has typed kinds but no if/then in the schema"
+            );
+            continue;
+        };
+        assert!(
+            schema["$defs"][format!("evidence-{id}")].is_object(),
+            "no $defs/evidence-{id}"
+        );
+        let pattern = &block["then"]["properties"]["code"]["pattern"];
+        assert_eq!(
+            pattern,
+            &block["then"]["properties"]["findings"]["items"]["properties"]["code"]["pattern"],
+            "{id}"
+        );
+        let v =
+            jsonschema::validator_for(&serde_json::json!({ "type": "string", "pattern": pattern }))
+                .unwrap();
+        for code in spx_checks::codes::of_check(*check) {
+            assert!(
+                v.is_valid(&serde_json::json!(code.code())),
+                "{} not in {pattern}",
+                code.code()
+            );
+        }
+        assert!(!v.is_valid(&serde_json::json!(format!("{id}/no-such-kind"))));
+        assert!(!v.is_valid(&serde_json::json!("mtu.path/ok")));
+    }
+}
+
 /// `--output /dev/null` once replaced the device with a regular file: the
 /// atomic rename must never land on anything but a regular file.
 #[test]

@@ -124,16 +124,7 @@ fn a_preflight_refuses_to_allow_what_it_depends_on() {
 /// a later run sees drops since boot and none in its window, a warning.
 fn drops_in_the_past(ns: &Netns) {
     let dropped = ns.in_thread(|| {
-        let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
-        rx.set_recv_buffer_size(1).unwrap();
-        rx.bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
-        let to = rx.local_addr().unwrap().as_socket().unwrap();
+        let (rx, to) = support::tiny_udp_receiver();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         for _ in 0..2000 {
             let _ = tx.send_to(&[0x5a_u8; 1200], to);

@@ -101,7 +101,7 @@ fn every_declared_series_appears_in_a_real_run() {
         .iter()
         .map(|(id, _)| *id)
         .collect();
-    let args = |format: &str| {
+    let doctor = || {
         let mut cmd = me.spx();
         cmd.args([
             "--check",
@@ -110,11 +110,10 @@ fn every_declared_series_appears_in_a_real_run() {
             "200ms",
             "--config",
         ])
-        .arg(&config)
-        .args(["--format", format]);
+        .arg(&config);
         cmd
     };
-    let (code, text, err) = run(&mut args("prometheus"));
+    let (code, text, err) = run(doctor().args(["--format", "prometheus"]));
     assert!(code < 2, "{err}\n{text}");
     promtool_check(&text);
     for (id, metric) in spx_checks::metrics::declared() {
@@ -159,18 +158,7 @@ fn every_declared_series_appears_in_a_real_run() {
     );
     assert_eq!(sample(&text, "spx_doctor_notes"), Some(0.0));
     // The same run as JSON: the series are its evidence, typed.
-    let (_, doc) = run_json(&mut {
-        let mut cmd = me.spx();
-        cmd.args([
-            "--check",
-            &checks.join(","),
-            "--sample",
-            "200ms",
-            "--config",
-        ])
-        .arg(&config);
-        cmd
-    });
+    let (_, doc) = run_json(&mut doctor());
     let udp = support::check(&doc, "udp.rcvbuf-errors");
     let ev: spx_checks::checks::rcvbuf_errors::RcvbufErrorsEvidence =
         serde_json::from_value(udp["evidence"].clone()).expect("typed evidence reads back");

@@ -14,14 +14,22 @@ use crate::support::{self, run_json, strings, write_config, Netns};
 const CONFIG: &str = "node = \"spx1\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 1500\n[nodes.spx1]\nhost = \"198.18.0.1\"\n";
 
 fn run_check(ns: &Netns, config: &std::path::Path) -> (i32, Value) {
-    run_json(ns.spx().args([
-        "--check",
-        "qemu.tuning",
-        "--config",
-        config.to_str().unwrap(),
-        "--probe-timeout",
-        "500ms",
-    ]))
+    run_check_with(ns, config, &[])
+}
+
+fn run_check_with(ns: &Netns, config: &std::path::Path, extra: &[&str]) -> (i32, Value) {
+    run_json(
+        ns.spx()
+            .args([
+                "--check",
+                "qemu.tuning",
+                "--config",
+                config.to_str().unwrap(),
+                "--probe-timeout",
+                "500ms",
+            ])
+            .args(extra),
+    )
 }
 
 /// This guest's entry in the evidence.
@@ -146,16 +154,7 @@ fn an_untuned_guest_fails_on_every_item() {
         assert!(codes.iter().any(|c| c == code), "{code} not in {codes:?}");
     }
     // Allowing one kind leaves this guest's other problems failing.
-    let (code, doc) = run_json(ns.spx().args([
-        "--check",
-        "qemu.tuning",
-        "--config",
-        config.to_str().unwrap(),
-        "--probe-timeout",
-        "500ms",
-        "--allow",
-        "qemu.tuning/no-vhost",
-    ]));
+    let (code, doc) = run_check_with(&ns, &config, &["--allow", "qemu.tuning/no-vhost"]);
     let check = support::check(&doc, "qemu.tuning");
     assert_eq!(
         (check["status"].as_str(), code),

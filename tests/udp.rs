@@ -22,16 +22,7 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
     let stop = Arc::new(AtomicBool::new(false));
     let stop_flood = Arc::clone(&stop);
     let flood = ns.in_thread(move || {
-        let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
-        rx.set_recv_buffer_size(1).unwrap();
-        rx.bind(
-            &"127.0.0.1:0"
-                .parse::<std::net::SocketAddr>()
-                .unwrap()
-                .into(),
-        )
-        .unwrap();
-        let to = rx.local_addr().unwrap().as_socket().unwrap();
+        let (rx, to) = support::tiny_udp_receiver();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let payload = [0x5a_u8; 1200];
         let end = Instant::now() + Duration::from_secs(15);

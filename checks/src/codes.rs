@@ -52,7 +52,7 @@ pub fn reports(check: &dyn Check, kind: &KindDoc) -> bool {
         Origin::Transitional => check.declared().is_none(),
         Origin::Check => check
             .declared()
-            .is_some_and(|d| d.kinds.iter().any(|k| std::ptr::eq(k, kind))),
+            .is_some_and(|d| d.kinds.iter().any(|k| k.same_kind(kind))),
     }
 }
 
@@ -200,6 +200,23 @@ mod tests {
                 check.id()
             );
         }
+    }
+
+    // Found running the release build: every converted check reported
+    // undeclared-code, because kinds were compared by address and an
+    // associated const may be a different copy in each place it is used.
+    #[test]
+    fn a_kind_is_known_by_its_name_not_its_address() {
+        let copy = KindDoc::declared("nic.rings", "shallow-ring", Status::Warn, "a copy");
+        let check = crate::find("nic.rings").unwrap();
+        assert!(reports(check, &copy));
+        let other = KindDoc::declared("nic.rings", "deep-ring", Status::Warn, "");
+        assert!(!reports(check, &other));
+        assert!(!reports(check, &crate::kind::TRANSITIONAL[0]));
+        assert!(reports(
+            crate::find("mtu.path").unwrap(),
+            &crate::kind::TRANSITIONAL[0]
+        ));
     }
 
     #[test]

@@ -120,6 +120,13 @@ impl KindDoc {
         format!("{}/{}", self.check.unwrap_or(check_id), self.name)
     }
 
+    /// Is this the same kind as `other`? By check and name, never by
+    /// address: a kind reached through an associated const may be a
+    /// different copy from one build to another.
+    pub fn same_kind(&self, other: &KindDoc) -> bool {
+        self.check == other.check && self.name == other.name && self.origin == other.origin
+    }
+
     /// The doc comment as one paragraph of plain text.
     pub fn text(&self) -> String {
         self.doc
@@ -326,7 +333,7 @@ pub fn most_severe<K: Kinds>(kinds: impl IntoIterator<Item = K>) -> Option<K> {
         let doc = k.doc();
         let position = K::DOCS
             .iter()
-            .position(|d| std::ptr::eq(d, doc))
+            .position(|d| d.same_kind(doc))
             .unwrap_or(usize::MAX);
         (std::cmp::Reverse(severity(doc.status)), position)
     })

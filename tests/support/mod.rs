@@ -216,6 +216,23 @@ ovn_sb_addr = "tcp:127.0.0.1:1"
 host = "198.18.7.2"
 "#;
 
+/// A UDP socket on loopback with the smallest receive buffer the kernel
+/// allows, never read: datagrams sent to it are dropped and counted as
+/// RcvbufErrors. Call on a thread inside the test's namespace.
+pub fn tiny_udp_receiver() -> (socket2::Socket, std::net::SocketAddr) {
+    let rx = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    rx.set_recv_buffer_size(1).unwrap();
+    rx.bind(
+        &"127.0.0.1:0"
+            .parse::<std::net::SocketAddr>()
+            .unwrap()
+            .into(),
+    )
+    .unwrap();
+    let to = rx.local_addr().unwrap().as_socket().unwrap();
+    (rx, to)
+}
+
 /// A config file in a temp dir.
 pub fn write_config(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("spinifex.toml");
