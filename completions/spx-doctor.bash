@@ -38,7 +38,7 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --help --version list explain completions man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -136,6 +136,14 @@ _spx__doctor() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --allow)
+                    COMPREPLY=($(compgen -W "sysctl.udp-buffers/quic-starved sysctl.udp-buffers/below-required udp.rcvbuf-errors/dropping udp.rcvbuf-errors/past-drops udp.rcvbuf-errors/quic-warning ipsec.flags/stale-nb-ipsec ipsec.flags/missing-nb-ipsec ipsec.flags/stale-ovs-ipsec ipsec.flags/missing-ovs-ipsec ipsec.flags/db-unreachable nic.rings/shallow-ring nic.rings/virtio-queue-size cpu.softirq/esp-funnel cpu.softirq/receive-funnel cpu.softirq/concentrated tcp.reordering/multiqueue-reordering tcp.reordering/reordering-or-loss qemu.tuning/no-vhost qemu.tuning/not-tap qemu.tuning/wrong-queues qemu.tuning/tap-queue-mismatch qemu.tuning/not-virtio qemu.tuning/no-mq qemu.tuning/wrong-vectors qemu.tuning/small-rx-queue qemu.tuning/wrong-host-mtu qemu.tuning/no-iothread qemu.tuning/wrong-cache qemu.tuning/wrong-num-queues qemu.tuning/unparsable-cmdline qemu.tuning/qmp-silent" -- "${cur}"))
+                    return 0
+                    ;;
+                --deny)
+                    COMPREPLY=($(compgen -W "udp.rcvbuf-errors/past-drops udp.rcvbuf-errors/quic-warning nic.rings/shallow-ring nic.rings/virtio-queue-size cpu.softirq/concentrated tcp.reordering/multiqueue-reordering tcp.reordering/reordering-or-loss" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -172,7 +180,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__explain)
-            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning cluster.reachable cluster.config-drift cluster.path-matrix cluster.sa-pairs"
+            opts="-h -V --help --version sysctl.udp-buffers udp.rcvbuf-errors mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning cluster.reachable cluster.config-drift cluster.path-matrix cluster.sa-pairs sysctl.udp-buffers/ok sysctl.udp-buffers/quic-starved sysctl.udp-buffers/below-required udp.rcvbuf-errors/ok udp.rcvbuf-errors/dropping udp.rcvbuf-errors/past-drops udp.rcvbuf-errors/quic-warning ipsec.flags/ok ipsec.flags/stale-nb-ipsec ipsec.flags/missing-nb-ipsec ipsec.flags/stale-ovs-ipsec ipsec.flags/missing-ovs-ipsec ipsec.flags/db-unreachable nic.rings/ok nic.rings/shallow-ring nic.rings/virtio-queue-size cpu.softirq/ok cpu.softirq/esp-funnel cpu.softirq/receive-funnel cpu.softirq/concentrated tcp.reordering/ok tcp.reordering/multiqueue-reordering tcp.reordering/reordering-or-loss qemu.tuning/ok qemu.tuning/no-vhost qemu.tuning/not-tap qemu.tuning/wrong-queues qemu.tuning/tap-queue-mismatch qemu.tuning/not-virtio qemu.tuning/no-mq qemu.tuning/wrong-vectors qemu.tuning/small-rx-queue qemu.tuning/wrong-host-mtu qemu.tuning/no-iothread qemu.tuning/wrong-cache qemu.tuning/wrong-num-queues qemu.tuning/unparsable-cmdline qemu.tuning/qmp-silent"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -186,7 +194,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__list)
-            opts="-h -V --help --version"
+            opts="-h -V --codes --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -106,16 +106,55 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-user -d 'The 
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l remote-bin -d 'The doctor on the other nodes: a name on their PATH or an absolute path [default: the doctor\'s installed name]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l parallel -d 'At most N ssh sessions at once' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ovn-read-by -d 'Set by --cluster on the other nodes: the node that reads OVN NB and SB for the whole cluster' -r
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l allow -d 'A known problem of this kind passes, reported as allowed; repeatable (config: doctor.allow)' -r -f -a "sysctl.udp-buffers/quic-starved\t'fail: rmem_max is below the 7 MiB quic-go asks for: it gets a smaller buffer and drops datagrams under load (guests lost root filesystems this way)'
+sysctl.udp-buffers/below-required\t'fail: A ceiling is below the 16 MiB Spinifex requires, though quic-go gets its 7 MiB: setup.sh\'s sysctl stage did not run or was overridden'
+udp.rcvbuf-errors/dropping\t'fail: Udp/Udp6 RcvbufErrors advanced during the sample window: datagrams (QUIC\'s among them) are being thrown away now'
+udp.rcvbuf-errors/past-drops\t'warn: Drops were counted since boot, none during the window: it happened, under load, earlier'
+udp.rcvbuf-errors/quic-warning\t'warn: No drops counted, but spinifex-predastore logged quic-go\'s \'receive buffer size\' warning this boot'
+ipsec.flags/stale-nb-ipsec\t'fail: NB_Global.ipsec is true while the config does not want IPsec: the flag the daemon never clears, so the control plane claims an encrypted cluster that is not'
+ipsec.flags/missing-nb-ipsec\t'fail: NB_Global.ipsec is not true while the config wants IPsec: the overlay may be sending guest traffic in clear'
+ipsec.flags/stale-ovs-ipsec\t'fail: OVS other_config:ipsec_encapsulation is true while the config does not want IPsec (left behind on this node)'
+ipsec.flags/missing-ovs-ipsec\t'fail: OVS other_config:ipsec_encapsulation is not true while the config wants IPsec'
+ipsec.flags/db-unreachable\t'error: NB_Global or the local Open_vSwitch database could not be read (down, no answer within the probe timeout): never a pass'
+nic.rings/shallow-ring\t'warn: The rx ring is below 1024 though the device allows 1024: a measured drop source under burst'
+nic.rings/virtio-queue-size\t'warn: A guest\'s virtio NIC offers fewer than 1024 rx descriptors: its maximum is the queue size the host\'s QEMU gave it (`rx_queue_size`), so the fix is on the host'
+cpu.softirq/esp-funnel\t'fail: With IPsec on, one core is saturated by receive work: the ESP funnel (one SA\'s traffic cannot be spread; measured 97.4% busy, 71.8% softirq)'
+cpu.softirq/receive-funnel\t'fail: One core is saturated by receive work while the others idle, and IPsec is off (or unknown): the NIC\'s queues or interrupts are not spread'
+cpu.softirq/concentrated\t'warn: One core takes at least half of all NET_RX under real traffic on a machine of 4 or more CPUs'
+tcp.reordering/multiqueue-reordering\t'warn: Reordering or D-SACKs with IPsec on and a NIC running several queue pairs: multiqueue spreads one ESP flow and TCP reads the reordering as loss (measured: -12%)'
+tcp.reordering/reordering-or-loss\t'warn: Reorder detections, D-SACKs (spurious retransmissions) or retransmissions of 0.1% or more: TCP is mistaking reordering for loss, or losing segments'
+qemu.tuning/no-vhost\t'fail: A VPC NIC runs without vhost=on (or /dev/vhost-net is missing): QEMU\'s main loop moves every packet, ~60% of a core measured'
+qemu.tuning/not-tap\t'fail: A VPC NIC\'s netdev is not a tap: vhost and host-side multiqueue need one'
+qemu.tuning/wrong-queues\t'fail: queues= does not follow the IPsec setting: 1 with IPsec on (multiqueue reorders ESP, -12%), min(vCPUs, 8) with it off (+54%)'
+qemu.tuning/tap-queue-mismatch\t'fail: The host tap does not match QEMU\'s queues: the queues QEMU holds, the multi_queue flag, or another process attached'
+qemu.tuning/not-virtio\t'fail: A NIC or the boot disk is not virtio (virtio-net-pci, virtio-blk-pci)'
+qemu.tuning/no-mq\t'fail: A multiqueue NIC lacks mq=on: the guest uses only the first queue'
+qemu.tuning/wrong-vectors\t'fail: A multiqueue NIC\'s MSI-X vectors are not 2×queues+2 (as set, or as its machine type defaults them)'
+qemu.tuning/small-rx-queue\t'fail: rx_queue_size is not 1024: QEMU\'s default ring of 256 was a measured drop source under burst'
+qemu.tuning/wrong-host-mtu\t'fail: host_mtu is not the guest MTU the config implies: large segments vanish'
+qemu.tuning/no-iothread\t'fail: A disk (boot, data volume or hot-attached) has no iothread of its own: ~38x fewer IOPS measured'
+qemu.tuning/wrong-cache\t'fail: The boot disk\'s cache mode is not none (O_DIRECT, guest flushes forwarded)'
+qemu.tuning/wrong-num-queues\t'fail: The boot disk\'s num-queues is not the vCPU count'
+qemu.tuning/unparsable-cmdline\t'error: A QEMU command line could not be parsed: that guest cannot be judged'
+qemu.tuning/qmp-silent\t'error: A QMP monitor on the command line did not answer: hot-attached volumes could not be checked'"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l deny -d 'A warning of this kind fails the run; repeatable (config: doctor.deny)' -r -f -a "udp.rcvbuf-errors/past-drops\t'warn: Drops were counted since boot, none during the window: it happened, under load, earlier'
+udp.rcvbuf-errors/quic-warning\t'warn: No drops counted, but spinifex-predastore logged quic-go\'s \'receive buffer size\' warning this boot'
+nic.rings/shallow-ring\t'warn: The rx ring is below 1024 though the device allows 1024: a measured drop source under burst'
+nic.rings/virtio-queue-size\t'warn: A guest\'s virtio NIC offers fewer than 1024 rx descriptors: its maximum is the queue size the host\'s QEMU gave it (`rx_queue_size`), so the fix is on the host'
+cpu.softirq/concentrated\t'warn: One core takes at least half of all NET_RX under real traffic on a machine of 4 or more CPUs'
+tcp.reordering/multiqueue-reordering\t'warn: Reordering or D-SACKs with IPsec on and a NIC running several queue pairs: multiqueue spreads one ESP flow and TCP reads the reordering as loss (measured: -12%)'
+tcp.reordering/reordering-or-loss\t'warn: Reorder detections, D-SACKs (spurious retransmissions) or retransmissions of 0.1% or more: TCP is mistaking reordering for loss, or losing segments'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*]: this node in-process, the others over ssh (BatchMode), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check: what it measures, why it matters, how to fix it'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -278,14 +278,10 @@ impl TypedValueParser for CheckIdParser {
                 format!("every {w} check: {}", ids.join(", "))
             }
         };
-        Some(Box::new(
-            words
-                .into_iter()
-                .map(move |w| {
-                    let text = help(&w);
-                    PossibleValue::new(w).help(text)
-                }),
-        ))
+        Some(Box::new(words.into_iter().map(move |w| {
+            let text = help(&w);
+            PossibleValue::new(w).help(text)
+        })))
     }
 }
 
@@ -294,7 +290,11 @@ impl TypedValueParser for CheckIdParser {
 fn code_help(code: &str) -> String {
     spx_checks::codes::find(code).map_or_else(String::new, |c| {
         let text = c.kind.text();
-        let first = text.split(". ").next().unwrap_or(&text).trim_end_matches('.');
+        let first = text
+            .split(". ")
+            .next()
+            .unwrap_or(&text)
+            .trim_end_matches('.');
         format!("{}: {first}", c.kind.status)
     })
 }

@@ -208,9 +208,19 @@ fn complete(words: Vec<std::ffi::OsString>) -> anyhow::Result<String> {
         args.push(std::ffi::OsString::new());
     }
     let index = args.len() - 1;
+    let typed_a_code = args[index].to_string_lossy().contains('/');
     let candidates = clap_complete::engine::complete(&mut cmd, args, index, None)?;
+    // `explain` takes a check id or a code: the codes follow once a check
+    // id and its slash are typed, so `explain ipsec.` offers the checks.
+    let is_code = |c: &clap_complete::engine::CompletionCandidate| {
+        c.get_value().to_string_lossy().contains('/')
+    };
+    let ids_offered = candidates.iter().any(|c| !is_code(c));
     let mut out = String::new();
-    for c in candidates.iter().filter(|c| !c.is_hide_set()) {
+    for c in candidates
+        .iter()
+        .filter(|c| !c.is_hide_set() && (typed_a_code || !ids_offered || !is_code(c)))
+    {
         out.push_str(&c.get_value().to_string_lossy());
         if let Some(help) = c.get_help() {
             let help = help.to_string();

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
@@ -23,7 +23,7 @@ pub const MAX_NIC_QUEUES: u32 = 8;
 /// The address family of the overlay's outer header: the family of this
 /// node's geneve endpoint (`ovn-encap-ip`). An IPv6 outer header costs
 /// [`IPV6_EXTRA`] bytes more than IPv4's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
     #[default]

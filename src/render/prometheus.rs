@@ -43,6 +43,9 @@ fn labels(node: Option<&str>, rest: &[(&str, &str)]) -> String {
     }
 }
 
+/// One declared metric and its samples, each with the node it is from.
+type Family<'a> = (&'static MetricDef, Vec<(Option<&'a str>, Series)>);
+
 /// A report as JSON v1, with the node it is from in a cluster run.
 type Doc<'a> = (Option<&'a str>, &'a Value);
 
@@ -199,7 +202,10 @@ fn node_series(out: &mut String, docs: &[Doc]) {
             let _ = writeln!(
                 out,
                 "spx_doctor_check_code{} 1",
-                labels(*node, &[("check", text(c, "id")), ("code", text(c, "code"))])
+                labels(
+                    *node,
+                    &[("check", text(c, "id")), ("code", text(c, "code"))]
+                )
             );
         }
     }
@@ -254,13 +260,16 @@ fn node_series(out: &mut String, docs: &[Doc]) {
         "Notes the run made about its levels (an allow that matched nothing, one a preflight set aside); the JSON report lists them.",
     );
     for (node, doc) in docs {
-        let notes = doc.get("notes").and_then(Value::as_array).map_or(0, Vec::len);
+        let notes = doc
+            .get("notes")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         let _ = writeln!(out, "spx_doctor_notes{} {notes}", labels(*node, &[]));
     }
 
     // The metrics the checks declare, one family at a time, in report
     // order, each computed from the check's typed evidence.
-    let mut families: Vec<(&'static MetricDef, Vec<(Option<&str>, Series)>)> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
     for (node, doc) in docs {
         for c in checks_of(doc) {
             let Some(evidence) = c.get("evidence").and_then(Value::as_object) else {

@@ -210,10 +210,7 @@ pub fn judge(facts: FlagFacts) -> Finding {
     let mut subjects = Vec::new();
     let mut errors = Vec::new();
     let mut denied = Vec::new();
-    for (subject, result) in [
-        (NB_SUBJECT, nb_err),
-        (OVS_SUBJECT, ovs.as_ref().err()),
-    ] {
+    for (subject, result) in [(NB_SUBJECT, nb_err), (OVS_SUBJECT, ovs.as_ref().err())] {
         let Some(e) = result else { continue };
         let what = if subject == NB_SUBJECT {
             "NB_Global.ipsec"

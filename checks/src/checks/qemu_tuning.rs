@@ -19,6 +19,7 @@ use crate::evidence::Evidence;
 use crate::expect::{Expectations, MAX_NIC_QUEUES};
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
+use crate::probe::peers::UnderlayFamily;
 use crate::probe::qemu::cmdline::machine_type_version;
 use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::opts::Opts;
@@ -102,6 +103,9 @@ pub struct QemuTuningEvidence {
     pub expected_guest_mtu: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipsec_enabled: Option<bool>,
+    /// The family host_mtu was judged for; absent without guests or config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub underlay_family: Option<UnderlayFamily>,
     /// QEMU processes whose command line could not be read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<Unreadable>,
@@ -177,6 +181,9 @@ pub struct HostFacts {
     pub vhost_net: bool,
     pub instances: Vec<InstanceFacts>,
     pub unreadable: Vec<Unreadable>,
+    /// The family host_mtu was judged for, and how it is known (read only
+    /// when there are guests and a config).
+    pub underlay_family: Option<UnderlayFamily>,
 }
 
 /// The verdict on one instance, as the evidence lists it.
@@ -357,7 +364,7 @@ impl Check for QemuTuning {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let facts = match gather(ctx) {
+        let mut facts = match gather(ctx) {
             Ok(f) => f,
             Err(e) => return e.into(),
         };
@@ -366,7 +373,8 @@ impl Check for QemuTuning {
                 // host_mtu is the guest MTU, which an IPv6 underlay narrows.
                 let family = crate::probe::peers::underlay_family(ctx);
                 let expect = expect.for_underlay(family.family);
-                judge(&facts, Some(&expect), None).with("underlay_family", &family)
+                facts.underlay_family = Some(family);
+                judge(&facts, Some(&expect), None)
             }
             Ok(expect) => judge(&facts, Some(expect), None),
             Err(no_config) => judge(&facts, None, Some(no_config)),
@@ -428,6 +436,7 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
         vhost_net: host::vhost_net_present(),
         instances,
         unreadable: discovery.unreadable,
+        underlay_family: None,
     })
 }
 
@@ -443,6 +452,7 @@ pub fn judge(
         vhost_net: facts.vhost_net,
         expected_guest_mtu: expect.map(|e| e.guest_mtu),
         ipsec_enabled: expect.map(|e| e.ipsec_enabled),
+        underlay_family: facts.underlay_family.clone(),
         unreadable: facts.unreadable.clone(),
     };
     if facts.instances.is_empty() {
@@ -1226,6 +1236,7 @@ mod tests {
             vhost_net: true,
             instances,
             unreadable: Vec::new(),
+            underlay_family: None,
         }
     }
 

@@ -39,7 +39,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::ProbeError;
 use crate::ctx::Ctx;
@@ -463,7 +463,7 @@ fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
 }
 
 /// The address family of this node's overlay endpoint, and how it is known.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnderlayFamily {
     pub family: Family,
     /// Where it was read, or why IPv4 is assumed.
