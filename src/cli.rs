@@ -180,6 +180,20 @@ pub struct RunArgs {
     #[arg(long = "for", value_enum, value_name = "CHANGE")]
     pub for_change: Option<Change>,
 
+    /// Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = "Record and replay")]
+    pub record: Option<PathBuf>,
+
+    /// Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply.
+    #[arg(
+        long,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath,
+        help_heading = "Record and replay",
+        conflicts_with_all = ["config", "peer", "mtu", "timeout", "sample", "probe_timeout", "interface", "ovs_db", "nb_db", "sb_db", "for_change"]
+    )]
+    pub replay: Option<PathBuf>,
+
     #[command(flatten)]
     pub cluster: crate::cluster::args::ClusterArgs,
 

@@ -13,11 +13,15 @@ mod runner;
 mod settings;
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use clap::CommandFactory;
+use spx_checks::host::{
+    Bundle, Header, Host, HostRef, LiveHost, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE,
+};
 use spx_checks::{Ctx, CHECKS};
 
 use crate::cli::{Action, Cli, ColorChoice, Format, Shell};
@@ -77,33 +81,119 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 .into()),
             }
         }
-        None if cli.run.cluster.cluster => cluster::run(cli.run),
-        None => doctor(Settings::from_args(cli.run)?),
+        None => {
+            settings::record_and_replay(&cli.run)?;
+            if cli.run.replay.is_some() {
+                replay(cli.run)
+            } else if cli.run.cluster.cluster {
+                cluster::run(cli.run)
+            } else {
+                doctor(Settings::from_args(cli.run)?)
+            }
+        }
     }
 }
 
 fn doctor(settings: Settings) -> anyhow::Result<u8> {
     runner::install_panic_hook();
-    let report = node_report(&settings);
+    let (report, bundle) = match &settings.record {
+        None => (node_report(&settings, &Facts::Live), None),
+        Some(path) => {
+            let recorder = Arc::new(Recorder::new(LiveHost::new()));
+            let facts = Facts::Record(Arc::clone(&recorder));
+            let report = node_report(&settings, &facts);
+            let mut header = Header::new(
+                report.started_at.clone(),
+                report.duration_ms,
+                settings.options.clone(),
+                settings.config.clone(),
+                report.recorded.clone(),
+            );
+            header.policy = settings.policy.clone();
+            (report, Some((path, recorder.bundle(header))))
+        }
+    };
+    // The bundle first: a run asked to record that cannot is refused
+    // (exit 2), as an --output that cannot be written is.
+    if let Some((path, bundle)) = bundle {
+        render::write_atomically(path, &bundle.to_bytes())
+            .map_err(|e| UsageError(format!("--record {}: {e}", path.display())))?;
+    }
     let text = render::render(&report, settings.format, &style(&settings));
     emit(&settings, &text)?;
     Ok(report.exit_code as u8)
 }
 
-/// Run the selected checks on this host and build its report (with the
-/// runbook of a preflight), the same in a node run and for this node in
-/// a cluster run.
-pub fn node_report(settings: &Settings) -> report::Report {
+/// `--replay FILE`: the recorded run's report, judged from its bundle.
+fn replay(args: cli::RunArgs) -> anyhow::Result<u8> {
+    runner::install_panic_hook();
+    let path = args.replay.clone().expect("called for --replay");
+    let bundle =
+        Bundle::read(&path).map_err(|e| UsageError(format!("--replay {}: {e}", path.display())))?;
+    let settings = Settings::for_replay(args, &bundle)?;
+    let host = Arc::new(Replay::new(&bundle));
+    let facts = Facts::Replay {
+        path,
+        bundle: Box::new(bundle),
+        host,
+    };
+    let report = node_report(&settings, &facts);
+    let text = render::render(&report, settings.format, &style(&settings));
+    emit(&settings, &text)?;
+    Ok(report.exit_code as u8)
+}
+
+/// Where a node run's facts come from.
+pub enum Facts {
+    /// This machine.
+    Live,
+    /// This machine, every read written down (`--record`).
+    Record(Arc<Recorder<LiveHost>>),
+    /// A bundle (`--replay`).
+    Replay {
+        path: PathBuf,
+        bundle: Box<Bundle>,
+        host: Arc<Replay>,
+    },
+}
+
+/// Run the selected checks and build the report (with the runbook of a
+/// preflight), the same in a node run, for this node in a cluster run, and
+/// in a replay (which judges the recorded facts and reports the recorded
+/// run: its start, durations and time-outs).
+pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
     let started_at = SystemTime::now();
     let t0 = Instant::now();
-    let ctx = Arc::new(Ctx::new(settings.config.clone(), settings.options.clone()));
-    let outcomes = runner::run(&settings.checks, Arc::clone(&ctx));
+    let host: Arc<dyn Host> = match facts {
+        Facts::Live => Arc::new(LiveHost::new()),
+        Facts::Record(r) => Arc::clone(r) as Arc<dyn Host>,
+        Facts::Replay { host, .. } => Arc::clone(host) as Arc<dyn Host>,
+    };
+    let ctx = Arc::new(Ctx::with_host(
+        settings.config.clone(),
+        settings.options.clone(),
+        Arc::clone(&host),
+    ));
+    let outcomes = match facts {
+        Facts::Replay { bundle, .. } => {
+            runner::replay(&settings.checks, Arc::clone(&ctx), &bundle.header.checks)
+        }
+        _ => runner::run(&settings.checks, Arc::clone(&ctx)),
+    };
+    let recorded: Vec<spx_checks::host::Outcome> = outcomes
+        .iter()
+        .map(|o| spx_checks::host::Outcome {
+            id: o.check.id().to_owned(),
+            duration_ms: o.duration.as_millis() as u64,
+            timed_out: o.timed_out,
+        })
+        .collect();
     let runbook = settings.profile.map(|p| {
         let results: Vec<(&str, &spx_checks::Finding)> = outcomes
             .iter()
             .map(|o| (o.check.id(), &o.finding))
             .collect();
-        (p.runbook)(&ctx, &results)
+        (p.runbook)(&ctx.for_check(RUNBOOK_SCOPE), &results)
     });
     let policy = report::Policy {
         strict: settings.strict,
@@ -120,7 +210,18 @@ pub fn node_report(settings: &Settings) -> report::Report {
         started_at,
         t0.elapsed(),
         &policy,
+        HostRef::new(host.as_ref(), RUN_SCOPE),
     );
+    report.recorded = recorded;
+    if let Facts::Replay { path, bundle, host } = facts {
+        report.started_at = bundle.header.started_at.clone();
+        report.duration_ms = bundle.header.duration_ms;
+        report.replayed_from = Some(report::ReplayedFrom {
+            bundle: path.display().to_string(),
+            recorded_by: bundle.header.doctor_version.clone(),
+            notes: host.notes().to_vec(),
+        });
+    }
     report.runbook = runbook.map(|steps| {
         steps
             .iter()

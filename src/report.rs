@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use spx_checks::host::HostRef;
 use spx_checks::kind::SkipCategory;
 use spx_checks::spinifex::as_invoked;
 use spx_checks::{ConfigState, Status};
@@ -46,6 +47,24 @@ pub struct Report {
     /// matched nothing (stale), one a preflight set aside.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A replay (`--replay FILE`): the bundle this report was judged from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_from: Option<ReplayedFrom>,
+    /// How each check's run ended (time-outs included), for a bundle's
+    /// header; not part of the JSON.
+    #[serde(skip)]
+    pub recorded: Vec<spx_checks::host::Outcome>,
+}
+
+/// Where a replayed report's facts came from.
+#[derive(Serialize, Debug)]
+pub struct ReplayedFrom {
+    /// The bundle, as named on the command line.
+    pub bundle: String,
+    /// The doctor that recorded it.
+    pub recorded_by: String,
+    /// What the replay passed over (another version's records).
+    pub notes: Vec<String>,
 }
 
 /// What the config said, as this node ran with it.
@@ -77,9 +96,9 @@ impl ConfigFacts {
 }
 
 /// This host's addresses a peer could name it by.
-fn own_addresses() -> Vec<std::net::IpAddr> {
+fn own_addresses(host: HostRef<'_>) -> Vec<std::net::IpAddr> {
     use std::net::IpAddr;
-    let mut addrs = spx_checks::probe::links::local_addresses().unwrap_or_default();
+    let mut addrs = host.addresses().unwrap_or_default();
     addrs.retain(|a| {
         !a.is_loopback()
             && !a.is_unspecified()
@@ -232,6 +251,8 @@ pub fn cluster_exit_code(
     0
 }
 
+/// The report of `outcomes`; the host's name and addresses are asked of
+/// `host` (in the run's scope, so a replay answers with the recorded ones).
 pub fn build(
     outcomes: Vec<Outcome>,
     config: &ConfigState,
@@ -239,6 +260,7 @@ pub fn build(
     started: SystemTime,
     took: Duration,
     policy: &Policy,
+    host: HostRef<'_>,
 ) -> Report {
     let mut checks: Vec<CheckReport> = outcomes.into_iter().map(check_report).collect();
     let notes = levels::apply(&mut checks, &policy.levels);
@@ -259,7 +281,7 @@ pub fn build(
             name: spx_checks::spinifex::BINARY,
             version: env!("CARGO_PKG_VERSION"),
         },
-        host: hostname(),
+        host: host.hostname(),
         node,
         profile: profile.unwrap_or("default").to_owned(),
         started_at: humantime::format_rfc3339_millis(started).to_string(),
@@ -269,10 +291,12 @@ pub fn build(
         checks,
         runbook: None,
         config: ConfigFacts::of(config),
-        addresses: own_addresses(),
+        addresses: own_addresses(host),
         allow: policy.levels.allow.iter().map(|e| e.code.clone()).collect(),
         deny: policy.levels.deny.iter().map(|e| e.code.clone()).collect(),
         notes,
+        replayed_from: None,
+        recorded: Vec::new(),
     }
 }
 
@@ -306,13 +330,6 @@ pub fn check_report(o: Outcome) -> CheckReport {
         status_was: None,
         duration_ms: o.duration.as_millis() as u64,
     }
-}
-
-fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 #[cfg(test)]

@@ -12,13 +12,16 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use spx_checks::host::Outcome as Recorded;
 use spx_checks::kind::Common;
-use spx_checks::{codes, Check, Ctx, Finding, Status};
+use spx_checks::{codes, Check, Ctx, Finding, SkipReason, Status};
 
 pub struct Outcome {
     pub check: &'static dyn Check,
     pub finding: Finding,
     pub duration: Duration,
+    /// Still running at the deadline.
+    pub timed_out: bool,
 }
 
 const THREAD_PREFIX: &str = "check:";
@@ -61,7 +64,9 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
     let (tx, rx) = mpsc::channel::<(usize, Finding, Duration)>();
     for (index, check) in checks.iter().copied().enumerate() {
         let thread_tx = tx.clone();
-        let ctx = Arc::clone(&ctx);
+        // Each check asks the host in its own scope (a replay answers
+        // each check's questions in the order it asked them).
+        let ctx = ctx.for_check(check.id());
         let name = format!("{THREAD_PREFIX}{}", check.id());
         let spawned = std::thread::Builder::new()
             .name(name.clone())
@@ -69,7 +74,12 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
                 let t0 = Instant::now();
                 let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
                 let finding = match result {
-                    Ok(f) => police(check, f),
+                    // A replay that lacked some of the check's facts: a
+                    // verdict on part of them would be a guess.
+                    Ok(f) => match ctx.host_arc().unanswered(check.id()) {
+                        Some(why) => Finding::skip(SkipReason::NotRecorded(why)),
+                        None => police(check, f),
+                    },
                     Err(_) => {
                         let msg = panic_messages()
                             .lock()
@@ -116,24 +126,66 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
         .iter()
         .copied()
         .zip(results)
-        .map(|(check, r)| {
-            let (finding, duration) = r.unwrap_or_else(|| {
-                (
-                    Finding::common(
-                        Common::TimedOut,
-                        format!(
-                            "timed out after {} (--timeout)",
-                            humantime::format_duration(timeout)
-                        ),
-                    ),
-                    timeout,
-                )
-            });
-            Outcome {
+        .map(|(check, r)| match r {
+            Some((finding, duration)) => Outcome {
                 check,
                 finding,
                 duration,
+                timed_out: false,
+            },
+            None => timed_out(check, timeout),
+        })
+        .collect()
+}
+
+/// The runner's verdict on a check still running at the deadline.
+fn timed_out(check: &'static dyn Check, timeout: Duration) -> Outcome {
+    Outcome {
+        check,
+        finding: Finding::common(
+            Common::TimedOut,
+            format!(
+                "timed out after {} (--timeout)",
+                humantime::format_duration(timeout)
+            ),
+        ),
+        duration: timeout,
+        timed_out: true,
+    }
+}
+
+/// Replay `checks` against a bundle whose runner recorded `recorded`: a
+/// check that timed out then times out now (its facts stop where it was
+/// cut off), a check the recorded run did not run is skipped, saying so,
+/// and the others run on the recorded facts. Durations are the recorded
+/// ones: the report is the recorded run's.
+pub fn replay(checks: &[&'static dyn Check], ctx: Arc<Ctx>, recorded: &[Recorded]) -> Vec<Outcome> {
+    let find = |c: &&'static dyn Check| recorded.iter().find(|r| r.id == c.id());
+    let runnable: Vec<&'static dyn Check> = checks
+        .iter()
+        .copied()
+        .filter(|c| find(c).is_some_and(|r| !r.timed_out))
+        .collect();
+    let timeout = ctx.opts.timeout;
+    let mut ran = run(&runnable, ctx).into_iter();
+    checks
+        .iter()
+        .map(|c| match find(c) {
+            Some(r) if r.timed_out => timed_out(*c, timeout),
+            Some(r) => {
+                let mut o = ran.next().expect("one outcome per check run");
+                o.duration = Duration::from_millis(r.duration_ms);
+                o
             }
+            None => Outcome {
+                check: *c,
+                finding: Finding::skip(SkipReason::NotRecorded(format!(
+                    "the recorded run did not run {}",
+                    c.id()
+                ))),
+                duration: Duration::ZERO,
+                timed_out: false,
+            },
         })
         .collect()
 }

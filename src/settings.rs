@@ -10,6 +10,7 @@ use std::time::Duration;
 use spx_checks::codes::{self, Level};
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
+use spx_checks::host::{Bundle, HostRef, LiveHost, Policy, RUN_SCOPE};
 use spx_checks::profile::Profile;
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
@@ -46,6 +47,27 @@ pub struct Settings {
     pub profile: Option<&'static Profile>,
     /// `--allow`/`--deny` and the config's `[doctor]`, resolved.
     pub levels: Levels,
+    /// `--record FILE`: where the bundle goes.
+    pub record: Option<PathBuf>,
+    /// `--strict`, `--allow`, `--deny` as given, for a bundle.
+    pub policy: Policy,
+}
+
+/// `--record` and `--replay` against each other and `--cluster`: one line
+/// each, before anything runs.
+pub fn record_and_replay(args: &RunArgs) -> Result<(), UsageError> {
+    match (&args.record, &args.replay, args.cluster.cluster) {
+        (Some(_), Some(_), _) => Err(UsageError(
+            "--record and --replay cannot be used together: a replay reads no host, so there is nothing to record".into(),
+        )),
+        (_, Some(_), true) => Err(UsageError(
+            "--replay judges one node's bundle; --cluster cannot be used with it (replay each node's bundle)".into(),
+        )),
+        (Some(_), _, true) => Err(UsageError(
+            "--record records the node it runs on; --cluster cannot record (run spx-doctor --record FILE on each node)".into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -149,6 +171,67 @@ impl Settings {
             color: args.color,
             profile,
             levels,
+            record: args.record,
+            policy: Policy {
+                strict: args.strict,
+                allow: args.allow.clone(),
+                deny: args.deny.clone(),
+            },
+        })
+    }
+
+    /// A replay's settings: the recorded run's options, config, checks
+    /// and policy (or `--check`/`--skip` among every check; `--strict`,
+    /// `--allow` and `--deny` add to the recorded ones), this command
+    /// line's format.
+    pub fn for_replay(args: RunArgs, bundle: &Bundle) -> Result<Settings, UsageError> {
+        let options = bundle.header.options.clone();
+        let recorded = &bundle.header.policy;
+        let policy = Policy {
+            strict: recorded.strict || args.strict,
+            allow: recorded.allow.iter().chain(&args.allow).cloned().collect(),
+            deny: recorded.deny.iter().chain(&args.deny).cloned().collect(),
+        };
+        let config = bundle.header.config.clone();
+        let profile = options
+            .profile
+            .as_deref()
+            .and_then(spx_checks::profile::find);
+        let mut include = args.check.clone();
+        include.retain(|s| !s.is_empty());
+        let mut exclude = args.skip.clone();
+        exclude.retain(|s| !s.is_empty());
+        // By default the checks the recorded run ran (less --skip); with
+        // --check, those asked for: one the bundle lacks is skipped, saying so.
+        let checks = if include.is_empty() {
+            let skipped = if exclude.is_empty() {
+                Vec::new()
+            } else {
+                select::select(CHECKS, &exclude, &[]).map_err(|e| UsageError(e.to_string()))?
+            };
+            CHECKS
+                .iter()
+                .copied()
+                .filter(|c| bundle.header.checks.iter().any(|o| o.id == c.id()))
+                .filter(|c| !skipped.iter().any(|s| s.id() == c.id()))
+                .collect()
+        } else {
+            select_checks(&include, &exclude, profile)?
+        };
+        let levels = resolve_levels(&policy.allow, &policy.deny, &config, profile)?;
+        Ok(Settings {
+            checks,
+            options,
+            config,
+            format: args.format,
+            output: args.output,
+            verbose: args.verbose,
+            strict: policy.strict,
+            color: args.color,
+            profile,
+            levels,
+            record: None,
+            policy,
         })
     }
 }
@@ -290,7 +373,8 @@ fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
 /// does not resolve is refused: probing nobody is not a pass.
 fn resolve_peer(text: &str) -> Result<Vec<String>, UsageError> {
     validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
-    if let Some(addr) = spx_checks::probe::peers::flag_address(text)
+    let live = LiveHost::new();
+    if let Some(addr) = spx_checks::probe::peers::flag_address(HostRef::new(&live, RUN_SCOPE), text)
         .map_err(|e| UsageError(format!("--peer {e}")))?
     {
         return Ok(vec![addr]);

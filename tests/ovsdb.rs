@@ -6,7 +6,14 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use spx_checks::endpoint::Endpoint;
+use spx_checks::host::{HostRef, LiveHost};
 use spx_checks::probe::ovsdb::{self, Budget};
+
+/// The live host, as these probe tests ask it (outside any check).
+fn live() -> HostRef<'static> {
+    static LIVE: std::sync::OnceLock<LiveHost> = std::sync::OnceLock::new();
+    HostRef::new(LIVE.get_or_init(LiveHost::new), "test")
+}
 
 use crate::support::ovsdb_server::{refused_port, silent_listener, OvsdbServer};
 
@@ -30,7 +37,7 @@ fn sb_encap_rows_are_the_peers_over_tcp_and_unix() {
     }
     for endpoint in [sb.tcp(), sb.unix()] {
         let (got, answered) =
-            ovsdb::sb_encap_ips(&[ep(&endpoint)], Duration::from_secs(1)).unwrap();
+            ovsdb::sb_encap_ips(live(), &[ep(&endpoint)], Duration::from_secs(1)).unwrap();
         assert_eq!(
             got,
             ips(&["198.18.0.1", "198.18.0.2", "198.18.0.3"]),
@@ -45,7 +52,7 @@ fn local_encap_ip_is_read_from_open_vswitch_external_ids() {
     let ovs = OvsdbServer::ovs();
     let local = ep(&ovs.unix());
     assert_eq!(
-        ovsdb::local_encap_ips(&local, Duration::from_secs(1)).unwrap(),
+        ovsdb::local_encap_ips(live(), &local, Duration::from_secs(1)).unwrap(),
         Vec::<IpAddr>::new()
     );
     ovs.vsctl(&[
@@ -55,7 +62,7 @@ fn local_encap_ip_is_read_from_open_vswitch_external_ids() {
         "external_ids:ovn-encap-ip=\"198.18.0.1,fd00::1\"",
     ]);
     assert_eq!(
-        ovsdb::local_encap_ips(&local, Duration::from_secs(1)).unwrap(),
+        ovsdb::local_encap_ips(live(), &local, Duration::from_secs(1)).unwrap(),
         ips(&["198.18.0.1", "fd00::1"])
     );
 }
@@ -67,7 +74,8 @@ fn raft_list_passes_over_a_refusing_member_and_names_the_one_that_answered() {
     let dead = format!("tcp:127.0.0.1:{}", refused_port());
     let list = Endpoint::parse_list(&format!("{dead},{}", sb.tcp())).unwrap();
     let ans =
-        ovsdb::sb_encap_ips_within(&list, Budget::per_member(Duration::from_secs(1), 2)).unwrap();
+        ovsdb::sb_encap_ips_within(live(), &list, Budget::per_member(Duration::from_secs(1), 2))
+            .unwrap();
     assert_eq!(ans.value, ips(&["198.18.0.2"]));
     assert_eq!(ans.endpoint.to_string(), sb.tcp());
     assert_eq!(ans.passed_over.len(), 1);
@@ -88,7 +96,7 @@ fn all_members_dead_is_an_error_naming_each() {
     ))
     .unwrap();
     let started = Instant::now();
-    let err = ovsdb::sb_encap_ips(&list, Duration::from_secs(1))
+    let err = ovsdb::sb_encap_ips(live(), &list, Duration::from_secs(1))
         .unwrap_err()
         .to_string();
     // Refusals are immediate; nothing waited for a bound.
@@ -116,7 +124,7 @@ fn a_member_that_accepts_and_never_answers_times_out_within_its_bound() {
     let bound = Duration::from_millis(300);
     let list = Endpoint::parse_list(&format!("{hung},{}", sb.unix())).unwrap();
     let started = Instant::now();
-    let ans = ovsdb::sb_encap_ips_within(&list, Budget::per_member(bound, 2)).unwrap();
+    let ans = ovsdb::sb_encap_ips_within(live(), &list, Budget::per_member(bound, 2)).unwrap();
     let took = started.elapsed();
     assert_eq!(ans.value, ips(&["198.18.0.3"]));
     assert!(
@@ -132,6 +140,7 @@ fn a_member_that_accepts_and_never_answers_times_out_within_its_bound() {
     // Alone, it is an error after the bound and no later than the deadline.
     let deadline = Instant::now() + Duration::from_millis(500);
     let err = ovsdb::sb_encap_ips_within(
+        live(),
         &[ep(&hung)],
         Budget::within(Duration::from_secs(5), deadline),
     )
@@ -146,7 +155,7 @@ fn a_member_that_accepts_and_never_answers_times_out_within_its_bound() {
 #[test]
 fn a_server_without_the_database_says_which_it_serves() {
     let nb = OvsdbServer::nb();
-    let err = ovsdb::sb_encap_ips(&[ep(&nb.unix())], Duration::from_secs(1))
+    let err = ovsdb::sb_encap_ips(live(), &[ep(&nb.unix())], Duration::from_secs(1))
         .unwrap_err()
         .to_string();
     assert!(
@@ -161,12 +170,12 @@ fn nb_global_and_dhcp_options_are_read() {
     let list = [ep(&nb.tcp())];
     let b = || Budget::per_member(Duration::from_secs(1), 1);
     assert_eq!(
-        ovsdb::nb_global_ipsec(&list, b()).unwrap().value,
+        ovsdb::nb_global_ipsec(live(), &list, b()).unwrap().value,
         Some(false)
     );
     nb.nbctl(&["set", "NB_Global", ".", "ipsec=true"]);
     assert_eq!(
-        ovsdb::nb_global_ipsec(&list, b()).unwrap().value,
+        ovsdb::nb_global_ipsec(live(), &list, b()).unwrap().value,
         Some(true)
     );
 
@@ -185,7 +194,7 @@ fn nb_global_and_dhcp_options_are_read() {
         "router=198.18.10.1",
     ]);
     nb.nbctl(&["dhcp-options-create", "198.18.11.0/24"]);
-    let rows = ovsdb::dhcp_options(&list, b()).unwrap().value;
+    let rows = ovsdb::dhcp_options(live(), &list, b()).unwrap().value;
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].cidr, "198.18.10.0/24");
     assert_eq!(rows[0].uuid, uuid.trim());
@@ -230,6 +239,7 @@ fn the_servers_echo_keepalive_is_answered() {
             .unwrap();
     });
     let (got, _) = ovsdb::sb_encap_ips(
+        live(),
         &[ep(&format!("tcp:127.0.0.1:{port}"))],
         Duration::from_secs(2),
     )
@@ -247,7 +257,8 @@ fn a_raft_member_not_connected_to_its_cluster_is_passed_over() {
     sb.sbctl(&["chassis-add", "spx4", "geneve", "198.18.0.4"]);
     let list = Endpoint::parse_list(&format!("{},{}", joining.unix(), sb.tcp())).unwrap();
     let ans =
-        ovsdb::sb_encap_ips_within(&list, Budget::per_member(Duration::from_secs(2), 2)).unwrap();
+        ovsdb::sb_encap_ips_within(live(), &list, Budget::per_member(Duration::from_secs(2), 2))
+            .unwrap();
     assert_eq!(ans.value, ips(&["198.18.0.4"]));
     assert_eq!(
         ans.endpoint.to_string(),
@@ -310,7 +321,7 @@ fn a_server_without_the_server_database_is_asked_list_dbs() {
         };
         Some(serde_json::to_vec(&reply).unwrap())
     });
-    let got = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2)).unwrap();
+    let got = ovsdb::local_encap_ips(live(), &ep(&addr), Duration::from_secs(2)).unwrap();
     assert_eq!(got, ips(&["198.18.0.7"]));
     server.join().unwrap();
 }
@@ -318,7 +329,7 @@ fn a_server_without_the_server_database_is_asked_list_dbs() {
 #[test]
 fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
     let (addr, server) = scripted(|_| Some(b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec()));
-    let err = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2))
+    let err = ovsdb::local_encap_ips(live(), &ep(&addr), Duration::from_secs(2))
         .unwrap_err()
         .to_string();
     assert!(err.contains("not JSON-RPC"), "{err}");
@@ -330,7 +341,7 @@ fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
         None
     });
     let started = Instant::now();
-    let err = ovsdb::local_encap_ips(&ep(&addr), Duration::from_secs(2))
+    let err = ovsdb::local_encap_ips(live(), &ep(&addr), Duration::from_secs(2))
         .unwrap_err()
         .to_string();
     assert!(

@@ -28,7 +28,7 @@ pub fn default_paths() -> Vec<PathBuf> {
     paths
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 pub struct Config {
     /// `node`: this node's name.
     pub node: Option<String>,
@@ -36,12 +36,14 @@ pub struct Config {
     /// `[nodes.NAME]`, sorted by name.
     pub nodes: BTreeMap<String, NodeEntry>,
     /// `[doctor]`: the doctor's own table.
+    #[serde(default)]
     pub doctor: Doctor,
 }
 
 /// `[doctor]`: levels per code, as `--allow` and `--deny` give them. Every
 /// code is checked against the catalog when the file is read.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, Deserialize)]
+#[serde(default)]
 pub struct Doctor {
     /// `allow = ["CODE", …]`: known problems of these kinds pass, with a note.
     pub allow: Vec<String>,
@@ -49,7 +51,7 @@ pub struct Doctor {
     pub deny: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 pub struct Network {
     /// `ipsec_enabled`; a missing key means true.
     pub ipsec_enabled: bool,
@@ -58,7 +60,7 @@ pub struct Network {
     pub underlay_mtu: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, Deserialize)]
 pub struct NodeEntry {
     /// `host` with any `:port` removed.
     pub host: Option<String>,
@@ -67,7 +69,7 @@ pub struct NodeEntry {
     pub vpcd: Option<Vpcd>,
 }
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, Deserialize)]
 pub struct Vpcd {
     pub ovn_nb_addr: Vec<Endpoint>,
     pub ovn_sb_addr: Vec<Endpoint>,

@@ -3,15 +3,20 @@
 //! the global deadline).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::expect::Expectations;
 use crate::finding::{Finding, SkipReason};
+use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
 
 /// Settings from the command line that checks read. Parsed and validated by
-/// the binary; checks trust them.
-#[derive(Clone, Debug)]
+/// the binary; checks trust them. A bundle keeps them, and a replay runs
+/// with the recorded ones.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Options {
     /// `--peer`, in the order given.
     pub peers: Vec<String>,
@@ -57,13 +62,15 @@ impl Default for Options {
 
 /// Where the config came from, or why there is none. A missing or unreadable
 /// default config is not an error of the run: checks that need it skip.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ConfigState {
     Loaded { path: PathBuf, config: Box<Config> },
     Missing { looked_at: Vec<PathBuf> },
     Unreadable { path: PathBuf, reason: String },
 }
 
+#[derive(Clone)]
 pub struct Ctx {
     pub config: ConfigState,
     pub expect: Option<Expectations>,
@@ -71,10 +78,20 @@ pub struct Ctx {
     started: Instant,
     window_end: Instant,
     deadline: Instant,
+    /// Where every fact comes from ([`crate::host`]).
+    host: Arc<dyn Host>,
+    /// Who is asking: the check's id, or [`RUN_SCOPE`].
+    scope: &'static str,
 }
 
 impl Ctx {
+    /// A run on this machine.
     pub fn new(config: ConfigState, opts: Options) -> Ctx {
+        Ctx::with_host(config, opts, Arc::new(LiveHost::new()))
+    }
+
+    /// A run whose facts come from `host`: live, recording, or a replay.
+    pub fn with_host(config: ConfigState, opts: Options, host: Arc<dyn Host>) -> Ctx {
         let started = Instant::now();
         let expect = match &config {
             ConfigState::Loaded { config, .. } => Some(Expectations::from_config(config)),
@@ -87,7 +104,28 @@ impl Ctx {
             deadline: started + opts.timeout,
             started,
             opts,
+            host,
+            scope: RUN_SCOPE,
         }
+    }
+
+    /// The same run, as the check `id` sees it: its questions are asked in
+    /// its own scope, so that a replay answers them in its own order.
+    pub fn for_check(&self, id: &'static str) -> Ctx {
+        Ctx {
+            scope: id,
+            ..self.clone()
+        }
+    }
+
+    /// The host, as this check (or the run) asks it.
+    pub fn host(&self) -> HostRef<'_> {
+        HostRef::new(self.host.as_ref(), self.scope)
+    }
+
+    /// The host itself, to ask in another scope.
+    pub fn host_arc(&self) -> &Arc<dyn Host> {
+        &self.host
     }
 
     /// The config, or the skip finding a check that needs it should return.
@@ -129,11 +167,7 @@ impl Ctx {
     /// whichever is first). Sampling checks take their first reading as
     /// soon as they start, call this, and take the second.
     pub fn wait_for_window_end(&self) {
-        let until = self.window_end.min(self.deadline);
-        let now = Instant::now();
-        if until > now {
-            std::thread::sleep(until - now);
-        }
+        self.host().sleep_until(self.window_end.min(self.deadline));
     }
 
     /// Time left before the global deadline.

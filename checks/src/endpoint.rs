@@ -83,6 +83,20 @@ impl Endpoint {
     }
 }
 
+/// Written as an operator writes it (`tcp:HOST:PORT`), as bundles keep it.
+impl serde::Serialize for Endpoint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Endpoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Endpoint, D::Error> {
+        let text = String::deserialize(d)?;
+        Endpoint::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// Join a list back into the form ovn-nbctl's `--db` takes.
 pub fn join(list: &[Endpoint]) -> String {
     list.iter()

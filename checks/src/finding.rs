@@ -68,6 +68,9 @@ pub enum SkipReason {
     NoConfig(String),
     /// Nothing to do: no peers, no guests, an idle link.
     NothingToMeasure(String),
+    /// Replaying a bundle that lacks what the check reads (taken by
+    /// another version of the doctor, or by a run without this check).
+    NotRecorded(String),
 }
 
 impl std::fmt::Display for SkipReason {
@@ -77,6 +80,7 @@ impl std::fmt::Display for SkipReason {
             SkipReason::NotApplicable(why) => write!(f, "not applicable here: {why}"),
             SkipReason::NoConfig(why) => write!(f, "no config: {why}"),
             SkipReason::NothingToMeasure(why) => f.write_str(why),
+            SkipReason::NotRecorded(why) => write!(f, "not in the bundle: {why}"),
         }
     }
 }
@@ -259,6 +263,7 @@ fn skip_kind(reason: &SkipReason) -> (Common, Option<String>) {
         SkipReason::NotApplicable(_) => (Common::NotApplicable, None),
         SkipReason::NoConfig(_) => (Common::NoConfig, None),
         SkipReason::NothingToMeasure(_) => (Common::NothingToMeasure, None),
+        SkipReason::NotRecorded(_) => (Common::NotRecorded, None),
     }
 }
 

@@ -28,6 +28,8 @@ pub enum SkipCategory {
     NotApplicable,
     NoConfig,
     NothingToMeasure,
+    /// Replaying a bundle that lacks what the check reads.
+    NotRecorded,
 }
 
 impl SkipCategory {
@@ -37,6 +39,7 @@ impl SkipCategory {
             SkipCategory::NotApplicable => "not-applicable",
             SkipCategory::NoConfig => "no-config",
             SkipCategory::NothingToMeasure => "nothing-to-measure",
+            SkipCategory::NotRecorded => "not-recorded",
         }
     }
 }
@@ -209,6 +212,7 @@ pub enum Common {
     NotApplicable,
     NoConfig,
     NothingToMeasure,
+    NotRecorded,
     ProbeFailed,
     TimedOut,
     Crashed,
@@ -218,7 +222,7 @@ pub enum Common {
 }
 
 /// The catalog entries of [`Common`], in its order.
-pub static COMMON: [KindDoc; 10] = [
+pub static COMMON: [KindDoc; 11] = [
     KindDoc::common(
         "needs-privilege",
         Status::Skip,
@@ -242,6 +246,12 @@ pub static COMMON: [KindDoc; 10] = [
         Status::Skip,
         "Skipped: nothing to judge right now (no peers, no guests, an idle window).",
         Some(SkipCategory::NothingToMeasure),
+    ),
+    KindDoc::common(
+        "not-recorded",
+        Status::Skip,
+        "Skipped in a replay (--replay FILE): the bundle lacks what the check reads (taken by another version of the doctor, or by a run without this check); the summary names what was missing.",
+        Some(SkipCategory::NotRecorded),
     ),
     KindDoc::common(
         "probe-failed",

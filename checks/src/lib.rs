@@ -22,6 +22,7 @@ pub mod endpoint;
 pub mod evidence;
 pub mod expect;
 pub mod finding;
+pub mod host;
 #[cfg(test)]
 pub(crate) mod hw_captures;
 pub mod kind;

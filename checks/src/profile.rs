@@ -51,10 +51,11 @@ fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
 
 /// The underlay devices to raise on this node: the vpc-plane bridge and its
 /// ports, or `<nic>` and `br-vpc` placeholders when there is no bridge here.
-fn underlay_devices() -> Vec<String> {
-    match sysfs_net::underlay_bridge() {
+fn underlay_devices(ctx: &Ctx) -> Vec<String> {
+    let host = ctx.host();
+    match sysfs_net::underlay_bridge(host) {
         Some(bridge) => {
-            let mut devs = sysfs_net::bridge_ports(bridge).unwrap_or_default();
+            let mut devs = sysfs_net::bridge_ports(host, bridge).unwrap_or_default();
             devs.retain(|d| !spinifex::is_guest_tap(d));
             devs.push(bridge.to_owned());
             devs
@@ -83,7 +84,7 @@ fn guest_mtu_text(ctx: &Ctx, underlay_mtu: u32, family: &peers::UnderlayFamily) 
 fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
     let target = ctx.opts.mtu.unwrap_or(9000);
     let config = spinifex::config_file(ctx);
-    let devices = underlay_devices();
+    let devices = underlay_devices(ctx);
     let mut steps = vec![format!(
         "on every node, raise the physical NIC and the bridge, both ends of every path: {}",
         spinifex::set_mtus(&devices, target, ", then ")

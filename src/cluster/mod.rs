@@ -67,7 +67,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .iter()
         .position(|n| matches!(n.via, Via::InProcess))
         .map(|i| {
-            let r = crate::node_report(&plan.settings);
+            let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
                 i,
                 serde_json::to_value(&r).expect("a report always serializes"),
@@ -185,6 +185,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 check,
                 finding,
                 duration,
+                timed_out: false,
             })
         })
         .collect();

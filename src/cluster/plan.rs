@@ -366,7 +366,7 @@ impl Plan {
         bound: Duration,
     ) -> BTreeMap<String, Vec<IpAddr>> {
         let hosts: Vec<String> = names.iter().map(|(_, h)| h.clone()).collect();
-        let answers = peers::resolve_all(&hosts, bound);
+        let answers = peers::lookup_names(&hosts, bound);
         let mut out: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for (node, host) in names {
             if let Some(Ok(ips)) = answers.get(host) {

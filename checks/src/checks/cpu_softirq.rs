@@ -7,7 +7,7 @@
 //! inner flow and 16 cores share NET_RX, none above 15%. Replaces the
 //! tuning page's `awk '/NET_RX/…' /proc/softirqs` and `top` by eye.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -143,22 +143,23 @@ impl Check for CpuSoftirq {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let start = match read_cpu_counters() {
+        let host = ctx.host();
+        let start = match read_cpu_counters(host) {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let t0 = Instant::now();
+        let t0 = host.clock();
         // Only for the commands in the remediation; looked up inside the
         // window so that it costs no extra time.
         let interfaces = underlay_nics::underlay(ctx)
             .map(|s| s.interfaces)
             .unwrap_or_default();
         ctx.wait_for_window_end();
-        let end = match read_cpu_counters() {
+        let end = match read_cpu_counters(host) {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let window = t0.elapsed();
+        let window = host.clock().saturating_sub(t0);
         judge(&Sample {
             start,
             end,

@@ -145,9 +145,9 @@ impl Check for IpsecFlags {
         let (nb, ovs) = std::thread::scope(|s| {
             let nb = s.spawn(|| match &nb_read_by {
                 Some(node) => Err(ProbeError::Other(format!("read by {node}"))),
-                None => ovsdb::nb_global_ipsec(&nb_endpoints, budget),
+                None => ovsdb::nb_global_ipsec(ctx.host(), &nb_endpoints, budget),
             });
-            let ovs = ovsdb::ovs_row(&ovs_endpoint, budget);
+            let ovs = ovsdb::ovs_row(ctx.host(), &ovs_endpoint, budget);
             let nb = nb
                 .join()
                 .unwrap_or_else(|_| Err(ProbeError::Other("the NB query panicked".into())));

@@ -15,7 +15,7 @@ use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::Finding;
 use crate::probe::ovsdb::{self, endpoints};
-use crate::probe::xfrm::{self, SecurityAssociation};
+use crate::probe::xfrm::SecurityAssociation;
 
 pub struct IpsecXfrm;
 
@@ -119,7 +119,7 @@ impl Check for IpsecXfrm {
             Ok(e) => e.clone(),
             Err(f) => return f,
         };
-        let states = match xfrm::states(
+        let states = match ctx.host().xfrm_states(
             ctx.bounded(
                 ctx.opts
                     .probe_timeout
@@ -144,7 +144,7 @@ impl Check for IpsecXfrm {
             peers,
             // Unreadable addresses leave every SA's direction `other`:
             // cluster.sa-pairs then cannot attribute them, and says so.
-            local_addresses: crate::probe::links::local_addresses().unwrap_or_default(),
+            local_addresses: ctx.host().addresses().unwrap_or_default(),
         })
     }
 }
@@ -160,7 +160,7 @@ fn gather_peers(ctx: &Ctx) -> PeerView {
         Ok(x) => x,
         Err(f) => return unknown(f.summary),
     };
-    let local = match ovsdb::ovs_row(&ovs, budget) {
+    let local = match ovsdb::ovs_row(ctx.host(), &ovs, budget) {
         Ok(a) => match a.value.ovn_encap_ip.as_deref().map(ovsdb::parse_ip_list) {
             Some(Ok(ips)) if !ips.is_empty() => ips,
             Some(Err(e)) => return unknown(e.to_string()),
@@ -168,7 +168,7 @@ fn gather_peers(ctx: &Ctx) -> PeerView {
         },
         Err(e) => return unknown(e.to_string()),
     };
-    match ovsdb::sb_encap_ips_within(&sb, budget) {
+    match ovsdb::sb_encap_ips_within(ctx.host(), &sb, budget) {
         Ok(a) => PeerView::Known {
             peers: a
                 .value

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason};
+use crate::host::HostRef;
 use crate::probe::ethtool::{Feature, Reported, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
@@ -93,16 +94,16 @@ impl Check for NicOffloads {
             Ok(s) => s,
             Err(f) => return f,
         };
-        match gather(&sel) {
+        match gather(ctx.host(), &sel) {
             Ok(facts) => judge(&facts).with("interface_source", &sel.source),
             Err(f) => f,
         }
     }
 }
 
-pub fn gather(sel: &Selection) -> Result<Vec<InterfaceFeatures>, Finding> {
-    let read = underlay_nics::read_each(sel, |e, name| {
-        Ok((underlay_nics::driver(e, name), e.features(name)?))
+pub fn gather(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceFeatures>, Finding> {
+    let read = underlay_nics::read_each(host, sel, |h, name| {
+        Ok((underlay_nics::driver(h, name), h.ethtool_features(name)?))
     })?;
     Ok(read
         .into_iter()

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason};
+use crate::host::HostRef;
 use crate::probe::ethtool::{Channels, Reported, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
@@ -60,27 +61,24 @@ impl Check for NicQueues {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
-            Ok(s) => underlay_nics::hardware(s),
+            Ok(s) => underlay_nics::hardware(ctx.host(), s),
             Err(f) => return f,
         };
-        match gather(&sel) {
-            Ok(facts) => judge(&facts, online_cpus()).with("interface_source", &sel.source),
+        match gather(ctx.host(), &sel) {
+            Ok(facts) => {
+                judge(&facts, ctx.host().online_cpus()).with("interface_source", &sel.source)
+            }
             Err(f) => f,
         }
     }
 }
 
-/// CPUs online now (sysconf(_SC_NPROCESSORS_ONLN), what `nproc --all`
-/// counts less the offline ones); None if the libc cannot say.
-pub fn online_cpus() -> Option<u32> {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    u32::try_from(n).ok().filter(|&n| n > 0)
-}
-
-pub fn gather(sel: &Selection) -> Result<Vec<InterfaceChannels>, Finding> {
-    let read = underlay_nics::read_each(sel, |e, name| {
-        Ok((underlay_nics::driver(e, name), e.channels(name)?))
+/// Each interface's driver and channels. The CPUs online come from
+/// [`crate::host::HostRef::online_cpus`] (sysconf(_SC_NPROCESSORS_ONLN),
+/// what `nproc --all` counts less the offline ones).
+pub fn gather(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceChannels>, Finding> {
+    let read = underlay_nics::read_each(host, sel, |h, name| {
+        Ok((underlay_nics::driver(h, name), h.ethtool_channels(name)?))
     })?;
     Ok(read
         .into_iter()

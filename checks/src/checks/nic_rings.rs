@@ -11,6 +11,7 @@ use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason, Subject};
+use crate::host::HostRef;
 use crate::probe::ethtool::{Reported, Rings, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
@@ -101,19 +102,19 @@ impl Check for NicRings {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
-            Ok(s) => underlay_nics::hardware(s),
+            Ok(s) => underlay_nics::hardware(ctx.host(), s),
             Err(f) => return f,
         };
-        match gather(&sel) {
+        match gather(ctx.host(), &sel) {
             Ok(facts) => judge_from(&facts, Some(&sel.source)),
             Err(f) => f,
         }
     }
 }
 
-pub fn gather(sel: &Selection) -> Result<Vec<InterfaceRings>, Finding> {
-    let read = underlay_nics::read_each(sel, |e, name| {
-        Ok((underlay_nics::driver(e, name), e.rings(name)?))
+pub fn gather(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceRings>, Finding> {
+    let read = underlay_nics::read_each(host, sel, |h, name| {
+        Ok((underlay_nics::driver(h, name), h.ethtool_rings(name)?))
     })?;
     Ok(read
         .into_iter()

@@ -8,14 +8,15 @@
 //! nic.offloads says whether the feature is on; this check says whether it
 //! is used, from the driver's own counters over the sample window.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason, Status};
-use crate::probe::ethtool::{driver_counters, Ethtool, Reported, GENERIC_TSO_COUNTERS};
+use crate::host::HostRef;
+use crate::probe::ethtool::{driver_counters, Reported, GENERIC_TSO_COUNTERS};
 use crate::probe::sysfs_net;
 use crate::probe::underlay_nics::{self, Selection};
 use crate::probe::ProbeError;
@@ -127,55 +128,57 @@ impl Check for NicTso {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
+        let host = ctx.host();
         let sel = match underlay_nics::underlay(ctx) {
-            Ok(s) => underlay_nics::hardware(s),
+            Ok(s) => underlay_nics::hardware(host, s),
             Err(f) => return f,
         };
-        let ethtool = match Ethtool::open() {
-            Ok(e) => e,
-            Err(e) => return e.into(),
-        };
-        let t0 = Instant::now();
-        let mut samples = match first_reading(&ethtool, &sel) {
+        let t0 = host.clock();
+        let mut samples = match first_reading(host, &sel) {
             Ok(s) => s,
             Err(e) => return e.into(),
         };
         ctx.wait_for_window_end();
         for s in &mut samples {
-            match read_counters(&ethtool, &s.name, &s.tso_counters) {
+            match read_counters(host, &s.name, &s.tso_counters) {
                 Ok(c) => s.end = c,
                 Err(e) => return e.into(),
             }
         }
-        judge(&samples, t0.elapsed()).with("interface_source", &sel.source)
+        let window = host.clock().saturating_sub(t0);
+        judge(&samples, window).with("interface_source", &sel.source)
     }
 }
 
-fn read_counters(e: &Ethtool, name: &str, tso_names: &[String]) -> Result<TxCounters, ProbeError> {
+fn read_counters(
+    host: HostRef<'_>,
+    name: &str,
+    tso_names: &[String],
+) -> Result<TxCounters, ProbeError> {
     let tso = if tso_names.is_empty() {
         0
     } else {
-        match e.stats(name)? {
+        match host.ethtool_stats(name)? {
             Reported::Yes(stats) => tso_sum(&stats, tso_names),
             Reported::NotReported => 0,
         }
     };
     Ok(TxCounters {
-        packets: sysfs_net::attr_u64(name, "statistics/tx_packets")?,
-        bytes: sysfs_net::attr_u64(name, "statistics/tx_bytes")?,
+        packets: sysfs_net::attr_u64(host, name, "statistics/tx_packets")?,
+        bytes: sysfs_net::attr_u64(host, name, "statistics/tx_bytes")?,
         tso,
     })
 }
 
-fn first_reading(e: &Ethtool, sel: &Selection) -> Result<Vec<InterfaceSample>, ProbeError> {
+fn first_reading(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceSample>, ProbeError> {
     let mut out = Vec::new();
     for name in &sel.interfaces {
-        let stats = e.stats(name)?.ok().unwrap_or_default();
-        let driver = underlay_nics::driver(e, name);
+        let stats = host.ethtool_stats(name)?.ok().unwrap_or_default();
+        let driver = underlay_nics::driver(host, name);
         let tso_counters = tso_counter_names(driver.as_deref(), &stats);
         let start = TxCounters {
-            packets: sysfs_net::attr_u64(name, "statistics/tx_packets")?,
-            bytes: sysfs_net::attr_u64(name, "statistics/tx_bytes")?,
+            packets: sysfs_net::attr_u64(host, name, "statistics/tx_packets")?,
+            bytes: sysfs_net::attr_u64(host, name, "statistics/tx_bytes")?,
             tso: tso_sum(&stats, &tso_counters),
         };
         out.push(InterfaceSample {

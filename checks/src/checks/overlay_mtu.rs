@@ -116,7 +116,7 @@ impl Check for OverlayMtu {
         let (nb_endpoints, dhcp) = match endpoints::nb(ctx) {
             Ok((list, _)) => {
                 let budget = endpoints::budget(ctx);
-                let dhcp = match ovsdb::nb_guest_mtus(&list, budget) {
+                let dhcp = match ovsdb::nb_guest_mtus(ctx.host(), &list, budget) {
                     Ok(a) => DhcpFacts::Read(a),
                     Err(e) => DhcpFacts::Unreadable(e),
                 };
@@ -124,13 +124,14 @@ impl Check for OverlayMtu {
             }
             Err(f) => (Vec::new(), DhcpFacts::NotConfigured(f.summary)),
         };
-        let names = match sysfs_net::interfaces() {
+        let host = ctx.host();
+        let names = match sysfs_net::interfaces(host) {
             Ok(n) => n,
             Err(e) => return e.into(),
         };
         let mut taps = Vec::new();
         for name in names.iter().filter(|n| n.starts_with(VPC_TAP_PREFIX)) {
-            match sysfs_net::mtu(name) {
+            match sysfs_net::mtu(host, name) {
                 Ok(mtu) => taps.push(Device {
                     name: name.clone(),
                     mtu,
@@ -140,8 +141,8 @@ impl Check for OverlayMtu {
                 Err(e) => return e.into(),
             }
         }
-        let underlay_bridge = match sysfs_net::underlay_bridge() {
-            Some(b) => match sysfs_net::mtu(b) {
+        let underlay_bridge = match sysfs_net::underlay_bridge(host) {
+            Some(b) => match sysfs_net::mtu(host, b) {
                 Ok(mtu) => Some(Device {
                     name: b.to_owned(),
                     mtu,
@@ -152,7 +153,7 @@ impl Check for OverlayMtu {
         };
         let bridge_ports = underlay_bridge
             .as_ref()
-            .and_then(|b| sysfs_net::bridge_ports(&b.name).ok())
+            .and_then(|b| sysfs_net::bridge_ports(host, &b.name).ok())
             .unwrap_or_default()
             .into_iter()
             .filter(|p| !spinifex::is_guest_tap(p))

@@ -25,6 +25,7 @@ use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::expect::UNDERLAY_MTU_FLOOR;
 use crate::finding::{Finding, SkipReason};
+use crate::host::HostRef;
 use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target, COMMON_MTUS};
 use crate::probe::links::{self, Link};
 use crate::probe::peers::{self, Peer, PeerSet, Scope};
@@ -328,13 +329,14 @@ pub fn gather(
     target_source: TargetSource,
     discovery: PeerSet,
 ) -> Result<PathFacts, ProbeError> {
+    let host = ctx.host();
     let mut local: BTreeMap<u32, Result<LocalLink, String>> = BTreeMap::new();
     let mut egress = Vec::with_capacity(discovery.peers.len());
     for peer in &discovery.peers {
-        let e = match links::route_via(peer.address, peer.scope.as_ref().map(|s| s.index)) {
+        let e = match host.route(peer.address, peer.scope.as_ref().map(|s| s.index)) {
             Ok(route) => local
                 .entry(route.oif)
-                .or_insert_with(|| local_link(route.oif))
+                .or_insert_with(|| local_link(host, route.oif))
                 .clone(),
             Err(ProbeError::NotFound(_)) => Err("no route".to_owned()),
             Err(e) => Err(e.to_string()),
@@ -361,7 +363,7 @@ pub fn gather(
         deadline,
         max_rounds: MAX_ROUNDS,
     };
-    let (probes, socket) = icmp_probe::measure(&targets, &settings)?;
+    let (probes, socket) = host.icmp(&targets, &settings)?;
     let peers = discovery
         .peers
         .iter()
@@ -385,10 +387,10 @@ pub fn gather(
     })
 }
 
-fn local_link(oif: u32) -> Result<LocalLink, String> {
-    let link = links::link_by_index(oif).map_err(|e| e.to_string())?;
+fn local_link(host: HostRef<'_>, oif: u32) -> Result<LocalLink, String> {
+    let link = host.link_by_index(oif).map_err(|e| e.to_string())?;
     let ports = if link.is_bridge() {
-        links::ports_of(&link).map_err(|e| e.to_string())?
+        links::ports_of(host, &link).map_err(|e| e.to_string())?
     } else {
         Vec::new()
     };

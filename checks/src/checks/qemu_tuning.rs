@@ -23,7 +23,7 @@ use crate::probe::peers::UnderlayFamily;
 use crate::probe::qemu::cmdline::machine_type_version;
 use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::opts::Opts;
-use crate::probe::qemu::process::{self, Unreadable};
+use crate::probe::qemu::process::Unreadable;
 use crate::probe::qemu::qmp::{self, QmpFacts};
 use crate::probe::qemu::QemuCommandLine;
 use crate::probe::ProbeError;
@@ -386,7 +386,8 @@ impl Check for QemuTuning {
 /// asked concurrently, so monitors that never answer cost one probe
 /// timeout in all, not one each.
 pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
-    let discovery = process::discover()?;
+    let probe = ctx.host();
+    let discovery = probe.qemu_processes()?;
     let mut instances = Vec::new();
     for proc in discovery.found {
         let cmdline = QemuCommandLine::parse(&proc.argv).map_err(|e| e.to_string());
@@ -396,7 +397,7 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
                 let Some(ifname) = netdev.get("ifname") else {
                     continue;
                 };
-                let facts = match host::tap(ifname) {
+                let facts = match host::tap(probe, ifname) {
                     Ok(t) => Ok(t),
                     Err(ProbeError::NotFound(_)) => Err(TapError::NotFound),
                     Err(e) => Err(TapError::Other(e.to_string())),
@@ -408,7 +409,7 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
             pid: proc.pid,
             cmdline,
             taps,
-            fds: host::process_fds(proc.pid).map_err(|e| e.to_string()),
+            fds: probe.process_fds(proc.pid).map_err(|e| e.to_string()),
             qmp: Vec::new(),
         });
     }
@@ -426,14 +427,14 @@ pub fn gather(ctx: &Ctx) -> Result<HostFacts, ProbeError> {
             scope.spawn(move || {
                 for path in sockets {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    let answer = qmp::gather(&path, left).map_err(QmpFailure::from);
+                    let answer = probe.qmp(&path, left).map_err(QmpFailure::from);
                     qmp.push((path, answer));
                 }
             });
         }
     });
     Ok(HostFacts {
-        vhost_net: host::vhost_net_present(),
+        vhost_net: host::vhost_net_present(probe),
         instances,
         unreadable: discovery.unreadable,
         underlay_family: None,

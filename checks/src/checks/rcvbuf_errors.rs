@@ -5,7 +5,7 @@
 //! counters are. Replaces `nstat -az | grep UdpRcvbufErrors` watched by eye
 //! and `journalctl -u spinifex-predastore | grep 'receive buffer size'`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::journal::{grep_unit, JournalLookup};
+use crate::probe::journal::JournalLookup;
 use crate::probe::kernel_files::sysctl_u64;
 use crate::probe::snmp::{read_udp_rcvbuf_errors, UdpRcvbufErrors};
 
@@ -128,21 +128,26 @@ impl Check for RcvbufErrors {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let start = match read_udp_rcvbuf_errors() {
+        let host = ctx.host();
+        let start = match read_udp_rcvbuf_errors(host) {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let t0 = Instant::now();
+        let t0 = host.clock();
         let journal_bound = ctx.bounded(Duration::from_secs(2));
-        let journal =
-            std::thread::spawn(move || grep_unit(PREDASTORE_UNIT, QUIC_WARNING, journal_bound));
-        ctx.wait_for_window_end();
-        let end = match read_udp_rcvbuf_errors() {
+        let (journal, end) = std::thread::scope(|s| {
+            let journal =
+                s.spawn(move || host.journal(PREDASTORE_UNIT, QUIC_WARNING, journal_bound));
+            ctx.wait_for_window_end();
+            let end = read_udp_rcvbuf_errors(host);
+            (journal.join(), end)
+        });
+        let end = match end {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let window = t0.elapsed();
-        let journal = match journal.join() {
+        let window = host.clock().saturating_sub(t0);
+        let journal = match journal {
             Ok(Ok(JournalLookup::Lines(lines))) => Some(lines),
             _ => None,
         };
@@ -150,7 +155,7 @@ impl Check for RcvbufErrors {
             start,
             end,
             window,
-            rmem_max: sysctl_u64("net.core.rmem_max").ok(),
+            rmem_max: sysctl_u64(host, "net.core.rmem_max").ok(),
             journal,
         })
     }

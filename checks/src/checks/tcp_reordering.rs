@@ -7,7 +7,7 @@
 //! showed the same signature host-wide ("Detected reordering 11424 times
 //! using SACK", forward retransmits). Replaces `watch -d -n 1 netstat -st`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -119,19 +119,20 @@ impl Check for TcpReordering {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let start = match read_tcp_counters() {
+        let host = ctx.host();
+        let start = match read_tcp_counters(host) {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let t0 = Instant::now();
+        let t0 = host.clock();
         // Read inside the window so that it costs no extra time.
         let multiqueue = multiqueue_interfaces(ctx);
         ctx.wait_for_window_end();
-        let end = match read_tcp_counters() {
+        let end = match read_tcp_counters(host) {
             Ok(c) => c,
             Err(e) => return e.into(),
         };
-        let window = t0.elapsed();
+        let window = host.clock().saturating_sub(t0);
         judge(&Sample {
             start,
             end,
@@ -148,8 +149,9 @@ fn multiqueue_interfaces(ctx: &Ctx) -> Vec<(String, u32)> {
     let Ok(sel) = underlay_nics::underlay_or_default_route(ctx) else {
         return Vec::new();
     };
-    let sel = underlay_nics::hardware(sel);
-    let Ok(read) = underlay_nics::read_each(&sel, |e, name| e.channels(name)) else {
+    let host = ctx.host();
+    let sel = underlay_nics::hardware(host, sel);
+    let Ok(read) = underlay_nics::read_each(host, &sel, |h, name| h.ethtool_channels(name)) else {
         return Vec::new();
     };
     read.into_iter()

@@ -107,11 +107,12 @@ impl Check for UdpBuffers {
         Some(&DECLARED)
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
+    fn run(&self, ctx: &Ctx) -> Finding {
+        let host = ctx.host();
         let read = || -> Result<BufferCeilings, crate::probe::ProbeError> {
             Ok(BufferCeilings {
-                rmem_max: sysctl_u64("net.core.rmem_max")?,
-                wmem_max: sysctl_u64("net.core.wmem_max")?,
+                rmem_max: sysctl_u64(host, "net.core.rmem_max")?,
+                wmem_max: sysctl_u64(host, "net.core.wmem_max")?,
             })
         };
         match read() {

@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::check::Check;
 use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::links::{route_via, Route};
+use crate::probe::links::Route;
 use crate::probe::peers::{self, discover, PeerSource, Scope};
 use crate::probe::ProbeError;
 
@@ -98,7 +98,9 @@ impl Check for UnderlayOnLink {
             .peers
             .iter()
             .map(|p| {
-                let route = route_via(p.address, p.scope.as_ref().map(|s| s.index));
+                let route = ctx
+                    .host()
+                    .route(p.address, p.scope.as_ref().map(|s| s.index));
                 PeerRoute {
                     scope: p.scope.clone(),
                     ..peer_route(p.address, p.source, route)

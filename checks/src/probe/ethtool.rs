@@ -66,7 +66,7 @@ pub const NOT_REPORTED: &str = "not reported by this driver";
 nix::ioctl_readwrite_bad!(siocethtool, libc::SIOCETHTOOL, libc::ifreq);
 
 /// `ethtool -i`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DrvInfo {
     pub driver: String,
     pub version: String,
@@ -76,7 +76,7 @@ pub struct DrvInfo {
 }
 
 /// `ethtool -l`: pre-set maximums and current counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Channels {
     pub max_rx: u32,
     pub max_tx: u32,
@@ -205,7 +205,7 @@ pub fn driver_counters(driver: &str) -> Option<&'static DriverCounters> {
 }
 
 /// `ethtool -g`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Rings {
     pub rx_max: u32,
     pub rx_mini_max: u32,
@@ -218,7 +218,7 @@ pub struct Rings {
 }
 
 /// One line of `ethtool -k`, by the kernel's feature name.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Feature {
     pub name: String,
     /// The device can toggle it (`hw_features`).
@@ -254,7 +254,7 @@ impl Feature {
 
 /// An ethtool operation's outcome: the answer, or the driver does not
 /// implement it (EOPNOTSUPP), which is never a failure of the host.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Reported<T> {
     Yes(T),
     NotReported,

@@ -58,7 +58,7 @@ const COPIES: u32 = 2;
 const NONCE_LEN: usize = 8;
 
 /// One destination to measure.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub addr: IpAddr,
     /// The interface index a link-local IPv6 address is reached on
@@ -79,7 +79,7 @@ pub struct Settings {
 }
 
 /// Which kind of ICMP socket carried the probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SocketKind {
     /// `SOCK_DGRAM` ICMP ("ping socket"): no privilege needed when
     /// `net.ipv4.ping_group_range` includes our group.
@@ -99,7 +99,7 @@ impl SocketKind {
 
 /// A hop that answered "fragmentation needed" (IPv4) or "packet too big"
 /// (IPv6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TooBig {
     /// The router (or host) that sent the error.
     pub from: Option<IpAddr>,
@@ -108,7 +108,7 @@ pub struct TooBig {
 }
 
 /// What was measured towards one target.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathProbe {
     pub addr: IpAddr,
     pub target_mtu: u32,

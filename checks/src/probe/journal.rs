@@ -14,7 +14,7 @@ use super::ProbeError;
 const JOURNALCTL: &[&str] = &["/usr/bin/journalctl", "/bin/journalctl"];
 const MAX_OUTPUT: u64 = 64 * 1024;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JournalLookup {
     /// No journalctl on this host.
     Unavailable,

@@ -1,12 +1,13 @@
 //! Single-value kernel files: sysctls under /proc/sys and attributes under
 //! /sys/class/net.
 
-use super::{read_to_string, sysctl_path, ProbeError};
+use super::{sysctl_path, ProbeError};
+use crate::host::HostRef;
 
 /// Read an unsigned integer sysctl, e.g. `net.core.rmem_max`.
-pub fn sysctl_u64(name: &str) -> Result<u64, ProbeError> {
+pub fn sysctl_u64(host: HostRef<'_>, name: &str) -> Result<u64, ProbeError> {
     let path = sysctl_path(name);
-    let text = read_to_string(&path)?;
+    let text = host.read_file(&path)?;
     parse_u64(&text).ok_or_else(|| {
         ProbeError::parse(
             path.display().to_string(),
@@ -32,13 +33,13 @@ mod tests {
     #[test]
     fn reads_a_live_sysctl() {
         // Every Linux kernel has this file and it is world-readable.
-        let v = sysctl_u64("net.core.rmem_max").expect("rmem_max readable");
+        let v = sysctl_u64(crate::host::live(), "net.core.rmem_max").expect("rmem_max readable");
         assert!(v > 0);
     }
 
     #[test]
     fn missing_sysctl_is_not_found() {
-        let err = sysctl_u64("net.core.no_such_knob").unwrap_err();
+        let err = sysctl_u64(crate::host::live(), "net.core.no_such_knob").unwrap_err();
         assert!(matches!(err, ProbeError::NotFound(_)), "{err:?}");
     }
 }

@@ -35,7 +35,7 @@ const NETLINK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The route the kernel picks for one destination, as `ip route get ADDR`
 /// shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Route {
     pub destination: IpAddr,
     /// Egress interface index (`RTA_OIF`).
@@ -58,7 +58,7 @@ impl Route {
 }
 
 /// One network device as `RTM_GETLINK` reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Link {
     pub index: u32,
     pub name: String,
@@ -177,8 +177,9 @@ pub fn links() -> Result<Vec<Link>, ProbeError> {
 
 /// The ports of bridge (or bond) `master`: every link whose `IFLA_MASTER`
 /// is its index, in index order.
-pub fn ports_of(master: &Link) -> Result<Vec<Link>, ProbeError> {
-    Ok(links()?
+pub fn ports_of(host: crate::host::HostRef<'_>, master: &Link) -> Result<Vec<Link>, ProbeError> {
+    Ok(host
+        .links()?
         .into_iter()
         .filter(|l| l.master == Some(master.index))
         .collect())
@@ -396,7 +397,7 @@ mod tests {
         assert_eq!(lo.index, 1);
         assert_eq!(
             lo.mtu as u64,
-            crate::probe::sysfs_net::attr_u64("lo", "mtu").unwrap()
+            crate::probe::sysfs_net::attr_u64(crate::host::live(), "lo", "mtu").unwrap()
         );
         assert!(!lo.is_bridge());
         assert_eq!(link_by_index(1).unwrap().name, "lo");

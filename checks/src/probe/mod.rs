@@ -41,6 +41,10 @@ pub enum ProbeError {
     },
     #[error("{0}")]
     Other(String),
+    /// Replaying a bundle that holds no answer to the request (taken by
+    /// another version of the doctor, or by a run that did not ask it).
+    #[error("{0}")]
+    NotRecorded(String),
 }
 
 impl ProbeError {
@@ -75,8 +79,90 @@ impl From<ProbeError> for Finding {
             ProbeError::NotFound(what) => {
                 Finding::skip(SkipReason::NotApplicable(format!("{what} not found")))
             }
+            ProbeError::NotRecorded(why) => Finding::skip(SkipReason::NotRecorded(why)),
             other => Finding::probe_failed(other.to_string()),
         }
+    }
+}
+
+/// How a probe failure is kept in a bundle: its kind and its words, so a
+/// replay says exactly what the live run said (an I/O error keeps its
+/// errno, and is rebuilt from it).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ProbeErrorRecord {
+    PermissionDenied {
+        what: String,
+        needs: String,
+    },
+    NotFound {
+        what: String,
+    },
+    Parse {
+        what: String,
+        detail: String,
+    },
+    Io {
+        what: String,
+        message: String,
+        errno: Option<i32>,
+    },
+    Other {
+        message: String,
+    },
+    NotRecorded {
+        why: String,
+    },
+}
+
+impl serde::Serialize for ProbeError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let record = match self {
+            ProbeError::PermissionDenied { what, needs } => ProbeErrorRecord::PermissionDenied {
+                what: what.clone(),
+                needs: needs.clone(),
+            },
+            ProbeError::NotFound(what) => ProbeErrorRecord::NotFound { what: what.clone() },
+            ProbeError::Parse { what, detail } => ProbeErrorRecord::Parse {
+                what: what.clone(),
+                detail: detail.clone(),
+            },
+            ProbeError::Io { what, source } => ProbeErrorRecord::Io {
+                what: what.clone(),
+                message: source.to_string(),
+                errno: source.raw_os_error(),
+            },
+            ProbeError::Other(message) => ProbeErrorRecord::Other {
+                message: message.clone(),
+            },
+            ProbeError::NotRecorded(why) => ProbeErrorRecord::NotRecorded { why: why.clone() },
+        };
+        record.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProbeError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProbeError, D::Error> {
+        Ok(match ProbeErrorRecord::deserialize(d)? {
+            ProbeErrorRecord::PermissionDenied { what, needs } => {
+                ProbeError::PermissionDenied { what, needs }
+            }
+            ProbeErrorRecord::NotFound { what } => ProbeError::NotFound(what),
+            ProbeErrorRecord::Parse { what, detail } => ProbeError::Parse { what, detail },
+            ProbeErrorRecord::Io {
+                what,
+                message,
+                errno,
+            } => ProbeError::Io {
+                what,
+                source: match errno {
+                    Some(n) => io::Error::from_raw_os_error(n),
+                    None => io::Error::other(message),
+                },
+            },
+            ProbeErrorRecord::Other { message } => ProbeError::Other(message),
+            ProbeErrorRecord::NotRecorded { why } => ProbeError::NotRecorded(why),
+        })
     }
 }
 

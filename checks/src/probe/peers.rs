@@ -45,6 +45,7 @@ use super::ProbeError;
 use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
 use crate::expect::Family;
+use crate::host::HostRef;
 pub use crate::spinifex::{ENCAP_PEERS_DEFINE, PEERS_NFT, WAN_PEERS_DEFINE};
 
 /// A name lookup (config `host = "spx2.lan"`) may take this long.
@@ -210,10 +211,10 @@ impl From<IpAddr> for Candidate {
 pub type SourceAnswer = Result<(Vec<Candidate>, String), String>;
 
 /// The interface `scope` (a name or an index) names on this host.
-pub fn resolve_scope(scope: &str) -> Result<Scope, String> {
+pub fn resolve_scope(host: HostRef<'_>, scope: &str) -> Result<Scope, String> {
     let link = match scope.parse::<u32>() {
-        Ok(index) => super::links::link_by_index(index),
-        Err(_) => super::links::link_by_name(scope),
+        Ok(index) => host.link_by_index(index),
+        Err(_) => host.link_by_name(scope),
     };
     match link {
         Ok(l) => Ok(Scope {
@@ -231,10 +232,10 @@ pub type ParsedAddress = Result<Option<(IpAddr, Option<Scope>)>, String>;
 /// A peer address as written: `198.18.0.2`, `fd00::2`, or a link-local
 /// IPv6 address with the interface it is on, `fe80::2%eth0` (or `%3`),
 /// whose interface is looked up here. Ok(None): not an address (a name).
-pub fn parse_address(text: &str) -> ParsedAddress {
+pub fn parse_address(host: HostRef<'_>, text: &str) -> ParsedAddress {
     if let Some(scoped) = crate::validate::scoped_ipv6(text) {
         let (addr, scope) = scoped?;
-        let scope = resolve_scope(scope).map_err(|e| format!("{text:?}: {e}"))?;
+        let scope = resolve_scope(host, scope).map_err(|e| format!("{text:?}: {e}"))?;
         return Ok(Some((IpAddr::V6(addr), Some(scope))));
     }
     Ok(text.parse::<IpAddr>().ok().map(|ip| (ip, None)))
@@ -249,8 +250,8 @@ pub fn needs_scope(address: IpAddr) -> bool {
 /// Ok(Some(the address as the run will use it)), Ok(None) for a host name,
 /// or why it cannot be probed (a link-local address without its interface,
 /// a scope naming no interface here).
-pub fn flag_address(text: &str) -> Result<Option<String>, String> {
-    match parse_address(text)? {
+pub fn flag_address(host: HostRef<'_>, text: &str) -> Result<Option<String>, String> {
+    match parse_address(host, text)? {
         Some((ip, None)) if needs_scope(ip) => Err(format!(
             "{text:?} is link-local: name the interface it is on, e.g. {ip}%eth0"
         )),
@@ -267,12 +268,13 @@ pub fn discover(ctx: &Ctx) -> PeerSet {
 
 /// [`discover`] with the peers.nft path given (tests use a temp file).
 pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
+    let host = ctx.host();
     // Lazily evaluated in order: a source is only consulted when every
     // better one named nobody.
     let flag = || -> SourceAnswer {
         let mut out = Vec::new();
         for text in &ctx.opts.peers {
-            match parse_address(text) {
+            match parse_address(host, text) {
                 Ok(Some((address, scope))) => out.push(Candidate {
                     address,
                     scope,
@@ -281,7 +283,7 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
                 Err(e) => return Err(format!("--peer {e}")),
                 Ok(None) => {
                     let mut answers =
-                        resolve_all(std::slice::from_ref(text), ctx.bounded(NAME_LOOKUP_BOUND));
+                        host.resolve(std::slice::from_ref(text), ctx.bounded(NAME_LOOKUP_BOUND));
                     match answers.remove(text) {
                         Some(Ok(ips)) => out.extend(ips.into_iter().map(Candidate::from)),
                         Some(Err(e)) => return Err(format!("--peer {text:?}: {e}")),
@@ -296,7 +298,7 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
     let sb = || -> SourceAnswer { sb_encaps(ctx) };
     let nft = |define: &'static str, plane: &'static str| {
         move || -> SourceAnswer {
-            match read_peers_nft_define(peers_nft, define) {
+            match read_peers_nft_define(host, peers_nft, define) {
                 Ok(cands) => {
                     let n = cands.len();
                     Ok((
@@ -312,7 +314,7 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
     let config = || -> SourceAnswer { config_nodes(ctx) };
 
     let own = || -> (Vec<IpAddr>, Vec<IpAddr>) {
-        let own = super::links::local_addresses().unwrap_or_default();
+        let own = host.addresses().unwrap_or_default();
         let encap = local_encap(ctx).map(|(ips, _)| ips).unwrap_or_default();
         (own, encap)
     };
@@ -430,7 +432,7 @@ fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
     let per_member = ctx.bounded(ctx.opts.probe_timeout.max(Duration::from_secs(1)));
     let deadline = (Instant::now() + per_member * 2).min(ctx.deadline());
     let budget = super::ovsdb::Budget::within(per_member, deadline);
-    match super::ovsdb::sb_encap_ips_within(&endpoints, budget) {
+    match super::ovsdb::sb_encap_ips_within(ctx.host(), &endpoints, budget) {
         Ok(ans) => {
             let n = ans.value.len();
             Ok((
@@ -453,11 +455,11 @@ fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
         .unwrap_or(super::ovsdb::DEFAULT_OVS_ENDPOINT);
     let endpoint = Endpoint::parse(text).map_err(|e| e.to_string())?;
     if let Endpoint::Unix(path) = &endpoint {
-        if !path.exists() {
+        if !ctx.host().exists(path) {
             return Err(format!("no local OVS database at {endpoint}"));
         }
     }
-    super::ovsdb::local_encap_ips(&endpoint, ctx.bounded(Duration::from_secs(1)))
+    super::ovsdb::local_encap_ips(ctx.host(), &endpoint, ctx.bounded(Duration::from_secs(1)))
         .map(|ips| (ips, endpoint))
         .map_err(|e| e.to_string())
 }
@@ -537,13 +539,13 @@ fn config_nodes(ctx: &Ctx) -> SourceAnswer {
     let mut names: Vec<String> = Vec::new();
     let mut addresses: Vec<(String, ParsedAddress)> = Vec::new();
     for (node, host) in &wanted {
-        let parsed = parse_address(host);
+        let parsed = parse_address(ctx.host(), host);
         if matches!(parsed, Ok(None)) {
             names.push(host.clone());
         }
         addresses.push((node.clone(), parsed));
     }
-    let mut resolved = resolve_all(&names, ctx.bounded(NAME_LOOKUP_BOUND));
+    let mut resolved = ctx.host().resolve(&names, ctx.bounded(NAME_LOOKUP_BOUND));
     for ((node, host), (_, parsed)) in wanted.into_iter().zip(addresses) {
         match parsed {
             Ok(Some((address, scope))) => {
@@ -582,9 +584,10 @@ fn config_nodes(ctx: &Ctx) -> SourceAnswer {
     Ok((out, note))
 }
 
-/// Resolve host names concurrently, each within `bound` overall. A name
-/// that does not answer in time is absent from the map.
-pub fn resolve_all(
+/// Resolve host names on this machine, concurrently, each within `bound`
+/// overall. A name that does not answer in time is absent from the map.
+/// Checks ask [`HostRef::resolve`], whose live answer this is.
+pub fn lookup_names(
     names: &[String],
     bound: Duration,
 ) -> HashMap<String, Result<Vec<IpAddr>, String>> {
@@ -638,14 +641,18 @@ pub fn resolve_all(
 
 /// Read `define spinifex_encap_peers` from a peers.nft file. A file
 /// without the define names no peer; a malformed define is a parse error.
-pub fn read_peers_nft(path: &Path) -> Result<Vec<IpAddr>, ProbeError> {
-    read_peers_nft_define(path, ENCAP_PEERS_DEFINE)
+pub fn read_peers_nft(host: HostRef<'_>, path: &Path) -> Result<Vec<IpAddr>, ProbeError> {
+    read_peers_nft_define(host, path, ENCAP_PEERS_DEFINE)
         .map(|c| c.into_iter().map(|c| c.address).collect())
 }
 
 /// Read `define NAME` from a peers.nft file, as candidates.
-fn read_peers_nft_define(path: &Path, define: &str) -> Result<Vec<Candidate>, ProbeError> {
-    let text = super::read_to_string(path)?;
+fn read_peers_nft_define(
+    host: HostRef<'_>,
+    path: &Path,
+    define: &str,
+) -> Result<Vec<Candidate>, ProbeError> {
+    let text = host.read_file(path)?;
     match parse_nft_define(&text, define) {
         Ok(Some(ips)) => Ok(ips.into_iter().map(Candidate::from).collect()),
         Ok(None) => Ok(Vec::new()),
@@ -819,9 +826,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("peers.nft");
         std::fs::write(&path, "define spinifex_encap_peers = { 198.18.0.2 }\n").unwrap();
-        assert_eq!(read_peers_nft(&path).unwrap(), vec![ip("198.18.0.2")]);
+        assert_eq!(
+            read_peers_nft(crate::host::live(), &path).unwrap(),
+            vec![ip("198.18.0.2")]
+        );
         assert!(matches!(
-            read_peers_nft(&dir.path().join("nope.nft")),
+            read_peers_nft(crate::host::live(), &dir.path().join("nope.nft")),
             Err(ProbeError::NotFound(_))
         ));
     }
@@ -1087,12 +1097,14 @@ mod tests {
 
     #[test]
     fn a_scope_names_an_interface_of_this_host() {
-        let (a, scope) = parse_address("fe80::2%lo").unwrap().unwrap();
+        let (a, scope) = parse_address(crate::host::live(), "fe80::2%lo")
+            .unwrap()
+            .unwrap();
         assert_eq!(a, ip("fe80::2"));
         let scope = scope.unwrap();
         assert_eq!((scope.interface.as_str(), scope.index), ("lo", 1));
         assert_eq!(
-            parse_address("fe80::2%1")
+            parse_address(crate::host::live(), "fe80::2%1")
                 .unwrap()
                 .unwrap()
                 .1
@@ -1100,21 +1112,28 @@ mod tests {
                 .interface,
             "lo"
         );
-        let e = parse_address("fe80::2%nosuchif0").unwrap_err();
+        let e = parse_address(crate::host::live(), "fe80::2%nosuchif0").unwrap_err();
         assert_eq!(
             e,
             "\"fe80::2%nosuchif0\": no interface nosuchif0 on this host"
         );
-        assert_eq!(parse_address("spx2.lan").unwrap(), None);
         assert_eq!(
-            flag_address("fe80::2%lo").unwrap().as_deref(),
+            parse_address(crate::host::live(), "spx2.lan").unwrap(),
+            None
+        );
+        assert_eq!(
+            flag_address(crate::host::live(), "fe80::2%lo")
+                .unwrap()
+                .as_deref(),
             Some("fe80::2%lo")
         );
         assert_eq!(
-            flag_address("198.18.0.2").unwrap().as_deref(),
+            flag_address(crate::host::live(), "198.18.0.2")
+                .unwrap()
+                .as_deref(),
             Some("198.18.0.2")
         );
-        assert!(flag_address("fe80::2")
+        assert!(flag_address(crate::host::live(), "fe80::2")
             .unwrap_err()
             .contains("is link-local: name the interface it is on, e.g. fe80::2%eth0"));
         // Two peers with one link-local address on two links stay apart.

@@ -13,8 +13,8 @@ use std::io::BufRead;
 
 use procfs::{FromBufRead, FromBufReadSI};
 
-use super::snmp::from_proc_error;
-use super::{read_to_string, ProbeError};
+use super::ProbeError;
+use crate::host::HostRef;
 
 const SOFTIRQS: &str = "/proc/softirqs";
 const STAT: &str = "/proc/stat";
@@ -122,10 +122,10 @@ pub fn parse_cpu_counters(softirqs: &str, stat: &str) -> Result<Vec<CpuCounters>
         .collect())
 }
 
-/// Read both files of the live host.
-pub fn read_cpu_counters() -> Result<Vec<CpuCounters>, ProbeError> {
-    let softirqs = read_to_string(SOFTIRQS)?;
-    let stat = read_to_string(STAT)?;
+/// Read both files of the host.
+pub fn read_cpu_counters(host: HostRef<'_>) -> Result<Vec<CpuCounters>, ProbeError> {
+    let softirqs = host.read_file(SOFTIRQS)?;
+    let stat = host.read_file(STAT)?;
     parse_cpu_counters(&softirqs, &stat)
 }
 
@@ -235,13 +235,11 @@ fn tcp_counters(
     })
 }
 
-/// Read the live counters of this network namespace.
-pub fn read_tcp_counters() -> Result<TcpCounters, ProbeError> {
-    let text = read_to_string(NETSTAT)?;
-    let ext =
-        parse_proc_net_counters(text.as_bytes()).map_err(|e| ProbeError::parse(NETSTAT, e))?;
-    let snmp = procfs::net::snmp().map_err(from_proc_error)?;
-    tcp_counters(&ext, &snmp)
+/// Read the counters of this network namespace.
+pub fn read_tcp_counters(host: HostRef<'_>) -> Result<TcpCounters, ProbeError> {
+    let text = host.read_file(NETSTAT)?;
+    let snmp = host.read_file(super::snmp::SNMP)?;
+    parse_tcp_counters(text.as_bytes(), snmp.as_bytes())
 }
 
 #[cfg(test)]
@@ -325,10 +323,12 @@ softirq 0 0 0 0 0 0 0 0 0 0 0
 
     #[test]
     fn reads_the_live_host() {
-        let c = read_cpu_counters().expect("/proc/softirqs and /proc/stat are world-readable");
+        let c = read_cpu_counters(crate::host::live())
+            .expect("/proc/softirqs and /proc/stat are world-readable");
         assert!(!c.is_empty());
         assert!(c.iter().all(|c| c.total >= c.busy && c.busy >= c.softirq));
-        let t = read_tcp_counters().expect("/proc/net/netstat is world-readable");
+        let t =
+            read_tcp_counters(crate::host::live()).expect("/proc/net/netstat is world-readable");
         assert!(t.out_segs >= t.retrans_segs);
     }
 }

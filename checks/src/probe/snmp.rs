@@ -5,9 +5,9 @@
 use std::io::BufRead;
 
 use procfs::FromBufRead;
-use procfs::ProcError;
 
 use super::ProbeError;
+use crate::host::HostRef;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpRcvbufErrors {
@@ -23,34 +23,19 @@ impl UdpRcvbufErrors {
     }
 }
 
-pub fn from_proc_error(err: ProcError) -> ProbeError {
-    match err {
-        ProcError::PermissionDenied(p) => ProbeError::PermissionDenied {
-            needs: format!("root to read {}", display(&p)),
-            what: display(&p),
-        },
-        ProcError::NotFound(p) => ProbeError::NotFound(display(&p)),
-        ProcError::Incomplete(p) => ProbeError::parse(display(&p), "incomplete"),
-        other => ProbeError::Other(other.to_string()),
-    }
-}
+pub const SNMP: &str = "/proc/net/snmp";
+pub const SNMP6: &str = "/proc/net/snmp6";
 
-fn display(p: &Option<std::path::PathBuf>) -> String {
-    p.as_ref()
-        .map_or_else(|| "a /proc file".to_owned(), |p| p.display().to_string())
-}
-
-/// Read the live counters of this process's network namespace.
-pub fn read_udp_rcvbuf_errors() -> Result<UdpRcvbufErrors, ProbeError> {
-    let udp = procfs::net::snmp()
-        .map_err(from_proc_error)?
-        .udp_rcvbuf_errors;
-    let udp6 = match procfs::net::snmp6() {
-        Ok(s) => Some(s.udp_rcvbuf_errors),
-        Err(ProcError::NotFound(_)) => None,
-        Err(e) => return Err(from_proc_error(e)),
+/// Read the counters of this process's network namespace (snmp6 is absent
+/// without IPv6).
+pub fn read_udp_rcvbuf_errors(host: HostRef<'_>) -> Result<UdpRcvbufErrors, ProbeError> {
+    let snmp = host.read_file(SNMP)?;
+    let snmp6 = match host.read_file(SNMP6) {
+        Ok(text) => Some(text),
+        Err(ProbeError::NotFound(_)) => None,
+        Err(e) => return Err(e),
     };
-    Ok(UdpRcvbufErrors { udp, udp6 })
+    parse_udp_rcvbuf_errors(snmp.as_bytes(), snmp6.as_deref().map(str::as_bytes))
 }
 
 /// Parse recorded text of the two files (snmp6 absent without IPv6).
@@ -59,13 +44,13 @@ pub fn parse_udp_rcvbuf_errors<R: BufRead>(
     snmp6: Option<R>,
 ) -> Result<UdpRcvbufErrors, ProbeError> {
     let udp = procfs::net::Snmp::from_buf_read(snmp)
-        .map_err(|e| ProbeError::parse("/proc/net/snmp", e.to_string()))?
+        .map_err(|e| ProbeError::parse(SNMP, e.to_string()))?
         .udp_rcvbuf_errors;
     let udp6 = snmp6
         .map(|r| {
             procfs::net::Snmp6::from_buf_read(r)
                 .map(|s| s.udp_rcvbuf_errors)
-                .map_err(|e| ProbeError::parse("/proc/net/snmp6", e.to_string()))
+                .map_err(|e| ProbeError::parse(SNMP6, e.to_string()))
         })
         .transpose()?;
     Ok(UdpRcvbufErrors { udp, udp6 })
@@ -77,7 +62,8 @@ mod tests {
 
     #[test]
     fn reads_the_live_namespace() {
-        let c = read_udp_rcvbuf_errors().expect("/proc/net/snmp is world-readable");
+        let c =
+            read_udp_rcvbuf_errors(crate::host::live()).expect("/proc/net/snmp is world-readable");
         assert!(c.total() >= c.udp);
     }
 

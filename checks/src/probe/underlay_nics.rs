@@ -18,9 +18,9 @@ use std::net::IpAddr;
 
 use crate::ctx::{Ctx, Options};
 use crate::finding::{Finding, SkipReason};
+use crate::host::HostRef;
 
-use super::ethtool::Ethtool;
-use super::{links, sysfs_net, ProbeError};
+use super::{sysfs_net, ProbeError};
 
 /// The interfaces chosen and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,10 +34,11 @@ pub const NOTHING_FOUND: &str = "no underlay interface found (pass --interface I
 
 /// The underlay NICs (sources 1–3).
 pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
-    if let Some(sel) = from_flag(&ctx.opts)? {
+    let host = ctx.host();
+    if let Some(sel) = from_flag(host, &ctx.opts)? {
         return Ok(sel);
     }
-    if let Some(sel) = from_bridge()? {
+    if let Some(sel) = from_bridge(host)? {
         return Ok(sel);
     }
     // Discovery is consulted only when no bridge answered: it may ask OVN.
@@ -46,7 +47,7 @@ pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
         .into_iter()
         .map(|p| p.address)
         .collect();
-    if let Some(sel) = from_peer_routes(&peers)? {
+    if let Some(sel) = from_peer_routes(host, &peers)? {
         return Ok(sel);
     }
     Err(Finding::skip(SkipReason::NotApplicable(
@@ -58,7 +59,7 @@ pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
 pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
     match underlay(ctx) {
         Ok(sel) => Ok(sel),
-        Err(skip) => match default_route_interface() {
+        Err(skip) => match default_route_interface(ctx.host()) {
             Some(name) => Ok(Selection {
                 interfaces: vec![name],
                 source: "default route".to_owned(),
@@ -68,7 +69,7 @@ pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
     }
 }
 
-fn from_flag(opts: &Options) -> Result<Option<Selection>, Finding> {
+fn from_flag(host: HostRef<'_>, opts: &Options) -> Result<Option<Selection>, Finding> {
     if opts.interfaces.is_empty() {
         return Ok(None);
     }
@@ -76,7 +77,7 @@ fn from_flag(opts: &Options) -> Result<Option<Selection>, Finding> {
     for name in &opts.interfaces {
         crate::validate::interface(name)
             .map_err(|e| Finding::probe_failed(format!("--interface: {e}")))?;
-        if !sysfs_net::exists(name) {
+        if !sysfs_net::exists(host, name) {
             return Err(Finding::probe_failed(format!(
                 "--interface {name}: no such interface in this network namespace"
             )));
@@ -91,11 +92,11 @@ fn from_flag(opts: &Options) -> Result<Option<Selection>, Finding> {
     }))
 }
 
-fn from_bridge() -> Result<Option<Selection>, Finding> {
-    let Some(bridge) = sysfs_net::underlay_bridge() else {
+fn from_bridge(host: HostRef<'_>) -> Result<Option<Selection>, Finding> {
+    let Some(bridge) = sysfs_net::underlay_bridge(host) else {
         return Ok(None);
     };
-    match sysfs_net::bridge_ports(bridge) {
+    match sysfs_net::bridge_ports(host, bridge) {
         Ok(ports) if !ports.is_empty() => Ok(Some(Selection {
             interfaces: ports,
             source: format!("ports of {bridge}"),
@@ -110,10 +111,10 @@ fn from_bridge() -> Result<Option<Selection>, Finding> {
     }
 }
 
-fn from_peer_routes(peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
+fn from_peer_routes(host: HostRef<'_>, peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
     let mut names: Vec<String> = Vec::new();
     for &addr in peers {
-        let route = match links::route_to(addr) {
+        let route = match host.route(addr, None) {
             Ok(r) => r,
             Err(ProbeError::NotFound(_)) => continue,
             Err(e) => return Err(e.into()),
@@ -122,8 +123,8 @@ fn from_peer_routes(peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
             continue;
         }
         // A route through a bridge means its ports carry the traffic.
-        let egress = if sysfs_net::is_bridge(&route.interface) {
-            sysfs_net::bridge_ports(&route.interface).unwrap_or_default()
+        let egress = if sysfs_net::is_bridge(host, &route.interface) {
+            sysfs_net::bridge_ports(host, &route.interface).unwrap_or_default()
         } else {
             vec![route.interface]
         };
@@ -142,26 +143,30 @@ fn from_peer_routes(peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
     }))
 }
 
-/// The interface of the IPv4 default route with the lowest metric.
-pub fn default_route_interface() -> Option<String> {
-    let routes = procfs::net::route().ok()?;
+/// The interface of the IPv4 default route with the lowest metric
+/// (/proc/net/route, through procfs's parser).
+pub fn default_route_interface(host: HostRef<'_>) -> Option<String> {
+    use procfs::FromBufRead;
+    let text = host.read_file("/proc/net/route").ok()?;
+    let routes = procfs::net::RouteEntries::from_buf_read(text.as_bytes()).ok()?;
     routes
+        .0
         .into_iter()
         .filter(|r| r.destination.is_unspecified() && r.mask.is_unspecified())
         .min_by_key(|r| r.metrics)
         .map(|r| r.iface)
-        .filter(|name| sysfs_net::exists(name))
+        .filter(|name| sysfs_net::exists(host, name))
 }
 
 /// The devices under each selected interface: a VLAN, bond or macvlan
 /// port has no rings, channels or TSO counters of its own; its lower
 /// devices (`/sys/class/net/IF/lower_*`, followed down) do. Interfaces
 /// without lower devices are kept as they are.
-pub fn hardware(sel: Selection) -> Selection {
+pub fn hardware(host: HostRef<'_>, sel: Selection) -> Selection {
     let mut out: Vec<String> = Vec::new();
     let mut changed = false;
     for name in &sel.interfaces {
-        let lowest = lowest_devices(name, 0);
+        let lowest = lowest_devices(host, name, 0);
         if lowest.len() != 1 || lowest[0] != *name {
             changed = true;
         }
@@ -180,49 +185,29 @@ pub fn hardware(sel: Selection) -> Selection {
     }
 }
 
-fn lowest_devices(name: &str, depth: usize) -> Vec<String> {
-    let lowers = lower_devices(name);
+fn lowest_devices(host: HostRef<'_>, name: &str, depth: usize) -> Vec<String> {
+    let lowers = sysfs_net::lower_devices(host, name);
     if lowers.is_empty() || depth > 8 {
         return vec![name.to_owned()];
     }
     lowers
         .iter()
-        .flat_map(|l| lowest_devices(l, depth + 1))
+        .flat_map(|l| lowest_devices(host, l, depth + 1))
         .collect()
-}
-
-/// The direct lower devices of `name`: the `lower_<dev>` links sysfs keeps
-/// for VLANs, bonds, macvlans and team devices. Sorted.
-pub fn lower_devices(name: &str) -> Vec<String> {
-    if crate::validate::interface(name).is_err() {
-        return Vec::new();
-    }
-    let dir = std::path::Path::new("/sys/class/net").join(name);
-    let mut lowers: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter_map(|f| f.strip_prefix("lower_").map(str::to_owned))
-                .filter(|l| crate::validate::interface(l).is_ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    lowers.sort();
-    lowers
 }
 
 /// Run one ethtool read on every selected interface, in order. Any probe
 /// error becomes the check's finding (permission → skip naming the
 /// capability, a vanished interface → not applicable, else error).
 pub fn read_each<T>(
+    host: HostRef<'_>,
     sel: &Selection,
-    read: impl Fn(&Ethtool, &str) -> Result<T, ProbeError>,
+    read: impl Fn(HostRef<'_>, &str) -> Result<T, ProbeError>,
 ) -> Result<Vec<(String, T)>, Finding> {
-    let ethtool = Ethtool::open().map_err(Finding::from)?;
     sel.interfaces
         .iter()
         .map(|name| {
-            read(&ethtool, name)
+            read(host, name)
                 .map(|v| (name.clone(), v))
                 .map_err(Finding::from)
         })
@@ -230,10 +215,10 @@ pub fn read_each<T>(
 }
 
 /// The driver of an interface: `ethtool -i`'s answer, else sysfs's link.
-pub fn driver(ethtool: &Ethtool, name: &str) -> Option<String> {
-    match ethtool.drvinfo(name) {
+pub fn driver(host: HostRef<'_>, name: &str) -> Option<String> {
+    match host.ethtool_drvinfo(name) {
         Ok(super::ethtool::Reported::Yes(d)) if !d.driver.is_empty() => Some(d.driver),
-        _ => sysfs_net::driver(name),
+        _ => sysfs_net::driver(host, name),
     }
 }
 
@@ -248,7 +233,8 @@ mod tests {
             interfaces: vec!["lo".into(), "lo".into()],
             ..Options::default()
         };
-        let sel = from_flag(&opts).unwrap().unwrap();
+        let host = crate::host::live();
+        let sel = from_flag(host, &opts).unwrap().unwrap();
         assert_eq!(sel.interfaces, ["lo"]);
         assert_eq!(sel.source, "--interface");
         for bad in ["a/b", "this-is-too-long0", "eth0\n"] {
@@ -257,7 +243,7 @@ mod tests {
                 ..Options::default()
             };
             assert_eq!(
-                from_flag(&opts).unwrap_err().status,
+                from_flag(host, &opts).unwrap_err().status,
                 Status::Error,
                 "{bad:?}"
             );
@@ -266,17 +252,17 @@ mod tests {
             interfaces: vec!["nosuchdev0".into()],
             ..Options::default()
         };
-        assert_eq!(from_flag(&opts).unwrap_err().status, Status::Error);
-        assert_eq!(from_flag(&Options::default()).unwrap(), None);
+        assert_eq!(from_flag(host, &opts).unwrap_err().status, Status::Error);
+        assert_eq!(from_flag(host, &Options::default()).unwrap(), None);
     }
 
     #[test]
     fn peers_on_loopback_are_not_underlay() {
         // A route to one of our own addresses is local: not a NIC.
         assert_eq!(
-            from_peer_routes(&["127.0.0.1".parse().unwrap()]).unwrap(),
+            from_peer_routes(crate::host::live(), &["127.0.0.1".parse().unwrap()]).unwrap(),
             None
         );
-        assert_eq!(from_peer_routes(&[]).unwrap(), None);
+        assert_eq!(from_peer_routes(crate::host::live(), &[]).unwrap(), None);
     }
 }

@@ -34,7 +34,7 @@ const NLMSG_DONE: u16 = 3;
 pub const IPPROTO_ESP: u8 = 50;
 
 /// One security association, as much of it as the checks judge.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SecurityAssociation {
     pub src: IpAddr,
     pub dst: IpAddr,

@@ -40,6 +40,21 @@ pub fn map_get(
         .map(|(_, val)| val))
 }
 
+/// Remove the entries of a map value (`["map", [[k, v], ...]]`) whose key
+/// is one of `keys`; any other value is left as it is.
+pub fn drop_map_keys(v: &mut Value, keys: &[&str]) {
+    let Value::Array(a) = v else { return };
+    if a.len() != 2 || a[0] != "map" {
+        return;
+    }
+    if let Value::Array(pairs) = &mut a[1] {
+        pairs.retain(|p| {
+            !matches!(p.as_array().map(Vec::as_slice),
+                Some([Value::String(k), _]) if keys.contains(&k.as_str()))
+        });
+    }
+}
+
 /// A set column's atoms; a bare atom is a one-element set.
 pub fn set_atoms(v: &Value) -> Result<Vec<Value>, String> {
     match v {

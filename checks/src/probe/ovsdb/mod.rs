@@ -24,6 +24,7 @@ use serde_json::{json, Map, Value};
 use self::conn::{MemberError, Session};
 use self::wire::Select;
 use crate::endpoint::{self, Endpoint};
+use crate::host::HostRef;
 use crate::probe::ProbeError;
 
 pub const NB_DB: &str = "OVN_Northbound";
@@ -60,7 +61,7 @@ impl Budget {
 }
 
 /// A query's answer and the member that gave it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Answer<T> {
     pub value: T,
     pub endpoint: Endpoint,
@@ -68,8 +69,50 @@ pub struct Answer<T> {
     pub passed_over: Vec<(Endpoint, String)>,
 }
 
-/// Run `selects` on `db`, trying the members of `endpoints` in turn.
+/// Columns whose values are keys or certificates (`SSL` tables;
+/// `Open_vSwitch . other_config` keys of ovs-monitor-ipsec). Their values
+/// are dropped as rows are read, so no fact, and no bundle, holds them.
+pub const SECRET_COLUMNS: [&str; 3] = ["private_key", "certificate", "ca_cert"];
+
+/// Drop every secret from `rows`: a column named in [`SECRET_COLUMNS`], and
+/// a map entry so keyed (`other_config:private_key`).
+pub fn drop_secrets(rows: &mut [Row]) {
+    for row in rows {
+        row.retain(|column, _| !SECRET_COLUMNS.contains(&column.as_str()));
+        for value in row.values_mut() {
+            datum::drop_map_keys(value, &SECRET_COLUMNS);
+        }
+    }
+}
+
+/// Run `selects` on `db`, trying the members of `endpoints` in turn, as the
+/// host answers ([`HostRef::ovsdb_select`]).
 pub fn select(
+    host: HostRef<'_>,
+    endpoints: &[Endpoint],
+    db: &str,
+    selects: &[Select<'_>],
+    budget: Budget,
+) -> Result<Answer<Vec<Vec<Row>>>, ProbeError> {
+    host.ovsdb_select(endpoints, db, selects, budget)
+}
+
+/// [`select`] on the live servers: every member in turn, each within the
+/// budget; secrets dropped from every row ([`drop_secrets`]).
+pub fn select_live(
+    endpoints: &[Endpoint],
+    db: &str,
+    selects: &[Select<'_>],
+    budget: Budget,
+) -> Result<Answer<Vec<Vec<Row>>>, ProbeError> {
+    let mut answer = select_members(endpoints, db, selects, budget)?;
+    for rows in &mut answer.value {
+        drop_secrets(rows);
+    }
+    Ok(answer)
+}
+
+fn select_members(
     endpoints: &[Endpoint],
     db: &str,
     selects: &[Select<'_>],
@@ -215,10 +258,12 @@ fn bad_row(db: &str, table: &str, e: String) -> ProbeError {
 /// `NB_Global . ipsec`: `None` when the table has no row (nothing has
 /// initialised this database; `ovn-northd` reads that as off).
 pub fn nb_global_ipsec(
+    host: HostRef<'_>,
     endpoints: &[Endpoint],
     budget: Budget,
 ) -> Result<Answer<Option<bool>>, ProbeError> {
     let mut ans = select(
+        host,
         endpoints,
         NB_DB,
         &[Select::all("NB_Global", &["ipsec"])],
@@ -250,8 +295,13 @@ pub struct OvsRow {
 }
 
 /// Read the local Open_vSwitch row.
-pub fn ovs_row(endpoint: &Endpoint, budget: Budget) -> Result<Answer<OvsRow>, ProbeError> {
+pub fn ovs_row(
+    host: HostRef<'_>,
+    endpoint: &Endpoint,
+    budget: Budget,
+) -> Result<Answer<OvsRow>, ProbeError> {
     let mut ans = select(
+        host,
         std::slice::from_ref(endpoint),
         OVS_DB,
         &[Select::all(
@@ -287,10 +337,12 @@ pub struct DhcpOptions {
 }
 
 pub fn dhcp_options(
+    host: HostRef<'_>,
     endpoints: &[Endpoint],
     budget: Budget,
 ) -> Result<Answer<Vec<DhcpOptions>>, ProbeError> {
     let mut ans = select(
+        host,
         endpoints,
         NB_DB,
         &[Select::all("DHCP_Options", &["_uuid", "cidr", "options"])],
@@ -340,10 +392,12 @@ pub struct NbGuestMtus {
 }
 
 pub fn nb_guest_mtus(
+    host: HostRef<'_>,
     endpoints: &[Endpoint],
     budget: Budget,
 ) -> Result<Answer<NbGuestMtus>, ProbeError> {
     let mut ans = select(
+        host,
         endpoints,
         NB_DB,
         &[
@@ -393,10 +447,12 @@ pub fn parse_ip_list(text: &str) -> Result<Vec<IpAddr>, ProbeError> {
 /// Every SB `Encap` row's `ip` (one per chassis and encapsulation type),
 /// sorted and without duplicates, with the member that answered.
 pub fn sb_encap_ips_within(
+    host: HostRef<'_>,
     endpoints: &[Endpoint],
     budget: Budget,
 ) -> Result<Answer<Vec<IpAddr>>, ProbeError> {
     let mut ans = select(
+        host,
         endpoints,
         SB_DB,
         &[Select::all("Encap", &["ip", "type"])],
@@ -423,17 +479,22 @@ pub fn sb_encap_ips_within(
 /// `bound` (connect and answer); pass `ctx.bounded(..)` so that nothing
 /// outlives the run, or use [`sb_encap_ips_within`] with the run's deadline.
 pub fn sb_encap_ips(
+    host: HostRef<'_>,
     endpoints: &[Endpoint],
     bound: Duration,
 ) -> Result<(Vec<IpAddr>, Endpoint), ProbeError> {
-    let ans = sb_encap_ips_within(endpoints, Budget::per_member(bound, endpoints.len()))?;
+    let ans = sb_encap_ips_within(host, endpoints, Budget::per_member(bound, endpoints.len()))?;
     Ok((ans.value, ans.endpoint))
 }
 
 /// This node's own overlay endpoints: `Open_vSwitch . external_ids:ovn-encap-ip`
 /// (empty when the key is not set).
-pub fn local_encap_ips(endpoint: &Endpoint, bound: Duration) -> Result<Vec<IpAddr>, ProbeError> {
-    let ans = ovs_row(endpoint, Budget::per_member(bound, 1))?;
+pub fn local_encap_ips(
+    host: HostRef<'_>,
+    endpoint: &Endpoint,
+    bound: Duration,
+) -> Result<Vec<IpAddr>, ProbeError> {
+    let ans = ovs_row(host, endpoint, Budget::per_member(bound, 1))?;
     match ans.value.ovn_encap_ip {
         Some(text) => parse_ip_list(&text),
         None => Ok(Vec::new()),
@@ -458,9 +519,47 @@ mod tests {
     }
 
     #[test]
+    fn keys_and_certificates_never_leave_the_probe() {
+        // An SSL row and ovs-monitor-ipsec's other_config keys, as
+        // ovsdb-server 3.1 encodes them.
+        let mut rows: Vec<Row> = vec![
+            serde_json::from_value(json!({
+                "private_key": "/etc/keys/host-privkey.pem",
+                "certificate": "-----BEGIN CERTIFICATE-----",
+                "ca_cert": "/etc/keys/cacert.pem",
+                "bootstrap_ca_cert": false,
+            }))
+            .unwrap(),
+            serde_json::from_value(json!({
+                "other_config": ["map", [
+                    ["ipsec_encapsulation", "true"],
+                    ["private_key", "-----BEGIN PRIVATE KEY----- s3cr3t"],
+                    ["certificate", "cert"],
+                    ["ca_cert", "ca"],
+                ]],
+                "external_ids": ["map", [["ovn-encap-ip", "198.18.0.1"]]],
+            }))
+            .unwrap(),
+        ];
+        drop_secrets(&mut rows);
+        assert_eq!(
+            Value::Object(rows[0].clone()),
+            json!({"bootstrap_ca_cert": false})
+        );
+        assert_eq!(
+            rows[1]["other_config"],
+            json!(["map", [["ipsec_encapsulation", "true"]]])
+        );
+        assert_eq!(
+            rows[1]["external_ids"],
+            json!(["map", [["ovn-encap-ip", "198.18.0.1"]]])
+        );
+    }
+
+    #[test]
     fn ssl_is_refused_clearly_without_connecting() {
         let ep = Endpoint::parse("ssl:127.0.0.1:6641").unwrap();
-        let err = select(
+        let err = select_live(
             &[ep],
             NB_DB,
             &[],
@@ -475,7 +574,7 @@ mod tests {
 
     #[test]
     fn an_empty_list_is_an_error() {
-        let err = select(
+        let err = select_live(
             &[],
             NB_DB,
             &[],

@@ -12,14 +12,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::host::HostRef;
 use crate::probe::sysfs_net;
-use crate::probe::{read_to_string, ProbeError};
+use crate::probe::ProbeError;
 
 /// `IFF_MULTI_QUEUE` in `/sys/class/net/TAP/tun_flags` (linux/if_tun.h).
 pub const IFF_MULTI_QUEUE: u32 = 0x100;
 pub const VHOST_NET: &str = "/dev/vhost-net";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TapFacts {
     pub rx_queues: usize,
     pub tx_queues: usize,
@@ -34,11 +35,11 @@ impl TapFacts {
 }
 
 /// Read a tap's queue counts and flags from sysfs (this network namespace).
-pub fn tap(name: &str) -> Result<TapFacts, ProbeError> {
+pub fn tap(host: HostRef<'_>, name: &str) -> Result<TapFacts, ProbeError> {
     crate::validate::interface(name).map_err(ProbeError::Other)?;
-    let (rx_queues, tx_queues) = sysfs_net::queue_counts(name)?;
+    let (rx_queues, tx_queues) = sysfs_net::queue_counts(host, name)?;
     let flags_path = Path::new("/sys/class/net").join(name).join("tun_flags");
-    let tun_flags = match read_to_string(&flags_path) {
+    let tun_flags = match host.read_file(&flags_path) {
         Ok(text) => Some(parse_tun_flags(&text).ok_or_else(|| {
             ProbeError::parse(
                 flags_path.display().to_string(),
@@ -62,7 +63,7 @@ pub fn parse_tun_flags(text: &str) -> Option<u32> {
 }
 
 /// The tun and vhost-net descriptors a process holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessFds {
     /// Tap name → number of `/dev/net/tun` descriptors attached to it.
     pub tun_queues: BTreeMap<String, usize>,
@@ -108,8 +109,8 @@ pub fn tun_fdinfo_iff(fdinfo: &str) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-pub fn vhost_net_present() -> bool {
-    Path::new(VHOST_NET).exists()
+pub fn vhost_net_present(host: HostRef<'_>) -> bool {
+    host.exists(VHOST_NET)
 }
 
 #[cfg(test)]
@@ -150,9 +151,13 @@ mod tests {
 
     #[test]
     fn loopback_is_not_a_tap() {
-        let lo = tap("lo").unwrap();
+        let host = crate::host::live();
+        let lo = tap(host, "lo").unwrap();
         assert_eq!(lo.tun_flags, None);
-        assert!(matches!(tap("nosuchtap0"), Err(ProbeError::NotFound(_))));
-        assert!(tap("../x").is_err());
+        assert!(matches!(
+            tap(host, "nosuchtap0"),
+            Err(ProbeError::NotFound(_))
+        ));
+        assert!(tap(host, "../x").is_err());
     }
 }

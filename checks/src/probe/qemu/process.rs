@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::probe::ProbeError;
 
 /// A QEMU process and its argv.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QemuProcess {
     pub pid: i32,
     pub argv: Vec<String>,
@@ -21,7 +21,7 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Discovery {
     pub found: Vec<QemuProcess>,
     pub unreadable: Vec<Unreadable>,

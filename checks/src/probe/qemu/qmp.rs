@@ -18,14 +18,14 @@ use serde_json::{json, Value};
 /// Replies longer than this are not a QMP monitor talking.
 const MAX_LINE: usize = 4 << 20;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum QmpError {
     #[error("connect {path}: {detail}")]
     Connect { path: String, detail: String },
     #[error("connect {path}: permission denied (needs root or the socket's group)")]
     PermissionDenied { path: String },
     #[error("no answer within {0:?} ({1}); another client may hold the monitor")]
-    Timeout(Duration, &'static str),
+    Timeout(Duration, String),
     #[error("QMP protocol: {0}")]
     Protocol(String),
     #[error("{command}: {desc}")]
@@ -62,7 +62,7 @@ impl QmpClient {
         match connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr) {
             Ok(()) => {}
             Err(Errno::EINPROGRESS) => wait_ready(&fd, PollFlags::POLLOUT, deadline)
-                .map_err(|_| QmpError::Timeout(bound, "connect"))?,
+                .map_err(|_| QmpError::Timeout(bound, "connect".into()))?,
             // A full accept backlog: the monitor is not accepting.
             Err(Errno::EAGAIN) => return Err(cerr("listen backlog full".to_owned())),
             Err(Errno::EACCES | Errno::EPERM) => {
@@ -131,7 +131,7 @@ impl QmpClient {
     fn set_timeouts(&self, phase: &'static str) -> Result<(), QmpError> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(QmpError::Timeout(self.bound(), phase));
+            return Err(QmpError::Timeout(self.bound(), phase.into()));
         }
         let _ = self.stream.set_read_timeout(Some(left));
         let _ = self.stream.set_write_timeout(Some(left));
@@ -141,7 +141,7 @@ impl QmpClient {
     fn io_error(&self, e: std::io::Error, phase: &'static str) -> QmpError {
         match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                QmpError::Timeout(self.bound(), phase)
+                QmpError::Timeout(self.bound(), phase.into())
             }
             _ => QmpError::Protocol(format!("{phase}: {e}")),
         }
@@ -201,7 +201,7 @@ fn wait_ready(fd: &impl AsFd, events: PollFlags, deadline: Instant) -> Result<()
 }
 
 /// A block device as QMP sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QmpBlock {
     /// `device` (the -drive id; empty for -blockdev backends).
     pub device: String,
@@ -230,7 +230,7 @@ pub fn greeting_version(greeting: &Value) -> Option<(u32, u32)> {
     Some((n("major")?, n("minor")?))
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QmpFacts {
     /// QEMU's (major, minor), from the greeting.
     pub qemu_version: Option<(u32, u32)>,
@@ -314,7 +314,10 @@ mod tests {
         let err = QmpClient::connect(&path, Duration::from_millis(300))
             .err()
             .unwrap();
-        assert!(matches!(err, QmpError::Timeout(_, "greeting")), "{err}");
+        assert!(
+            matches!(&err, QmpError::Timeout(_, p) if p == "greeting"),
+            "{err}"
+        );
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "{:?}",

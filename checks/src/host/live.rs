@@ -1,0 +1,148 @@
+//! The live host: every request answered by the machine the doctor runs on,
+//! through the probe layer ([`crate::probe`]).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::request::{EthtoolGet, Fact, Request};
+use super::{Host, Limit};
+use crate::probe::ethtool::Ethtool;
+use crate::probe::icmp_probe::{self, Settings};
+use crate::probe::ovsdb::{self, wire::Select, Budget};
+use crate::probe::qemu::{self};
+use crate::probe::{journal, links, peers, xfrm, ProbeError};
+
+/// Bounds for live reads a caller gave none for.
+const DEFAULT_BOUND: Duration = Duration::from_secs(2);
+
+/// This machine, read as the probe layer reads it.
+pub struct LiveHost {
+    started: Instant,
+}
+
+impl LiveHost {
+    /// A live host whose clock starts now (with the run).
+    pub fn new() -> LiveHost {
+        LiveHost {
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Default for LiveHost {
+    fn default() -> LiveHost {
+        LiveHost::new()
+    }
+}
+
+impl Host for LiveHost {
+    fn read(&self, _scope: &str, request: &Request, limit: Limit) -> Result<Fact, ProbeError> {
+        let bound = limit.bound.unwrap_or(DEFAULT_BOUND);
+        let deadline = limit.deadline.unwrap_or_else(|| Instant::now() + bound);
+        Ok(match request {
+            Request::File { path } => Fact::Text(crate::probe::read_to_string(path)?),
+            Request::Dir { path } => Fact::Names(read_dir(path)?),
+            Request::Readlink { path } => Fact::Text(
+                std::fs::read_link(path)
+                    .map_err(|e| ProbeError::from_io(path, e))?
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
+            Request::Exists { path } => Fact::Bool(path.exists()),
+            Request::IsDir { path } => Fact::Bool(path.is_dir()),
+            Request::Journal { unit, needle } => {
+                Fact::Journal(journal::grep_unit(unit, needle, bound)?)
+            }
+            Request::Route { destination, oif } => {
+                Fact::Route(links::route_via(*destination, *oif)?)
+            }
+            Request::LinkByName { name } => Fact::Link(links::link_by_name(name)?),
+            Request::LinkByIndex { index } => Fact::Link(links::link_by_index(*index)?),
+            Request::Links => Fact::Links(links::links()?),
+            Request::Addresses => Fact::Addresses(links::local_addresses()?),
+            Request::XfrmStates => Fact::Xfrm(xfrm::states(bound)?),
+            Request::Ethtool { ioctl, interface } => {
+                let e = Ethtool::open()?;
+                match ioctl {
+                    EthtoolGet::Drvinfo => Fact::Drvinfo(e.drvinfo(interface)?),
+                    EthtoolGet::Channels => Fact::Channels(e.channels(interface)?),
+                    EthtoolGet::Rings => Fact::Rings(e.rings(interface)?),
+                    EthtoolGet::Features => Fact::Features(e.features(interface)?),
+                    EthtoolGet::Stats => Fact::Stats(e.stats(interface)?),
+                }
+            }
+            Request::Ovsdb {
+                endpoints,
+                db,
+                selects,
+            } => {
+                let columns: Vec<Vec<&str>> = selects
+                    .iter()
+                    .map(|s| s.columns.iter().map(String::as_str).collect())
+                    .collect();
+                let selects: Vec<Select<'_>> = selects
+                    .iter()
+                    .zip(&columns)
+                    .map(|(s, columns)| Select {
+                        table: &s.table,
+                        columns,
+                        conditions: s.conditions.clone(),
+                    })
+                    .collect();
+                Fact::Ovsdb(ovsdb::select_live(
+                    endpoints,
+                    db,
+                    &selects,
+                    Budget::within(bound, deadline),
+                )?)
+            }
+            Request::QemuProcesses => Fact::QemuProcesses(qemu::process::discover()?),
+            Request::ProcessFds { pid } => Fact::ProcessFds(qemu::host::process_fds(*pid)?),
+            Request::Qmp { socket } => Fact::Qmp(qemu::qmp::gather(socket, bound)),
+            Request::Icmp {
+                targets,
+                round_timeout,
+                max_rounds,
+            } => {
+                let (probes, socket) = icmp_probe::measure(
+                    targets,
+                    &Settings {
+                        round_timeout: *round_timeout,
+                        deadline,
+                        max_rounds: *max_rounds,
+                    },
+                )?;
+                Fact::Icmp { probes, socket }
+            }
+            Request::Resolve { names } => {
+                Fact::Resolved(peers::lookup_names(names, bound).into_iter().collect())
+            }
+            Request::Hostname => Fact::Text(
+                nix::unistd::gethostname()
+                    .map_err(|e| ProbeError::Other(format!("gethostname: {e}")))?
+                    .into_string()
+                    .map_err(|_| ProbeError::Other("the host name is not UTF-8".into()))?,
+            ),
+            Request::OnlineCpus => {
+                // SAFETY: sysconf has no preconditions.
+                let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+                Fact::Count(
+                    u64::try_from(n)
+                        .map_err(|_| ProbeError::Other("sysconf(_SC_NPROCESSORS_ONLN)".into()))?,
+                )
+            }
+            Request::Clock => Fact::Elapsed(self.started.elapsed()),
+        })
+    }
+}
+
+/// A directory's entry names, sorted (names that are not UTF-8 skipped).
+fn read_dir(path: &Path) -> Result<Vec<String>, ProbeError> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .map_err(|e| ProbeError::from_io(path, e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    Ok(names)
+}
