@@ -38,7 +38,7 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -110,6 +110,36 @@ _spx__doctor() {
                     ;;
                 --for)
                     COMPREPLY=($(compgen -W "enable-jumbo disable-ipsec" -- "${cur}"))
+                    return 0
+                    ;;
+                --record)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --replay)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --nodes)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -100,6 +100,8 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nb-db -d 'OVN nor
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l sb-db -d 'OVN southbound endpoints, comma-separated [default: the config\'s ovn_sb_addr]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a preflight profile before a change: every required check must conclude' -r -f -a "enable-jumbo\t'Before raising underlay_mtu (default target 9000)'
 disable-ipsec\t'Before setting ipsec_enabled = false'"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l record -d 'Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically)' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-config -d 'The ssh client configuration (`ssh -F FILE`) [default: ssh\'s own: ~/.ssh/config, /etc/ssh/ssh_config]' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-user -d 'The user to log in as (`ssh -l USER`); any user but root runs the doctor with `sudo -n` [default: ssh\'s]' -r

@@ -30,6 +30,8 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 #[cfg(test)]
+mod replayed_runs;
+#[cfg(test)]
 mod schema_check;
 pub mod select;
 pub mod spinifex;

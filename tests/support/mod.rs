@@ -50,9 +50,98 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 }
 
 /// Run with `--format json`, parse, validate against the schema and check
-/// that the document's `exit_code` is the process's.
+/// that the document's `exit_code` is the process's. Every such run also
+/// records a bundle (`--record`), and its replay must give the same report
+/// ([`assert_replays`]): the live and the replayed verdicts never drift.
 pub fn run_json(cmd: &mut Command) -> (i32, Value) {
-    run_doc(cmd, assert_valid)
+    let dir = bundle_dir();
+    let bundle = dir.path().join("run.spxb");
+    cmd.arg("--record").arg(&bundle);
+    let (code, doc) = run_doc(cmd, assert_valid);
+    let via = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "SPX_DOCTOR_VIA")
+        .and_then(|(_, v)| v.map(ToOwned::to_owned));
+    let strict = cmd.get_args().any(|a| a == "--strict");
+    assert_replays(&bundle, &doc, strict, via.as_deref());
+    (code, doc)
+}
+
+/// A temp dir any user may write a bundle into (runs as nobody record too).
+pub fn bundle_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("spx-bundle-")
+        .tempdir()
+        .expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777))
+        .expect("chmod temp dir");
+    dir
+}
+
+/// Replay `bundle` (as the user running the tests, outside any namespace
+/// or VM the live run was in, touching nothing) and assert the report is
+/// `live`, field for field, plus `replayed_from`. The live run's
+/// `--strict` and `SPX_DOCTOR_VIA` (how messages name the command) carry
+/// over.
+pub fn assert_replays(bundle: &Path, live: &Value, strict: bool, via: Option<&std::ffi::OsStr>) {
+    let mut replay = spx();
+    if let Some(via) = via {
+        replay.env("SPX_DOCTOR_VIA", via);
+    }
+    if strict {
+        replay.arg("--strict");
+    }
+    replay.arg("--replay").arg(bundle);
+    let (code, mut doc) = run_doc(&mut replay, assert_valid);
+    let from = doc
+        .as_object_mut()
+        .and_then(|d| d.remove("replayed_from"))
+        .unwrap_or_else(|| panic!("a replay names its bundle: {doc:#}"));
+    assert_eq!(from["bundle"], bundle.display().to_string(), "{from:#}");
+    if doc != *live {
+        let kept = std::env::temp_dir().join(format!(
+            "spx-replay-drift-{}-{}.spxb",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        let _ = std::fs::copy(bundle, &kept);
+        panic!(
+            "the replay of the recorded run (kept at {}) differs from the live report: {}\nlive: {live:#}\nreplayed: {doc:#}",
+            kept.display(),
+            drift(live, &doc).join("; ")
+        );
+    }
+    assert_eq!(code, live["exit_code"]);
+}
+
+/// Where two reports differ: top-level fields and check ids.
+fn drift(live: &Value, replayed: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let (Some(a), Some(b)) = (live.as_object(), replayed.as_object()) else {
+        return vec!["not objects".into()];
+    };
+    for (k, v) in a {
+        if k == "checks" {
+            let empty = Vec::new();
+            let theirs = b.get(k).and_then(Value::as_array).unwrap_or(&empty);
+            for c in v.as_array().unwrap_or(&empty) {
+                match theirs.iter().find(|t| t["id"] == c["id"]) {
+                    Some(t) if t == c => {}
+                    Some(t) => out.push(format!("check {}: live {c} replayed {t}", c["id"])),
+                    None => out.push(format!("check {} missing from the replay", c["id"])),
+                }
+            }
+        } else if b.get(k) != Some(v) {
+            out.push(format!("{k}: live {v} replayed {:?}", b.get(k)));
+        }
+    }
+    for k in b.keys().filter(|k| !a.contains_key(*k)) {
+        out.push(format!("{k} only in the replay"));
+    }
+    out
 }
 
 fn run_doc(cmd: &mut Command, validate: fn(&Value)) -> (i32, Value) {

@@ -755,19 +755,11 @@ impl Vm {
 
     /// The `spx-doctor` cargo built, in the guest (inside `netns` when
     /// given), with a clean environment and `--format json`: the document
-    /// is validated against the schema and its exit code checked.
+    /// is validated against the schema and its exit code checked. The run
+    /// records a bundle into the lab's shared directory, and the host
+    /// replays it: the report must be the same ([`super::assert_replays`]).
     pub fn spx(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
-        let mut line = String::from("exec ");
-        if let Some(ns) = netns {
-            line.push_str(&format!("ip netns exec {} ", quote(ns)));
-        }
-        line.push_str("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home ");
-        line.push_str(&quote(super::bin()));
-        for a in args.iter().chain(&["--format", "json"]) {
-            line.push(' ');
-            line.push_str(&quote(a));
-        }
-        let out = self.sh(&line);
+        let (out, bundle) = self.spx_recording(netns, args);
         let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "guest spx-doctor: not JSON ({e}); exit {}; stdout: {}; stderr: {}",
@@ -776,7 +768,32 @@ impl Vm {
         });
         super::assert_valid(&doc);
         assert_eq!(doc["exit_code"], out.code, "stderr: {}", out.stderr);
+        super::assert_replays(&bundle, &doc, args.contains(&"--strict"), None);
         (out.code, doc)
+    }
+
+    /// Run the doctor in the guest with `--record` into the shared
+    /// directory: its output, and the bundle's path on the host.
+    pub fn spx_recording(&self, netns: Option<&str>, args: &[&str]) -> (GuestOutput, PathBuf) {
+        static BUNDLES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = BUNDLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("bundle-{n}.spxb");
+        fs::create_dir_all(self.dir.path().join("files")).unwrap();
+        let guest_bundle = format!("/run/lab/files/{name}");
+        let mut line = String::from("exec ");
+        if let Some(ns) = netns {
+            line.push_str(&format!("ip netns exec {} ", quote(ns)));
+        }
+        line.push_str("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home ");
+        line.push_str(&quote(super::bin()));
+        for a in args
+            .iter()
+            .chain(&["--format", "json", "--record", guest_bundle.as_str()])
+        {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        (self.sh(&line), self.dir.path().join("files").join(name))
     }
 
     /// Wait in the guest until the shell test `condition` holds, at most

@@ -37,10 +37,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use bundle::{Bundle, BundleError, Header, Outcome, Policy, BUNDLE_FORMAT};
+pub use bundle::{Bundle, BundleError, Header, Outcome, Policy, Record, BUNDLE_FORMAT};
 pub use live::LiveHost;
 pub use record::Recorder;
-pub use replay::Replay;
+pub use replay::{Replay, ANY_SCOPE};
 pub use request::{EthtoolGet, Fact, Request, SelectOp};
 
 use crate::endpoint::Endpoint;

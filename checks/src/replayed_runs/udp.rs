@@ -1,0 +1,93 @@
+//! `sysctl.udp-buffers` and `udp.rcvbuf-errors` on recorded /proc files.
+
+use super::{capture, set_counter, Facts};
+use crate::checks::rcvbuf_errors::RcvbufErrors;
+use crate::checks::udp_buffers::UdpBuffers;
+use crate::finding::Status;
+use crate::host::{Fact, Request};
+use crate::probe::journal::JournalLookup;
+
+const RMEM: &str = "/proc/sys/net/core/rmem_max";
+const WMEM: &str = "/proc/sys/net/core/wmem_max";
+
+fn journal(lookup: JournalLookup) -> (Request, Fact) {
+    (
+        Request::Journal {
+            unit: "spinifex-predastore".into(),
+            needle: "receive buffer size".into(),
+        },
+        Fact::Journal(lookup),
+    )
+}
+
+#[test]
+fn buffers_at_the_kernel_default_fail_and_setup_sh_values_pass() {
+    // The kernel default ceiling, as on the seed's broken cluster.
+    let f = Facts::new()
+        .file(RMEM, "212992\n")
+        .file(WMEM, "212992\n")
+        .run(&UdpBuffers);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(f.summary.contains("gets 416 KiB"), "{}", f.summary);
+    assert_eq!(f.remediation[1], "sysctl --system");
+    let f = Facts::new()
+        .file(RMEM, "16777216\n")
+        .file(WMEM, "33554432\n")
+        .run(&UdpBuffers);
+    assert_eq!(f.status, Status::Pass, "{}", f.summary);
+    // An unreadable sysctl is the probe's verdict, not a guess.
+    let f = Facts::new().no_file(RMEM).run(&UdpBuffers);
+    assert_eq!(f.status, Status::Skip, "{}", f.summary);
+}
+
+#[test]
+fn drops_during_the_window_fail_with_the_recorded_rate() {
+    // performance-tuning §1: a node that had shed 80k datagrams, still
+    // dropping: 750 more in the 1.5 s window the live run measured.
+    let snmp = capture("net_snmp");
+    let (j, lookup) = journal(JournalLookup::Unavailable);
+    let f = Facts::new()
+        .file(
+            "/proc/net/snmp",
+            &set_counter(&snmp, "Udp", "RcvbufErrors", 80_000),
+        )
+        .file(
+            "/proc/net/snmp",
+            &set_counter(&snmp, "Udp", "RcvbufErrors", 80_750),
+        )
+        .file("/proc/net/snmp6", &capture("net_snmp6"))
+        .window(2, 1502)
+        .ok(j, lookup)
+        .file(RMEM, "212992\n")
+        .run(&RcvbufErrors);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(
+        f.summary
+            .starts_with("750 UDP datagrams dropped for want of receive buffer in 1500 ms (500/s; 80750 since boot)"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.evidence["window_ms"], 1500);
+    assert_eq!(f.remediation[1], "sysctl --system");
+}
+
+#[test]
+fn quic_warnings_in_the_journal_are_not_a_pass_without_ipv6() {
+    // No IPv6 stack: no /proc/net/snmp6, which is not an error.
+    let snmp = capture("net_snmp");
+    let line = "failed to sufficiently increase receive buffer size (was: 208 kiB, wanted: 7168 kiB, got: 416 kiB)";
+    let (j, lookup) = journal(JournalLookup::Lines(vec![line.into()]));
+    let f = Facts::new()
+        .file(
+            "/proc/net/snmp",
+            &set_counter(&snmp, "Udp", "RcvbufErrors", 0),
+        )
+        .no_file("/proc/net/snmp6")
+        .window(0, 1000)
+        .ok(j, lookup)
+        .file(RMEM, "212992\n")
+        .run(&RcvbufErrors);
+    assert_eq!(f.status, Status::Warn, "{}", f.summary);
+    assert!(f.summary.contains("got: 416 kiB"), "{}", f.summary);
+    assert_eq!(f.evidence["predastore_journal"][0], line);
+}
