@@ -1,1 +1,149 @@
-//! placeholder
+//! `ipsec.flags` and `ipsec.xfrm` on recorded OVSDB rows and SA dumps.
+
+use std::net::IpAddr;
+
+use serde_json::{json, Value};
+
+use super::Facts;
+use crate::checks::ipsec_flags::IpsecFlags;
+use crate::checks::ipsec_xfrm::IpsecXfrm;
+use crate::endpoint::Endpoint;
+use crate::finding::Status;
+use crate::host::{Fact, Request, SelectOp};
+use crate::probe::ovsdb::{Answer, Row};
+use crate::probe::xfrm::SecurityAssociation;
+
+const NB: &str = "tcp:198.18.3.181:6641";
+const SB: &str = "tcp:198.18.3.181:6642";
+const OVS: &str = "unix:/var/run/openvswitch/db.sock";
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn select(endpoint: &str, db: &str, table: &str, columns: &[&str], rows: Value) -> (Request, Fact) {
+    let endpoint = Endpoint::parse(endpoint).unwrap();
+    let rows: Vec<Row> = serde_json::from_value(rows).unwrap();
+    (
+        Request::Ovsdb {
+            endpoints: vec![endpoint.clone()],
+            db: db.into(),
+            selects: vec![SelectOp {
+                table: table.into(),
+                columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+                conditions: json!([]),
+            }],
+        },
+        Fact::Ovsdb(Answer {
+            value: vec![rows],
+            endpoint,
+            passed_over: Vec::new(),
+        }),
+    )
+}
+
+fn config(ipsec: bool, nodes: usize) -> String {
+    let mut c = format!(
+        "node = \"spx1\"\n[network]\nipsec_enabled = {ipsec}\n\
+         [nodes.spx1]\nhost = \"198.18.3.181\"\n[nodes.spx1.vpcd]\n\
+         ovn_nb_addr = \"{NB}\"\novn_sb_addr = \"{SB}\"\n"
+    );
+    for n in 2..=nodes {
+        c.push_str(&format!("[nodes.spx{n}]\nhost = \"198.18.3.18{n}\"\n"));
+    }
+    c
+}
+
+fn ovs_row(encapsulation: Option<&str>) -> (Request, Fact) {
+    let mut other = vec![json!(["system-id", "spx1"])];
+    if let Some(v) = encapsulation {
+        other.push(json!(["ipsec_encapsulation", v]));
+    }
+    select(
+        OVS,
+        "Open_vSwitch",
+        "Open_vSwitch",
+        &["other_config", "external_ids"],
+        json!([{
+            "other_config": ["map", other],
+            "external_ids": ["map", [["ovn-encap-ip", "198.18.3.181"], ["ovn-encap-type", "geneve"]]],
+        }]),
+    )
+}
+
+#[test]
+fn flags_left_on_after_disabling_ipsec_fail() {
+    // performance-tuning §3: ipsec_enabled = false in the config, but
+    // NB_Global.ipsec and ipsec_encapsulation still true.
+    let (nb, nb_rows) = select(
+        NB,
+        "OVN_Northbound",
+        "NB_Global",
+        &["ipsec"],
+        json!([{"ipsec": true}]),
+    );
+    let (ovs, ovs_rows) = ovs_row(Some("true"));
+    let f = Facts::new()
+        .config(&config(false, 2))
+        .ok(nb, nb_rows)
+        .ok(ovs, ovs_rows)
+        .run(&IpsecFlags);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(f.summary.contains("NB_Global"), "{}", f.summary);
+    assert!(
+        f.remediation.iter().any(|r| r.contains("ipsec=false")),
+        "{:?}",
+        f.remediation
+    );
+}
+
+fn sa(src: &str, dst: &str, spi: u32) -> SecurityAssociation {
+    SecurityAssociation {
+        src: ip(src),
+        dst: ip(dst),
+        spi,
+        proto: 50,
+        mode: 0,
+        reqid: 1,
+        algorithm: Some("rfc4106(gcm(aes))".into()),
+    }
+}
+
+#[test]
+fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
+    // Three nodes want IPsec: 2x(3-1) = 4 SAs; the one pair to spx3 is
+    // one-way only.
+    let (ovs, ovs_rows) = ovs_row(Some("true"));
+    let (sb, sb_rows) = select(
+        SB,
+        "OVN_Southbound",
+        "Encap",
+        &["ip", "type"],
+        json!([
+            {"ip": "198.18.3.181", "type": "geneve"},
+            {"ip": "198.18.3.182", "type": "geneve"},
+            {"ip": "198.18.3.183", "type": "geneve"},
+        ]),
+    );
+    let f = Facts::new()
+        .config(&config(true, 3))
+        .ok(
+            Request::XfrmStates,
+            Fact::Xfrm(vec![
+                sa("198.18.3.181", "198.18.3.182", 0xc1),
+                sa("198.18.3.182", "198.18.3.181", 0xc2),
+                sa("198.18.3.181", "198.18.3.183", 0xc3),
+            ]),
+        )
+        .ok(
+            Request::Addresses,
+            Fact::Addresses(vec![ip("127.0.0.1"), ip("198.18.3.181")]),
+        )
+        .ok(ovs, ovs_rows)
+        .ok(sb, sb_rows)
+        .run(&IpsecXfrm);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(f.summary.contains("198.18.3.183"), "{}", f.summary);
+    assert_eq!(f.evidence["sa_count"], 3);
+    assert_eq!(f.evidence["sas"][0]["direction"], "out");
+}

@@ -146,10 +146,6 @@ impl Facts {
         self.ok(Request::Exists { path: path.into() }, Fact::Bool(exists))
     }
 
-    pub fn is_dir(self, path: &str, is_dir: bool) -> Facts {
-        self.ok(Request::IsDir { path: path.into() }, Fact::Bool(is_dir))
-    }
-
     /// The clock at the start and the end of the sample window.
     pub fn window(self, start_ms: u64, end_ms: u64) -> Facts {
         self.ok(

@@ -1,1 +1,244 @@
-//! placeholder
+//! `mtu.path`, `mtu.overlay` and `underlay.on-link` on recorded routes,
+//! links, OVSDB rows and probe outcomes: the seed's jumbo cluster behind a
+//! switch that carried 1500.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Facts;
+use crate::checks::overlay_mtu::OverlayMtu;
+use crate::checks::path_mtu::PathMtu;
+use crate::checks::underlay_on_link::UnderlayOnLink;
+use crate::endpoint::Endpoint;
+use crate::finding::Status;
+use crate::host::{Fact, Request, SelectOp};
+use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
+use crate::probe::links::{Link, Route};
+use crate::probe::ovsdb::{Answer, Row};
+
+const OVS_SOCKET: &str = "/var/run/openvswitch/db.sock";
+const NB: &str = "tcp:198.18.3.181:6641";
+const SB: &str = "tcp:198.18.3.181:6642";
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn route(to: &str, gateway: Option<&str>) -> (Request, Fact) {
+    (
+        Request::Route {
+            destination: ip(to),
+            oif: None,
+        },
+        Fact::Route(Route {
+            destination: ip(to),
+            oif: 2,
+            interface: "enp65s0f0np0".into(),
+            gateway: gateway.map(ip),
+            preferred_source: Some(ip("198.18.3.181")),
+            local: false,
+        }),
+    )
+}
+
+/// What this host's peers and addresses are: `--peer` each of `peers`, no
+/// local OVS database.
+fn peers(facts: Facts, peers: &[&str]) -> Facts {
+    let list: Vec<String> = peers.iter().map(|p| (*p).to_owned()).collect();
+    facts
+        .opts(|o| o.peers = list)
+        .ok(
+            Request::Addresses,
+            Fact::Addresses(vec![ip("127.0.0.1"), ip("198.18.3.181")]),
+        )
+        .exists(OVS_SOCKET, false)
+}
+
+fn probe(addr: &str, largest: u32, refused: Option<u32>, rounds: u32) -> PathProbe {
+    PathProbe {
+        addr: ip(addr),
+        target_mtu: 9000,
+        rtt: Some(Duration::from_micros(180)),
+        largest_answered: Some(largest),
+        smallest_refused: refused,
+        too_big: None,
+        local_limit: None,
+        other_error: None,
+        rounds,
+        probes_sent: 200,
+        cut_short: false,
+    }
+}
+
+#[test]
+fn a_switch_port_at_1500_is_a_black_hole_measured_to_the_byte() {
+    // performance-tuning §4: NICs and br-vpc at 9000 on every node, the
+    // switch at 1500; probes up to 1500 answered, larger ones vanished.
+    let targets: Vec<Target> = ["198.18.3.182", "198.18.3.183"]
+        .iter()
+        .map(|a| Target {
+            addr: ip(a),
+            scope_id: 0,
+            target_mtu: 9000,
+        })
+        .collect();
+    let (r1, f1) = route("198.18.3.182", None);
+    let (r2, f2) = route("198.18.3.183", None);
+    let f = peers(
+        Facts::new().opts(|o| o.mtu = Some(9000)),
+        &["198.18.3.182", "198.18.3.183"],
+    )
+    .ok(r1, f1)
+    .ok(r2, f2)
+    .ok(
+        Request::LinkByIndex { index: 2 },
+        Fact::Link(Link {
+            index: 2,
+            name: "enp65s0f0np0".into(),
+            mtu: 9000,
+            min_mtu: Some(68),
+            max_mtu: Some(9978),
+            master: None,
+            kind: None,
+            up: true,
+        }),
+    )
+    .ok(
+        Request::Icmp {
+            targets,
+            round_timeout: Duration::from_secs(1),
+            max_rounds: 3,
+        },
+        Fact::Icmp {
+            probes: vec![
+                probe("198.18.3.182", 9000, None, 1),
+                probe("198.18.3.183", 1500, Some(1501), 2),
+            ],
+            socket: SocketKind::Raw,
+        },
+    )
+    .run(&PathMtu);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    let peers = f.evidence["peers"].as_array().unwrap();
+    assert_eq!(peers[0]["verdict"], "ok");
+    assert_eq!(peers[1]["verdict"], "blackhole");
+    assert_eq!(peers[1]["path_mtu"], 1500);
+    assert_eq!(peers[1]["interface"], "enp65s0f0np0");
+    assert_eq!(peers[1]["rtt_ms"], 0.18);
+    assert!(f.summary.contains("198.18.3.183"), "{}", f.summary);
+}
+
+fn rows(value: Value) -> Vec<Row> {
+    serde_json::from_value(value).unwrap()
+}
+
+fn ovsdb(
+    endpoint: &str,
+    db: &str,
+    selects: &[(&str, &[&str])],
+    answer: Vec<Vec<Row>>,
+) -> (Request, Fact) {
+    let endpoint = Endpoint::parse(endpoint).unwrap();
+    (
+        Request::Ovsdb {
+            endpoints: vec![endpoint.clone()],
+            db: db.into(),
+            selects: selects
+                .iter()
+                .map(|(table, columns)| SelectOp {
+                    table: (*table).into(),
+                    columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+                    conditions: json!([]),
+                })
+                .collect(),
+        },
+        Fact::Ovsdb(Answer {
+            value: answer,
+            endpoint,
+            passed_over: Vec::new(),
+        }),
+    )
+}
+
+#[test]
+fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
+    // The cluster raised underlay_mtu to 9000 (IPsec off: guests get
+    // 8942); the NB's DHCP row and a running guest's tap still say 1442.
+    let config = format!(
+        "node = \"spx1\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 9000\n\
+         [nodes.spx1]\nhost = \"198.18.3.181\"\n[nodes.spx1.vpcd]\n\
+         ovn_nb_addr = \"{NB}\"\novn_sb_addr = \"{SB}\"\n"
+    );
+    let (sb, sb_rows) = ovsdb(
+        SB,
+        "OVN_Southbound",
+        &[("Encap", &["ip", "type"])],
+        vec![rows(json!([
+            {"ip": "198.18.3.181", "type": "geneve"},
+            {"ip": "198.18.3.182", "type": "geneve"},
+        ]))],
+    );
+    let (nb, nb_rows) = ovsdb(
+        NB,
+        "OVN_Northbound",
+        &[
+            ("DHCP_Options", &["_uuid", "cidr", "options"]),
+            ("Logical_Router_Port", &["_uuid", "name", "ipv6_ra_configs"]),
+        ],
+        vec![
+            rows(json!([{
+                "_uuid": ["uuid", "1d7ffd6a-0d6c-4c1c-8f5e-3c0b3ad1f5a1"],
+                "cidr": "10.0.1.0/24",
+                "options": ["map", [["mtu", "1442"], ["router", "10.0.1.1"]]],
+            }])),
+            Vec::new(),
+        ],
+    );
+    let f = Facts::new()
+        .config(&config)
+        .exists(OVS_SOCKET, false)
+        .ok(sb, sb_rows)
+        .ok(nb, nb_rows)
+        .dir(
+            "/sys/class/net",
+            &["br-vpc", "enp65s0f0np0", "lo", "tapeni-7b3c1f"],
+        )
+        .file("/sys/class/net/tapeni-7b3c1f/mtu", "1442\n")
+        .exists("/sys/class/net/br-vpc", true)
+        .file("/sys/class/net/br-vpc/mtu", "9000\n")
+        .dir(
+            "/sys/class/net/br-vpc/brif",
+            &["enp65s0f0np0", "tapeni-7b3c1f"],
+        )
+        .run(&OverlayMtu);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(f.summary.contains("8942"), "{}", f.summary);
+    assert!(f.summary.contains("10.0.1.0/24"), "{}", f.summary);
+    assert!(f.summary.contains("tapeni-7b3c1f"), "{}", f.summary);
+    assert_eq!(f.evidence["underlay_family"]["family"], "ipv4");
+}
+
+#[test]
+fn a_routed_peer_warns_before_ipsec_is_turned_off() {
+    let (r1, f1) = route("198.18.3.182", None);
+    let (r2, f2) = route("198.18.9.7", Some("198.18.3.1"));
+    let f = peers(
+        Facts::new()
+            .config("[network]\nipsec_enabled = true\n")
+            .opts(|o| o.profile = Some("disable-ipsec".into())),
+        &["198.18.3.182", "198.18.9.7"],
+    )
+    .ok(r1, f1)
+    .ok(r2, f2)
+    .run(&UnderlayOnLink);
+    assert_eq!(f.status, Status::Warn, "{}", f.summary);
+    assert!(
+        f.summary.starts_with(
+            "1 of 2 peers are behind a router hop: 198.18.9.7 via 198.18.3.1 dev enp65s0f0np0"
+        ),
+        "{}",
+        f.summary
+    );
+}
