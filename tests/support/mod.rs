@@ -62,8 +62,7 @@ pub fn run_json(cmd: &mut Command) -> (i32, Value) {
         .get_envs()
         .find(|(k, _)| *k == "SPX_DOCTOR_VIA")
         .and_then(|(_, v)| v.map(ToOwned::to_owned));
-    let strict = cmd.get_args().any(|a| a == "--strict");
-    assert_replays(&bundle, &doc, strict, via.as_deref());
+    assert_replays(&bundle, &doc, via.as_deref());
     (code, doc)
 }
 
@@ -81,16 +80,13 @@ pub fn bundle_dir() -> tempfile::TempDir {
 
 /// Replay `bundle` (as the user running the tests, outside any namespace
 /// or VM the live run was in, touching nothing) and assert the report is
-/// `live`, field for field, plus `replayed_from`. The live run's
-/// `--strict` and `SPX_DOCTOR_VIA` (how messages name the command) carry
-/// over.
-pub fn assert_replays(bundle: &Path, live: &Value, strict: bool, via: Option<&std::ffi::OsStr>) {
+/// `live`, field for field, plus `replayed_from`. The bundle carries the
+/// run's settings and policy; only `SPX_DOCTOR_VIA` (how messages name the
+/// command: the invocation's, not the host's) carries over.
+pub fn assert_replays(bundle: &Path, live: &Value, via: Option<&std::ffi::OsStr>) {
     let mut replay = spx();
     if let Some(via) = via {
         replay.env("SPX_DOCTOR_VIA", via);
-    }
-    if strict {
-        replay.arg("--strict");
     }
     replay.arg("--replay").arg(bundle);
     let (code, mut doc) = run_doc(&mut replay, assert_valid);
