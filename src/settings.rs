@@ -145,6 +145,20 @@ impl Settings {
                     .map_err(|e| UsageError(format!("--ovn-read-by: {e}")))
             })
             .transpose()?;
+        if let Some(path) = &args.record {
+            // Refused before the run, not after it.
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => std::path::Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(UsageError(format!(
+                    "--record {}: there is no directory {}",
+                    path.display(),
+                    dir.display()
+                )));
+            }
+        }
         let config = load_config(args.config.or_else(config_from_env).as_deref())?;
         let levels = resolve_levels(&args.allow, &args.deny, &config, profile)?;
         let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));

@@ -16,5 +16,6 @@ mod overlay;
 mod ovsdb;
 mod preflight;
 mod qemu;
+mod record_replay;
 mod spinifex_hook;
 mod udp;

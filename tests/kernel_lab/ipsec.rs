@@ -285,6 +285,37 @@ fn xfrm_on_real_esp_sas_between_three_nodes() {
             .any(|f| f.contains("IKE configuration OVN does not own")),
         "{c:#}"
     );
+    // The bundle of that run holds every SA and none of their keys: the
+    // AEAD key and the CBC and HMAC keys, in any encoding a field would
+    // take (hex, the bytes as a JSON array).
+    let (out, bundle) = vm.spx_recording(
+        Some("n1"),
+        &[
+            "--check",
+            "ipsec.xfrm",
+            "--config",
+            &config(&vm, 1, true),
+            "--ovs-db",
+            "unix:/tmp/ovs1.sock",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let text = crate::support::bundle_text(&bundle);
+    assert!(text.contains("\"kind\":\"xfrm-states\""), "{text}");
+    assert!(text.contains(&format!("\"spi\":{}", 0x1000 + 16 + 3)), "{text}");
+    assert!(text.contains("cbc(aes)") && text.contains("rfc4106(gcm(aes))"));
+    let bytes = |b: u8, n: usize| format!("[{}", vec![b.to_string(); n].join(","));
+    for secret in [
+        KEY.trim_start_matches("0x").to_owned(),
+        "0102030405060708".to_owned(),
+        "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16".to_owned(),
+        "11".repeat(16),
+        bytes(0x11, 16),
+        "22".repeat(32),
+        bytes(0x22, 32),
+    ] {
+        assert!(!text.contains(&secret), "the bundle holds a key: {secret}");
+    }
     vm.ok(&format!(
         "ip -n n1 xfrm state delete src {} dst {} proto esp spi {} && ip -n n1 {}",
         addr(1),

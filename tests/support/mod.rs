@@ -66,6 +66,24 @@ pub fn run_json(cmd: &mut Command) -> (i32, Value) {
     (code, doc)
 }
 
+/// [`run_json`] without the recording: for replays themselves, and runs
+/// that record on their own.
+pub fn run_json_unrecorded(cmd: &mut Command) -> (i32, Value) {
+    run_doc(cmd, assert_valid)
+}
+
+/// A bundle's JSON lines, decompressed: what a support engineer would read
+/// (and grep for secrets).
+pub fn bundle_text(path: &Path) -> String {
+    use std::io::Read;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text
+}
+
 /// A temp dir any user may write a bundle into (runs as nobody record too).
 pub fn bundle_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;

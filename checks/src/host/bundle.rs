@@ -177,13 +177,17 @@ impl Bundle {
                 "not gzip-compressed JSON lines".into(),
             ));
         }
-        let mut lines = BufReader::new(GzDecoder::new(r)).lines();
-        let first = match lines.next() {
-            Some(Ok(line)) => line,
-            Some(Err(e)) => return Err(BundleError::Corrupt(e.to_string())),
-            None => return Err(BundleError::NotABundle("empty".into())),
+        // The whole stream first: gzip's checksum, at its end, says
+        // whether anything in it was damaged.
+        let mut text = String::new();
+        GzDecoder::new(r)
+            .read_to_string(&mut text)
+            .map_err(|e| BundleError::Corrupt(e.to_string()))?;
+        let mut lines = text.lines();
+        let Some(first) = lines.next() else {
+            return Err(BundleError::NotABundle("empty".into()));
         };
-        let head: Value = serde_json::from_str(&first)
+        let head: Value = serde_json::from_str(first)
             .map_err(|e| BundleError::NotABundle(format!("line 1: {e}")))?;
         if head.get("bundle").and_then(Value::as_str) != Some(BUNDLE_KIND) {
             return Err(BundleError::NotABundle(
@@ -205,11 +209,10 @@ impl Bundle {
             .map_err(|e| BundleError::Corrupt(format!("line 1: {e}")))?;
         let mut records = Vec::new();
         for (n, line) in lines.enumerate() {
-            let line = line.map_err(|e| BundleError::Corrupt(e.to_string()))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let record: Record = serde_json::from_str(&line)
+            let record: Record = serde_json::from_str(line)
                 .map_err(|e| BundleError::Corrupt(format!("line {}: {e}", n + 2)))?;
             records.push(record);
         }

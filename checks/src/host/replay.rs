@@ -82,6 +82,19 @@ impl Replay {
                 bundle.header.doctor_version
             ));
         }
+        let unknown_checks: Vec<&str> = bundle
+            .header
+            .checks
+            .iter()
+            .map(|o| o.id.as_str())
+            .filter(|id| crate::find(id).is_none())
+            .collect();
+        if !unknown_checks.is_empty() {
+            notes.push(format!(
+                "the recorded run ran checks this version does not know: {}",
+                unknown_checks.join(", ")
+            ));
+        }
         if !unknown.is_empty() {
             let kinds: Vec<String> = unknown.iter().map(|(k, n)| format!("{k} ({n})")).collect();
             notes.push(format!(
