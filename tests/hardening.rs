@@ -1013,9 +1013,12 @@ enum Damage {
 /// Record `node.spxb` in `dir` and damage it.
 fn damaged_bundle(dir: &Path, damage: Damage) {
     let path = dir.join("node.spxb");
-    let (code, _, err) = run(spx()
-        .current_dir(dir)
-        .args(["--check", "sysctl.udp-buffers", "--record", "node.spxb"]));
+    let (code, _, err) = run(spx().current_dir(dir).args([
+        "--check",
+        "sysctl.udp-buffers",
+        "--record",
+        "node.spxb",
+    ]));
     assert!(code < 2, "{err}");
     let mut bytes = std::fs::read(&path).unwrap();
     match damage {

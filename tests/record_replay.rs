@@ -200,9 +200,7 @@ fn a_bundle_of_another_version_replays_what_it_can_and_skips_the_rest() {
         // cpu.softirq's window (an older doctor, say).
         let last_stat = records
             .iter()
-            .rposition(|r| {
-                r["scope"] == "cpu.softirq" && r["request"]["path"] == "/proc/stat"
-            })
+            .rposition(|r| r["scope"] == "cpu.softirq" && r["request"]["path"] == "/proc/stat")
             .expect("cpu.softirq read /proc/stat");
         records.remove(last_stat);
     });
@@ -213,7 +211,10 @@ fn a_bundle_of_another_version_replays_what_it_can_and_skips_the_rest() {
     assert_eq!(
         notes,
         [
-            format!("recorded by spx-doctor 0.9.0, replayed by {}", env!("CARGO_PKG_VERSION")),
+            format!(
+                "recorded by spx-doctor 0.9.0, replayed by {}",
+                env!("CARGO_PKG_VERSION")
+            ),
             "the recorded run ran checks this version does not know: future.check".to_owned(),
             "ignored records of request kinds this version does not know: bpf-map (1)".to_owned(),
         ]
@@ -268,7 +269,10 @@ fn a_replay_applies_the_recorded_policy_and_more_flags_on_top() {
     // Asked for on the replay line, an allow of the check's failure turns
     // it into a pass, as it would have live.
     let failed = check(&live, "sysctl.udp-buffers")["status"] == "fail";
-    let code_word = check(&live, "sysctl.udp-buffers")["code"].as_str().unwrap().to_owned();
+    let code_word = check(&live, "sysctl.udp-buffers")["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     if failed {
         let (code, doc) = replay(&bundle, &["--allow", &code_word]);
         assert_eq!(code, 0, "{doc:#}");

@@ -302,7 +302,10 @@ fn xfrm_on_real_esp_sas_between_three_nodes() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     let text = crate::support::bundle_text(&bundle);
     assert!(text.contains("\"kind\":\"xfrm-states\""), "{text}");
-    assert!(text.contains(&format!("\"spi\":{}", 0x1000 + 16 + 3)), "{text}");
+    assert!(
+        text.contains(&format!("\"spi\":{}", 0x1000 + 16 + 3)),
+        "{text}"
+    );
     assert!(text.contains("cbc(aes)") && text.contains("rfc4106(gcm(aes))"));
     let bytes = |b: u8, n: usize| format!("[{}", vec![b.to_string(); n].join(","));
     for secret in [
