@@ -266,6 +266,16 @@ fn a_replay_applies_the_recorded_policy_and_more_flags_on_top() {
     let (replayed_code, doc) = replay(&bundle, &[]);
     assert_eq!(replayed_code, code);
     assert_eq!(doc["exit_code"], live["exit_code"]);
+    // The table says where its facts came from.
+    let (_, table, _) = run(spx().env("COLUMNS", "200").arg("--replay").arg(&bundle));
+    let footer = format!(
+        "replayed from {}: recorded on {} at {} by spx-doctor {}",
+        bundle.display(),
+        live["host"].as_str().unwrap(),
+        live["started_at"].as_str().unwrap(),
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(table.contains(&footer), "{table}");
     // Asked for on the replay line, an allow of the check's failure turns
     // it into a pass, as it would have live.
     let failed = check(&live, "sysctl.udp-buffers")["status"] == "fail";

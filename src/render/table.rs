@@ -136,6 +136,15 @@ pub fn render(report: &Report, style: &Style) -> String {
     for note in &report.notes {
         out.push_str(&format!("note: {note}\n"));
     }
+    if let Some(from) = &report.replayed_from {
+        out.push_str(&format!(
+            "replayed from {}: recorded on {} at {} by spx-doctor {}\n",
+            from.bundle, report.host, report.started_at, from.recorded_by
+        ));
+        for note in &from.notes {
+            out.push_str(&format!("replay: {note}\n"));
+        }
+    }
     if let Some(runbook) = &report.runbook {
         out.push_str("\nRunbook:\n");
         for (i, step) in runbook.iter().enumerate() {

@@ -80,7 +80,11 @@ pub enum Request {
     /// A QMP monitor's iothreads and block devices.
     Qmp { socket: PathBuf },
     /// A path MTU probe plan: DF echo to every target, at most
-    /// `max_rounds` rounds of `round_timeout` each.
+    /// `max_rounds` rounds of `round_timeout` each; the answer is what was
+    /// concluded of each target. (When the probe engine becomes a pure
+    /// state machine that decides each round, the host will answer one
+    /// round at a time, a request kind of its own: the probes to send and
+    /// their outcomes. This kind stays, for the bundles that hold it.)
     Icmp {
         targets: Vec<Target>,
         round_timeout: Duration,
