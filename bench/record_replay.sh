@@ -67,40 +67,9 @@ cleanup() {
 trap cleanup EXIT
 
 # --- the lab node -----------------------------------------------------------
-ip netns add "$NODE"
-ip netns add "$PEER"
-ip -n "$NODE" link set lo up
-ip -n "$PEER" link set lo up
-ip -n "$NODE" link add br-wan type bridge stp_state 0 forward_delay 0
-ip -n "$NODE" link add eth1 type veth peer name eth1p netns "$PEER"
-ip -n "$NODE" link set eth1 master br-wan
-ip -n "$NODE" link set eth1 up
-ip -n "$NODE" link set br-wan up
-ip -n "$PEER" link set eth1p up
-ip -n "$NODE" addr add 198.18.30.1/24 dev br-wan
-ip -n "$PEER" addr add 198.18.30.2/24 dev eth1p
-
-DB=$WORK/db
-mkdir -p "$DB"
-for s in /usr/share/ovn/ovn-nb.ovsschema /usr/share/ovn/ovn-sb.ovsschema /usr/share/openvswitch/vswitch.ovsschema; do
-    ovsdb-tool create "$DB/$(basename "$s" .ovsschema).db" "$s"
-done
-ovsdb-server "$DB"/ovn-nb.db "$DB"/ovn-sb.db "$DB"/vswitch.db \
-    --remote="punix:$DB/db.sock" --unixctl="$DB/ctl" --log-file="$DB/log" \
-    -vconsole:off --no-chdir >/dev/null 2>&1 &
-OVSDB_PID=$!
-for _ in $(seq 100); do [[ -S $DB/db.sock ]] && break; sleep 0.05; done
-[[ -S $DB/db.sock ]] || { echo "bench/record_replay.sh: ovsdb-server did not start" >&2; exit 1; }
-EP="unix:$DB/db.sock"
-ovn-nbctl --db="$EP" init
-ovn-nbctl --db="$EP" set NB_Global . ipsec=false
-ovn-nbctl --db="$EP" dhcp-options-create 10.0.1.0/24
-ovn-nbctl --db="$EP" dhcp-options-set-options "$(ovn-nbctl --db="$EP" --bare --columns=_uuid list DHCP_Options)" \
-    lease_time=3600 router=10.0.1.1 server_id=10.0.1.1 server_mac=02:00:00:00:01:01 mtu=1442
-ovn-sbctl --db="$EP" chassis-add spx1 geneve 198.18.30.1
-ovn-sbctl --db="$EP" chassis-add spx2 geneve 198.18.30.2
-ovs-vsctl --db="$EP" --no-wait init
-ovs-vsctl --db="$EP" --no-wait set Open_vSwitch . external_ids:ovn-encap-ip=198.18.30.1
+# shellcheck source=bench/lab_node.sh
+source "$ROOT/bench/lab_node.sh"
+lab_node "$NODE" "$PEER" "$WORK"
 
 # A paused guest as Spinifex starts one (no vhost here: the lab may lack
 # /dev/vhost-net), its NIC a tap on the node, its QMP monitor on a socket.
@@ -113,22 +82,6 @@ QEMU_PID=$!
 for _ in $(seq 200); do [[ -S $WORK/qmp.sock ]] && break; sleep 0.05; done
 [[ -S $WORK/qmp.sock ]] || { echo "bench/record_replay.sh: QEMU did not start: $(cat "$WORK/qemu.log")" >&2; exit 1; }
 ip -n "$NODE" link set tapeni-bench0 mtu 1442 up
-
-CFG=$WORK/spinifex.toml
-cat >"$CFG" <<EOF
-node = "spx1"
-[network]
-ipsec_enabled = false
-underlay_mtu = 1500
-[nodes.spx1]
-host = "198.18.30.1"
-[nodes.spx1.vpcd]
-ovn_nb_addr = "$EP"
-ovn_sb_addr = "$EP"
-external_interface = "br-wan"
-[nodes.spx2]
-host = "198.18.30.2"
-EOF
 sleep 1 # let the links settle
 
 # --- live runs, with and without --record -------------------------------------

@@ -83,55 +83,11 @@ other_netns() {
 count() { pgrep -c "$@" 2>/dev/null || true; }
 
 # --- the lab node -----------------------------------------------------------
-ip netns add "$NODE"
-ip netns add "$PEER"
-ip -n "$NODE" link set lo up
-ip -n "$PEER" link set lo up
-ip -n "$NODE" link add br-wan type bridge stp_state 0 forward_delay 0
-ip -n "$NODE" link add eth1 type veth peer name eth1p netns "$PEER"
-ip -n "$NODE" link set eth1 master br-wan
-ip -n "$NODE" link set eth1 up
-ip -n "$NODE" link set br-wan up
-ip -n "$PEER" link set eth1p up
-ip -n "$NODE" addr add 198.18.30.1/24 dev br-wan
-ip -n "$PEER" addr add 198.18.30.2/24 dev eth1p
+# shellcheck source=bench/lab_node.sh
+source "$ROOT/bench/lab_node.sh"
+lab_node "$NODE" "$PEER" "$WORK"
 ip -n "$NODE" tuntap add dev tapeni-soak0 mode tap
 ip -n "$NODE" link set tapeni-soak0 mtu 1408
-
-DB=$WORK/db
-mkdir -p "$DB"
-for s in /usr/share/ovn/ovn-nb.ovsschema /usr/share/ovn/ovn-sb.ovsschema /usr/share/openvswitch/vswitch.ovsschema; do
-    ovsdb-tool create "$DB/$(basename "$s" .ovsschema).db" "$s"
-done
-ovsdb-server "$DB"/ovn-nb.db "$DB"/ovn-sb.db "$DB"/vswitch.db \
-    --remote="punix:$DB/db.sock" --unixctl="$DB/ctl" --log-file="$DB/log" \
-    -vconsole:off --no-chdir >/dev/null 2>&1 &
-OVSDB_PID=$!
-for _ in $(seq 100); do [[ -S $DB/db.sock ]] && break; sleep 0.05; done
-[[ -S $DB/db.sock ]] || { echo "bench/soak.sh: ovsdb-server did not start" >&2; exit 1; }
-EP="unix:$DB/db.sock"
-ovn-nbctl --db="$EP" init
-ovn-nbctl --db="$EP" set NB_Global . ipsec=false
-ovn-sbctl --db="$EP" chassis-add spx1 geneve 198.18.30.1
-ovn-sbctl --db="$EP" chassis-add spx2 geneve 198.18.30.2
-ovs-vsctl --db="$EP" --no-wait init
-ovs-vsctl --db="$EP" --no-wait set Open_vSwitch . external_ids:ovn-encap-ip=198.18.30.1
-
-CFG=$WORK/spinifex.toml
-cat >"$CFG" <<EOF
-node = "spx1"
-[network]
-ipsec_enabled = false
-underlay_mtu = 1500
-[nodes.spx1]
-host = "198.18.30.1"
-[nodes.spx1.vpcd]
-ovn_nb_addr = "$EP"
-ovn_sb_addr = "$EP"
-external_interface = "br-wan"
-[nodes.spx2]
-host = "198.18.30.2"
-EOF
 
 OUT=$WORK/out
 SPXTMP=$WORK/tmp

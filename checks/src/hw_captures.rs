@@ -35,6 +35,48 @@ fn key_values(text: &str) -> impl Iterator<Item = (&str, &str)> {
     })
 }
 
+/// The `ethtool -S` captures of drivers that count no TSO descriptors:
+/// (driver, file, a per-queue counter the capture holds, how `nic.tso`
+/// names that driver's counters).
+pub const WITHOUT_TSO_COUNTERS: [(&str, &str, &str, &str); 6] = [
+    (
+        "ice",
+        "ethq-tests.ethtool-S.txt",
+        "tx_queue_0_packets",
+        "tx_queue_N_packets",
+    ),
+    (
+        "i40e",
+        "ethq-tests-v2.3.2k.ethtool-S.txt",
+        "tx-0.packets",
+        "tx-N.packets",
+    ),
+    (
+        "i40e",
+        "ethq-tests.ethtool-S.txt",
+        "tx-0.tx_packets",
+        "tx-N.tx_packets before 2.3.2-k",
+    ),
+    (
+        "bnxt_en",
+        "ethq-tests.ethtool-S.txt",
+        "[0]: tx_ucast_packets",
+        "[N]: tx_ucast_packets",
+    ),
+    (
+        "ena",
+        "ethq-issue15.ethtool-S.txt",
+        "queue_0_tx_cnt",
+        "queue_N_tx_cnt",
+    ),
+    (
+        "virtio_net",
+        "ethq-tests.ethtool-S.txt",
+        "tx_queue_0_packets",
+        "tx_queue_N_packets",
+    ),
+];
+
 /// `ethtool -i`.
 pub fn drvinfo(text: &str) -> DrvInfo {
     let kv: BTreeMap<&str, &str> = key_values(text).collect();

@@ -572,45 +572,7 @@ mod tests {
     /// which the capture must contain.
     #[test]
     fn drivers_without_tso_counters_skip_naming_what_they_count() {
-        let cases = [
-            (
-                "ice",
-                "ethq-tests.ethtool-S.txt",
-                "tx_queue_0_packets",
-                "tx_queue_N_packets",
-            ),
-            (
-                "i40e",
-                "ethq-tests-v2.3.2k.ethtool-S.txt",
-                "tx-0.packets",
-                "tx-N.packets",
-            ),
-            (
-                "i40e",
-                "ethq-tests.ethtool-S.txt",
-                "tx-0.tx_packets",
-                "tx-N.tx_packets before 2.3.2-k",
-            ),
-            (
-                "bnxt_en",
-                "ethq-tests.ethtool-S.txt",
-                "[0]: tx_ucast_packets",
-                "[N]: tx_ucast_packets",
-            ),
-            (
-                "ena",
-                "ethq-issue15.ethtool-S.txt",
-                "queue_0_tx_cnt",
-                "queue_N_tx_cnt",
-            ),
-            (
-                "virtio_net",
-                "ethq-tests.ethtool-S.txt",
-                "tx_queue_0_packets",
-                "tx_queue_N_packets",
-            ),
-        ];
-        for (driver, file, queue0, named) in cases {
+        for (driver, file, queue0, named) in hw::WITHOUT_TSO_COUNTERS {
             let stats = hw::stats(&hw::load(driver, file));
             let packets = hw::stat(&stats, queue0);
             assert!(packets > 0, "{driver}: {queue0} is in the capture");

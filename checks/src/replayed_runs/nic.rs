@@ -250,38 +250,7 @@ fn tso_of_mlx5_and_sfc_counts_descriptors() {
 
 #[test]
 fn tso_of_drivers_without_descriptor_counters_names_what_they_count() {
-    for (driver, file, queue0, named) in [
-        (
-            "ice",
-            "ethq-tests.ethtool-S.txt",
-            "tx_queue_0_packets",
-            "tx_queue_N_packets",
-        ),
-        (
-            "i40e",
-            "ethq-tests-v2.3.2k.ethtool-S.txt",
-            "tx-0.packets",
-            "tx-N.packets",
-        ),
-        (
-            "bnxt_en",
-            "ethq-tests.ethtool-S.txt",
-            "[0]: tx_ucast_packets",
-            "[N]: tx_ucast_packets",
-        ),
-        (
-            "ena",
-            "ethq-issue15.ethtool-S.txt",
-            "queue_0_tx_cnt",
-            "queue_N_tx_cnt",
-        ),
-        (
-            "virtio_net",
-            "ethq-tests.ethtool-S.txt",
-            "tx_queue_0_packets",
-            "tx_queue_N_packets",
-        ),
-    ] {
+    for (driver, file, queue0, named) in hw::WITHOUT_TSO_COUNTERS {
         let stats = hw::stats(&hw::load(driver, file));
         let packets = hw::stat(&stats, queue0);
         assert!(packets > 0, "{driver}: {queue0} is in the capture");
