@@ -634,11 +634,13 @@ fn a_full_run_executes_no_shell() {
         ])
         .args(["--probe-timeout", "300ms", "--format", "json"])
         .env("HOME", "/nonexistent-spx-test-home");
+    let (_bundles, bundle) = support::record(&mut cmd);
     let (code, out, err) = run(&mut cmd);
     assert!((0..=2).contains(&code), "exit {code}: {err}");
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     support::assert_valid(&doc);
     assert_complete(&doc);
+    support::assert_replays(&bundle, &doc, None);
     assert!(!canary.exists(), "the socket path was run as a command");
     let trace = std::fs::read_to_string(&trace).unwrap();
     let programs: Vec<&str> = trace
@@ -718,6 +720,7 @@ fn unprivileged_run_is_complete_and_skips_naming_the_privilege() {
     .args(lab.doctor_args())
     .args(["--format", "json"])
     .env("HOME", "/nonexistent-spx-test-home");
+    let (_bundles, bundle) = support::record(&mut cmd);
     let (code, out, err) = run_copied(&mut cmd);
     // Host-wide facts (QEMU guests of other tests) may change meanwhile:
     // a check counts as privilege-sensitive only when root concludes
@@ -730,6 +733,8 @@ fn unprivileged_run_is_complete_and_skips_naming_the_privilege() {
     support::assert_valid(&doc);
     assert_complete(&doc);
     assert_eq!(doc["exit_code"], code);
+    // The unprivileged run's bundle replays to its report, skips and all.
+    support::assert_replays(&bundle, &doc, None);
 
     // Exit by the usual rules.
     let statuses: Vec<&str> = all_ids().iter().map(|id| status(&doc, id)).collect();
@@ -910,6 +915,7 @@ fn every_outside_party_misbehaving_at_once_ends_within_the_deadline() {
         ])
         .args(["--format", "json"])
         .stdin(Stdio::null());
+    let (_bundles, bundle) = support::record(&mut cmd);
     let t0 = Instant::now();
     let out = cmd.output().expect("run spx");
     let took = t0.elapsed();
@@ -927,6 +933,9 @@ fn every_outside_party_misbehaving_at_once_ends_within_the_deadline() {
         out.status.code(),
         Some(doc["exit_code"].as_i64().unwrap() as i32)
     );
+    // Its bundle replays to the same report: the time-outs, the members
+    // that never answered and the peers cut short, as they were.
+    support::assert_replays(&bundle, &doc, None);
 
     // Each misbehaving party is an error with its reason.
     let mut problems = Vec::new();

@@ -113,7 +113,7 @@ fn every_declared_series_appears_in_a_real_run() {
         .arg(&config);
         cmd
     };
-    let (code, text, err) = run(doctor().args(["--format", "prometheus"]));
+    let (code, text, err) = support::run_replayed(doctor().args(["--format", "prometheus"]));
     assert!(code < 2, "{err}\n{text}");
     promtool_check(&text);
     for (id, metric) in spx_checks::metrics::declared() {

@@ -519,7 +519,7 @@ fn mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_t
     );
 
     // In the table, too, the operator reads which peers are silent.
-    let (_, table, _) = support::run(s.spx().args(args));
+    let (_, table, _) = support::run_replayed(s.spx().args(args));
     assert!(table.contains(&d.v4) && table.contains(&d6), "{table}");
 
     // Without the black hole: an error that names both silent peers.

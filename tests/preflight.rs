@@ -54,7 +54,8 @@ fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
     assert!(steps.iter().any(|s| s.contains("underlay_mtu = 9000")));
 
     // The table prints the runbook after the checks.
-    let (code, out, _) = run(s.spx().args(["--for", "enable-jumbo", "--peer", &b.v4]));
+    let (code, out, _) =
+        support::run_replayed(s.spx().args(["--for", "enable-jumbo", "--peer", &b.v4]));
     assert_eq!(code, 1);
     let table_end = out.find("(preflight enable-jumbo)").expect("summary line");
     let runbook_at = out.find("Runbook:").expect("runbook printed");

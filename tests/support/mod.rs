@@ -54,9 +54,7 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 /// records a bundle (`--record`), and its replay must give the same report
 /// ([`assert_replays`]): the live and the replayed verdicts never drift.
 pub fn run_json(cmd: &mut Command) -> (i32, Value) {
-    let dir = bundle_dir();
-    let bundle = dir.path().join("run.spxb");
-    cmd.arg("--record").arg(&bundle);
+    let (_dir, bundle) = record(cmd);
     let (code, doc) = run_doc(cmd, assert_valid);
     let via = cmd
         .get_envs()
@@ -64,6 +62,46 @@ pub fn run_json(cmd: &mut Command) -> (i32, Value) {
         .and_then(|(_, v)| v.map(ToOwned::to_owned));
     assert_replays(&bundle, &doc, via.as_deref());
     (code, doc)
+}
+
+/// [`run`] a doctor command line in any `--format` (the report on
+/// stdout) with `--record`, replay the bundle with the same presentation
+/// (`--format`, `-v`, `--color`, `COLUMNS`, `SPX_DOCTOR_VIA`) and assert the
+/// replay prints the same report, byte for byte (a table's closing lines
+/// that name the bundle aside).
+pub fn run_replayed(cmd: &mut Command) -> (i32, String, String) {
+    let (_dir, bundle) = record(cmd);
+    let (code, out, err) = run(cmd);
+    assert!(code < 2 || !out.is_empty(), "no report to replay: {err}");
+    let mut replay = spx();
+    for (k, v) in cmd.get_envs() {
+        if let ("SPX_DOCTOR_VIA" | "COLUMNS" | "NO_COLOR", Some(v)) = (k.to_str().unwrap_or(""), v)
+        {
+            replay.env(k, v);
+        }
+    }
+    let args: Vec<&std::ffi::OsStr> = cmd.get_args().collect();
+    for (i, a) in args.iter().enumerate() {
+        match a.to_str() {
+            Some("--format" | "--color") => {
+                replay.arg(a).arg(args[i + 1]);
+            }
+            Some("-v" | "--verbose") => {
+                replay.arg(a);
+            }
+            _ => {}
+        }
+    }
+    replay.arg("--replay").arg(&bundle);
+    let (rcode, rout, rerr) = run(&mut replay);
+    assert_eq!(rcode, code, "{rerr}");
+    let rout: String = rout
+        .lines()
+        .filter(|l| !l.starts_with("replayed from ") && !l.starts_with("replay: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(rout, out, "the replay prints another report");
+    (code, out, err)
 }
 
 /// [`run_json`] without the recording: for replays themselves, and runs
@@ -82,6 +120,16 @@ pub fn bundle_text(path: &Path) -> String {
         .read_to_string(&mut text)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text
+}
+
+/// Add `--record FILE` to a doctor command line (the doctor's arguments
+/// last, as every wrapper here puts them): the temp dir that holds FILE
+/// (keep it alive) and FILE.
+pub fn record(cmd: &mut Command) -> (tempfile::TempDir, PathBuf) {
+    let dir = bundle_dir();
+    let bundle = dir.path().join("run.spxb");
+    cmd.arg("--record").arg(&bundle);
+    (dir, bundle)
 }
 
 /// A temp dir any user may write a bundle into (runs as nobody record too).
