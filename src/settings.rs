@@ -200,6 +200,15 @@ impl Settings {
     /// line's format.
     pub fn for_replay(args: RunArgs, bundle: &Bundle) -> Result<Settings, UsageError> {
         let options = bundle.header.options.clone();
+        recorded_options(&options).map_err(|e| {
+            UsageError(format!(
+                "--replay {}: the bundle's options are not ones spx-doctor takes ({e})",
+                args.replay
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""))
+                    .display()
+            ))
+        })?;
         let recorded = &bundle.header.policy;
         let policy = Policy {
             strict: recorded.strict || args.strict,
@@ -248,6 +257,46 @@ impl Settings {
             policy,
         })
     }
+}
+
+/// A bundle's options hold to what the command line allows: a bundle is
+/// outside data, and a replay must not trust it more than the flags.
+fn recorded_options(o: &Options) -> Result<(), String> {
+    if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
+        return Err(format!("timeout {:?}", o.timeout));
+    }
+    if o.sample >= o.timeout {
+        return Err(format!("sample {:?}", o.sample));
+    }
+    if o.probe_timeout.is_zero() || o.probe_timeout > o.timeout {
+        return Err(format!("probe timeout {:?}", o.probe_timeout));
+    }
+    if let Some(mtu) = o.mtu.filter(|m| !(576..=65535).contains(m)) {
+        return Err(format!("mtu {mtu}"));
+    }
+    for name in &o.interfaces {
+        validate::interface(name)?;
+    }
+    for (name, text) in [
+        ("ovs_db", &o.ovs_db),
+        ("nb_db", &o.nb_db),
+        ("sb_db", &o.sb_db),
+    ] {
+        if let Some(text) = text {
+            Endpoint::parse_list(text).map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    for peer in &o.peers {
+        validate::host(peer.split('%').next().unwrap_or(peer))?;
+    }
+    if let Some(p) = o
+        .profile
+        .as_deref()
+        .filter(|p| spx_checks::profile::find(p).is_none())
+    {
+        return Err(format!("preflight {p:?}"));
+    }
+    Ok(())
 }
 
 /// The levels of this run: the flags, then the config's `[doctor]` table

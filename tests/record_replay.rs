@@ -292,3 +292,30 @@ fn a_replay_applies_the_recorded_policy_and_more_flags_on_top() {
         );
     }
 }
+
+#[test]
+fn a_bundle_is_outside_data_and_its_options_are_checked_like_flags() {
+    let dir = bundle_dir();
+    let (_, bundle) = recorded("sysctl.udp-buffers", dir.path());
+    for (field, value, says) in [
+        ("timeout", json!({"secs": u64::MAX, "nanos": 0}), "timeout"),
+        ("sample", json!({"secs": 3600, "nanos": 0}), "sample"),
+        ("mtu", json!(70000), "mtu 70000"),
+        ("interfaces", json!(["../../etc"]), "interface name"),
+    ] {
+        let crafted = dir.path().join("crafted.spxb");
+        rewrite(&bundle, &crafted, |header, _| {
+            header["options"][field] = value.clone();
+        });
+        let (code, out, err) = run(spx().arg("--replay").arg(&crafted));
+        assert_eq!(code, 2, "{field}: {out}{err}");
+        assert!(out.is_empty());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("the bundle's options are not ones spx-doctor takes")
+                && err.contains(says),
+            "{field}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -183,6 +183,11 @@ impl Bundle {
         GzDecoder::new(r)
             .read_to_string(&mut text)
             .map_err(|e| BundleError::Corrupt(e.to_string()))?;
+        Bundle::from_text(&text)
+    }
+
+    /// Parse a bundle's JSON lines (decompressed).
+    pub fn from_text(text: &str) -> Result<Bundle, BundleError> {
         let mut lines = text.lines();
         let Some(first) = lines.next() else {
             return Err(BundleError::NotABundle("empty".into()));
