@@ -11,20 +11,20 @@ use serde_json::{json, Value};
 use crate::support::vm::{self, Vm, VmOptions};
 use crate::support::{check, strings};
 
-const KEY: &str = "0x0102030405060708090a0b0c0d0e0f1011121314";
+pub(super) const KEY: &str = "0x0102030405060708090a0b0c0d0e0f1011121314";
 
-fn addr(n: u32) -> String {
+pub(super) fn addr(n: u32) -> String {
     format!("198.18.0.{n}")
 }
 
 /// The SPI of the SA from node `s` to node `d` (one per direction).
-fn spi(s: u32, d: u32) -> String {
+pub(super) fn spi(s: u32, d: u32) -> String {
     format!("0x{:x}", 0x1000 + s * 16 + d)
 }
 
 /// `xfrm state add` (an `ip` command) for the SA `s`->`d` with `alg`
 /// (`aead rfc4106…` or `enc … auth …`).
-fn sa(s: u32, d: u32, alg: &str) -> String {
+pub(super) fn sa(s: u32, d: u32, alg: &str) -> String {
     format!(
         "xfrm state add src {} dst {} proto esp spi {} reqid {} mode transport {alg}",
         addr(s),
@@ -34,7 +34,7 @@ fn sa(s: u32, d: u32, alg: &str) -> String {
     )
 }
 
-fn gcm() -> String {
+pub(super) fn gcm() -> String {
     format!("aead 'rfc4106(gcm(aes))' {KEY} 128")
 }
 
@@ -63,7 +63,7 @@ fn xfrm(vm: &Vm, me: u32, ipsec: bool) -> (i32, Value) {
 
 /// Packets through the SA `s`->`d` as node `ns` counts them (`ip -s xfrm
 /// state`, the oracle that traffic really went through ESP).
-fn sa_packets(vm: &Vm, ns: u32, s: u32, d: u32) -> u64 {
+pub(super) fn sa_packets(vm: &Vm, ns: u32, s: u32, d: u32) -> u64 {
     let out = vm.ok(&format!(
         "ip -s -n n{ns} xfrm state get src {} dst {} proto esp spi {}",
         addr(s),
@@ -81,35 +81,49 @@ fn sa_packets(vm: &Vm, ns: u32, s: u32, d: u32) -> u64 {
 }
 
 /// Pings over the geneve tunnel from node `a` to node `b` succeed.
-fn overlay_reachable(vm: &Vm, a: u32, b: u32) -> bool {
-    let (lo, hi) = (a.min(b), a.max(b));
-    vm.sh(&format!(
-        "ip netns exec n{a} ping -c 1 -W 5 10.{lo}{hi}.0.{b}"
-    ))
-    .code
-        == 0
+pub(super) fn overlay_reachable(vm: &Vm, a: u32, b: u32) -> bool {
+    overlay_pings(vm, &[(a, b)], 5)[0]
 }
 
-#[test]
-fn xfrm_on_real_esp_sas_between_three_nodes() {
-    let test = "xfrm_on_real_esp_sas_between_three_nodes";
-    let Some(image) = vm::lab_or_skip(test) else {
-        return;
-    };
-    let vm = Vm::boot(
-        image,
-        VmOptions::default().modules(&[
-            "veth",
-            "bridge",
-            "geneve",
-            "xfrm_user",
-            "esp4",
-            // ESP's IV generator needs the DRBG, which needs jitter entropy.
-            "jitterentropy_rng",
-            "drbg",
-        ]),
-    );
+/// Every direction of the three-node mesh.
+pub(super) const DIRECTIONS: [(u32, u32); 6] = [(1, 2), (2, 1), (1, 3), (3, 1), (2, 3), (3, 2)];
 
+/// One ping over the geneve tunnel from node `a` to node `b` for each
+/// `(a, b)` of `pairs`, all at once: whether each was answered within
+/// `wait` seconds.
+pub(super) fn overlay_pings(vm: &Vm, pairs: &[(u32, u32)], wait: u32) -> Vec<bool> {
+    let mut script = String::new();
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        let (lo, hi) = (a.min(b), a.max(b));
+        script.push_str(&format!(
+            "(ip netns exec n{a} ping -c 1 -W {wait} 10.{lo}{hi}.0.{b} >/dev/null 2>&1 && echo {i}) &\n"
+        ));
+    }
+    script.push_str("wait\n");
+    let answered: Vec<String> = vm.ok(&script).lines().map(str::to_owned).collect();
+    (0..pairs.len())
+        .map(|i| answered.contains(&i.to_string()))
+        .collect()
+}
+
+/// What the three-node ESP lab loads.
+pub(super) const MODULES: [&str; 7] = [
+    "veth",
+    "bridge",
+    "geneve",
+    "xfrm_user",
+    "esp4",
+    // ESP's IV generator needs the DRBG, which needs jitter entropy.
+    "jitterentropy_rng",
+    "drbg",
+];
+
+/// The shell script that makes three namespaces of the guest, `n1`-`n3`,
+/// three nodes at [`addr`] 1-3 on one bridged underlay, with real
+/// `rfc4106(gcm(aes))` transport SAs ([`sa`], [`spi`]) and policies for
+/// geneve both ways per pair, and a geneve tunnel per pair that
+/// [`overlay_reachable`] pings through them.
+pub(super) fn esp_mesh() -> String {
     // The underlay: a bridge in namespace sw, one veth per node. SAs and
     // policies for every pair, in both nodes of the pair; a geneve tunnel
     // per pair (VNI 1ab, overlay 10.ab.0.0/24). One `ip -batch` per
@@ -163,6 +177,17 @@ fn xfrm_on_real_esp_sas_between_three_nodes() {
             lines.join("\n")
         ));
     }
+    setup
+}
+
+#[test]
+fn xfrm_on_real_esp_sas_between_three_nodes() {
+    let test = "xfrm_on_real_esp_sas_between_three_nodes";
+    let Some(image) = vm::lab_or_skip(test) else {
+        return;
+    };
+    let vm = Vm::boot(image, VmOptions::default().modules(&MODULES));
+    let mut setup = esp_mesh();
     // OVN: the SB Encap table (one chassis per node) and each node's
     // Open_vSwitch row with its ovn-encap-ip.
     setup.push_str(
@@ -182,9 +207,11 @@ fn xfrm_on_real_esp_sas_between_three_nodes() {
     vm.ok(&setup);
 
     // Every overlay path works through ESP, both ways.
-    for (a, b) in [(1, 2), (2, 1), (1, 3), (3, 1), (2, 3), (3, 2)] {
-        assert!(overlay_reachable(&vm, a, b), "geneve over ESP n{a} -> n{b}");
-    }
+    assert_eq!(
+        overlay_pings(&vm, &DIRECTIONS, 5),
+        [true; 6],
+        "geneve over ESP, {DIRECTIONS:?}"
+    );
     for n in 1..=3 {
         assert_eq!(
             vm.ok(&format!("ip -n n{n} xfrm state | grep -c '^src'"))

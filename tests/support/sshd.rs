@@ -23,6 +23,11 @@
 //!
 //! Everything is removed on Drop: the sshd processes (ours, by pid), the
 //! `/etc/netns/NS` directories, the namespaces (the fabric).
+//!
+//! The files themselves (keys, known_hosts, ssh_config, sshd_config, the
+//! passwd, a node's spinifex.toml) come from [`SshFiles`] and
+//! [`node_config`], which the kernel lab's cluster group
+//! (`tests/kernel_lab/cluster.rs`) uses for sshd inside its guest.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -87,6 +92,7 @@ pub struct SshLab {
     pub names: Vec<String>,
     pub ssh_config: PathBuf,
     pub known_hosts: PathBuf,
+    files: SshFiles,
     nodes: Vec<LabNode>,
     sshd: Vec<Option<Child>>,
     logs: Vec<Arc<Mutex<String>>>,
@@ -166,6 +172,120 @@ fn write(path: &Path, text: &str, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// The ssh side of a lab as files in one directory: a test-generated client
+/// key and its authorized_keys, a host key per node with the known_hosts
+/// that names them, the ssh_config a coordinator is pointed at with
+/// `--ssh-config`, each node's sshd_config, and a passwd whose root logs in
+/// to an empty home (no profile of this machine's root runs). `seen_at` is
+/// where the nodes see the directory: itself for namespaces on this host,
+/// [`super::vm::GUEST_FILES`] in a kernel-lab guest, which shares it over
+/// 9p (modes and owners pass through: the keys stay root's and 0600).
+pub struct SshFiles {
+    pub dir: PathBuf,
+    pub seen_at: PathBuf,
+}
+
+impl SshFiles {
+    /// The client key and authorized_keys, and the empty root home.
+    pub fn new(dir: &Path, seen_at: &Path) -> SshFiles {
+        let client = keygen(&dir.join("client"));
+        write(&dir.join("authorized_keys"), &format!("{client}\n"), 0o644);
+        std::fs::create_dir_all(dir.join("roothome")).unwrap();
+        SshFiles {
+            dir: dir.to_owned(),
+            seen_at: seen_at.to_owned(),
+        }
+    }
+
+    /// `name` in the directory, as the nodes see it.
+    pub fn seen(&self, name: &str) -> String {
+        self.seen_at.join(name).display().to_string()
+    }
+
+    pub fn ssh_config(&self) -> PathBuf {
+        self.dir.join("ssh_config")
+    }
+
+    pub fn known_hosts(&self) -> PathBuf {
+        self.dir.join("known_hosts")
+    }
+
+    /// A host key for the node at each of `addrs` (`host_I`), known_hosts
+    /// naming them, and the ssh_config: only the lab's key and
+    /// known_hosts, host keys strictly checked, no password ever asked,
+    /// and the `options` given (more ssh_config lines).
+    pub fn hosts(&self, addrs: &[String], options: &[&str]) {
+        let known: String = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("{a} {}\n", keygen(&self.dir.join(format!("host_{i}")))))
+            .collect();
+        write(&self.known_hosts(), &known, 0o644);
+        write(
+            &self.ssh_config(),
+            &format!(
+                "Host *\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n{}",
+                self.seen("client"),
+                self.seen("known_hosts"),
+                options.iter().map(|o| format!("  {o}\n")).collect::<String>()
+            ),
+            0o644,
+        );
+    }
+
+    /// Node `i`'s sshd_config (`sshd_I`, returned): listening on `addr`
+    /// only, with its own host key and the lab's client key, `path` first
+    /// on every session's PATH (where its `spx-doctor` is, or is not).
+    pub fn sshd_config(&self, i: usize, addr: &str, path: &str) -> PathBuf {
+        let cfg = self.dir.join(format!("sshd_{i}"));
+        write(
+            &cfg,
+            &format!(
+                "ListenAddress {addr}:22\nHostKey {}\nAuthorizedKeysFile {}\nStrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv PATH={path}:/usr/sbin:/usr/bin:/sbin:/bin\n",
+                self.seen(&format!("host_{i}")),
+                self.seen("authorized_keys"),
+            ),
+            0o644,
+        );
+        cfg
+    }
+
+    /// This machine's /etc/passwd with root's home the lab's empty
+    /// `roothome`.
+    pub fn passwd(&self) -> String {
+        let home = self.seen("roothome");
+        std::fs::read_to_string("/etc/passwd")
+            .unwrap()
+            .lines()
+            .map(|l| match l.split(':').collect::<Vec<_>>().as_slice() {
+                ["root", pw, uid, gid, gecos, _, shell] => {
+                    format!("root:{pw}:{uid}:{gid}:{gecos}:{home}:{shell}\n")
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    }
+}
+
+/// A node's spinifex.toml: `me` among `nodes` (name, host, advertise).
+pub fn node_config(
+    me: &str,
+    ipsec: bool,
+    mtu: u32,
+    nodes: &[(&str, &str, Option<&str>)],
+) -> String {
+    let mut t = format!(
+        "version = \"lab\"\nnode = \"{me}\"\n[network]\nipsec_enabled = {ipsec}\nunderlay_mtu = {mtu}\n"
+    );
+    for (name, host, advertise) in nodes {
+        t.push_str(&format!("[nodes.{name}]\nhost = \"{host}\"\n"));
+        if let Some(a) = advertise {
+            t.push_str(&format!("advertise = \"{a}\"\n"));
+        }
+    }
+    t
+}
+
 impl SshLab {
     /// Build the fabric and start one sshd per node; node `i` is `n{i}`.
     pub fn new(nodes: Vec<LabNode>) -> SshLab {
@@ -198,8 +318,7 @@ impl SshLab {
         // Readable by the login user: its authorized_keys, the binaries.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let d = dir.path().to_owned();
-        let client = keygen(&d.join("client"));
-        write(&d.join("authorized_keys"), &format!("{client}\n"), 0o644);
+        let files = SshFiles::new(&d, &d);
         // The stand-in that never answers leaves its pid for Drop: sshd
         // does not end a session's command when ssh goes away.
         let hang = format!(
@@ -216,10 +335,10 @@ impl SshLab {
         }
         std::fs::create_dir(d.join("nobin")).unwrap();
         let names: Vec<String> = (0..nodes.len()).map(|i| format!("n{i}")).collect();
-        let mut known = String::new();
         let mut lab = SshLab {
-            ssh_config: d.join("ssh_config"),
-            known_hosts: d.join("known_hosts"),
+            ssh_config: files.ssh_config(),
+            known_hosts: files.known_hosts(),
+            files,
             fabric,
             wan,
             dir,
@@ -230,9 +349,9 @@ impl SshLab {
             etc: Vec::new(),
             _etc_guard: guard,
         };
+        let addrs: Vec<String> = (0..nodes.len()).map(|i| lab.addr(i)).collect();
+        lab.files.hosts(&addrs, &[]);
         for (i, node) in nodes.iter().enumerate() {
-            let host_key = keygen(&d.join(format!("host_{i}")));
-            known.push_str(&format!("{} {host_key}\n", lab.addr(i)));
             let etc = PathBuf::from("/etc/netns").join(&lab.fabric.node(i).ns.name);
             std::fs::create_dir_all(etc.join("spinifex")).unwrap();
             lab.etc.push(etc.clone());
@@ -242,15 +361,6 @@ impl SshLab {
             );
             lab.write_passwd(&etc, node.user);
         }
-        write(&lab.known_hosts, &known, 0o644);
-        write(
-            &lab.ssh_config,
-            &format!(
-                "Host *\n  IdentityFile {d}/client\n  IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  PasswordAuthentication no\n  KbdInteractiveAuthentication no\n",
-                d = d.display()
-            ),
-            0o644,
-        );
         for i in 0..nodes.len() {
             let child = lab.start_sshd(i);
             lab.sshd.push(Some(child));
@@ -262,18 +372,14 @@ impl SshLab {
     /// address (`host`, where ssh goes) and its underlay address
     /// (`advertise`, the peers mtu.path probes).
     pub fn config_text(&self, i: usize, ipsec: bool, mtu: u32) -> String {
-        let mut t = format!(
-            "version = \"lab\"\nnode = \"{}\"\n[network]\nipsec_enabled = {ipsec}\nunderlay_mtu = {mtu}\n",
-            self.names[i]
-        );
-        for (j, name) in self.names.iter().enumerate() {
-            t.push_str(&format!(
-                "[nodes.{name}]\nhost = \"{}\"\nadvertise = \"{}\"\n",
-                self.addr(j),
-                self.underlay(j)
-            ));
-        }
-        t
+        let addrs: Vec<String> = (0..self.names.len()).map(|j| self.addr(j)).collect();
+        let nodes: Vec<(&str, &str, Option<&str>)> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(j, n)| (n.as_str(), addrs[j].as_str(), Some(self.underlay(j))))
+            .collect();
+        node_config(&self.names[i], ipsec, mtu, &nodes)
     }
 
     /// Node `i`'s /etc/spinifex/spinifex.toml (seen by its next process).
@@ -287,17 +393,7 @@ impl SshLab {
     /// sudoers on nodes that have one.
     fn write_passwd(&self, etc: &Path, user: Option<Sudo>) {
         let read = |f: &str| std::fs::read_to_string(Path::new("/etc").join(f)).unwrap();
-        let home = self.dir.path().join("roothome");
-        std::fs::create_dir_all(&home).unwrap();
-        let mut passwd: String = read("passwd")
-            .lines()
-            .map(|l| match l.split(':').collect::<Vec<_>>().as_slice() {
-                ["root", pw, uid, gid, gecos, _, shell] => {
-                    format!("root:{pw}:{uid}:{gid}:{gecos}:{}:{shell}\n", home.display())
-                }
-                _ => format!("{l}\n"),
-            })
-            .collect();
+        let mut passwd = self.files.passwd();
         let Some(sudo) = user else {
             write(&etc.join("passwd"), &passwd, 0o644);
             return;
@@ -338,17 +434,9 @@ impl SshLab {
             Binary::Missing => d.join("nobin"),
             Binary::Hangs => d.join("hang"),
         };
-        let cfg = d.join(format!("sshd_{i}"));
-        write(
-            &cfg,
-            &format!(
-                "ListenAddress {addr}:22\nHostKey {d}/host_{i}\nAuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPidFile none\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv PATH={path}:/usr/sbin:/usr/bin:/sbin:/bin\n",
-                addr = self.addr(i),
-                d = d.display(),
-                path = path_dir.display()
-            ),
-            0o644,
-        );
+        let cfg = self
+            .files
+            .sshd_config(i, &self.addr(i), &path_dir.to_string_lossy());
         let mut child = self
             .fabric
             .node(i)

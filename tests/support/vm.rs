@@ -57,6 +57,9 @@ const INITRAMFS_PROGRAMS: [(&str, &str); 5] = [
     ("/usr/sbin/switch_root", "sbin/switch_root"),
 ];
 
+/// Where the guest sees [`Vm::files_dir`] (read-write, over 9p).
+pub const GUEST_FILES: &str = "/run/lab/files";
+
 /// The metapackage whose dependency is the real kernel package.
 const METAPACKAGE: &str = "linux-image-amd64";
 
@@ -760,15 +763,16 @@ impl Vm {
     /// replays it: the report must be the same ([`super::assert_replays`]).
     pub fn spx(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
         let (out, bundle) = self.spx_recording(netns, args);
-        let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "guest spx-doctor: not JSON ({e}); exit {}; stdout: {}; stderr: {}",
-                out.code, out.stdout, out.stderr
-            )
-        });
-        super::assert_valid(&doc);
-        assert_eq!(doc["exit_code"], out.code, "stderr: {}", out.stderr);
+        let doc = parse_report(&out, super::assert_valid);
         super::assert_replays(&bundle, &doc, None);
+        (out.code, doc)
+    }
+
+    /// [`Vm::spx`] for a `--cluster` run: the cluster report's schema (a
+    /// cluster run records nothing: each node records its own).
+    pub fn spx_cluster(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
+        let out = self.sh(&doctor_line(netns, args, &[]));
+        let doc = parse_report(&out, super::assert_valid_cluster);
         (out.code, doc)
     }
 
@@ -778,22 +782,10 @@ impl Vm {
         static BUNDLES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = BUNDLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("bundle-{n}.spxb");
-        fs::create_dir_all(self.dir.path().join("files")).unwrap();
-        let guest_bundle = format!("/run/lab/files/{name}");
-        let mut line = String::from("exec ");
-        if let Some(ns) = netns {
-            line.push_str(&format!("ip netns exec {} ", quote(ns)));
-        }
-        line.push_str("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home ");
-        line.push_str(&quote(super::bin()));
-        for a in args
-            .iter()
-            .chain(&["--format", "json", "--record", guest_bundle.as_str()])
-        {
-            line.push(' ');
-            line.push_str(&quote(a));
-        }
-        (self.sh(&line), self.dir.path().join("files").join(name))
+        let files = self.files_dir();
+        let guest_bundle = format!("{GUEST_FILES}/{name}");
+        let line = doctor_line(netns, args, &["--record", guest_bundle.as_str()]);
+        (self.sh(&line), files.join(name))
     }
 
     /// Wait in the guest until the shell test `condition` holds, at most
@@ -810,15 +802,21 @@ impl Vm {
             == 0
     }
 
+    /// The directory the guest sees at [`GUEST_FILES`], on this host.
+    pub fn files_dir(&self) -> PathBuf {
+        let dir = self.dir.path().join("files");
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// Put `contents` where the guest reads it: returns its guest path
     /// (`/run/lab/files/NAME`).
     pub fn file(&self, name: &str, contents: &str) -> String {
-        let dir = self.dir.path().join("files");
-        fs::create_dir_all(&dir).unwrap();
+        let dir = self.files_dir();
         let tmp = dir.join(format!(".{name}.partial"));
         fs::write(&tmp, contents).unwrap();
         fs::rename(&tmp, dir.join(name)).unwrap();
-        format!("/run/lab/files/{name}")
+        format!("{GUEST_FILES}/{name}")
     }
 
     /// QEMU's pid on the host.
@@ -853,4 +851,35 @@ pub fn helper(netns: Option<&str>, args: &[&str]) -> String {
         quote(&args.join(" ")),
         quote(&exe.to_string_lossy())
     )
+}
+
+/// The guest shell line that runs the built `spx-doctor` (inside `netns`
+/// when given) with a clean environment, `args`, `--format json` and
+/// `extra`.
+fn doctor_line(netns: Option<&str>, args: &[&str], extra: &[&str]) -> String {
+    let mut line = String::from("exec ");
+    if let Some(ns) = netns {
+        line.push_str(&format!("ip netns exec {} ", quote(ns)));
+    }
+    line.push_str("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home ");
+    line.push_str(&quote(super::bin()));
+    for a in args.iter().chain(&["--format", "json"]).chain(extra) {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    line
+}
+
+/// A guest run's JSON document, checked by `validate` and against its
+/// exit code.
+fn parse_report(out: &GuestOutput, validate: fn(&Value)) -> Value {
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "guest spx-doctor: not JSON ({e}); exit {}; stdout: {}; stderr: {}",
+            out.code, out.stdout, out.stderr
+        )
+    });
+    validate(&doc);
+    assert_eq!(doc["exit_code"], out.code, "stderr: {}", out.stderr);
+    doc
 }
