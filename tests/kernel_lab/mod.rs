@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::vm::{self, Vm};
 
+mod cluster;
 mod ipsec;
 mod nic;
 mod qemu;
