@@ -4,8 +4,9 @@
 //! coordinator runs in node n0's namespace and reaches the others with the
 //! system ssh, pointed at the lab's ssh_config and known_hosts. What the
 //! fabric carries is checked against `ping -M do` as the independent
-//! oracle. SA pairing is judged on recorded node reports in the library's
-//! unit tests (this kernel cannot hold ESP states).
+//! oracle. SA pairing needs ESP, which this kernel lacks: it is proven on
+//! real SAs in the kernel lab (`kernel_lab/cluster.rs`), over the same
+//! sshd support code.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use crate::support::sshd::{nft, Binary, LabNode, SshLab, Sudo};
 use crate::support::{self, run, run_cluster_json, spx, write_config};
 
 /// The entry of `list` in `doc` whose `key` is `value`.
-fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
+pub(crate) fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
     doc[list]
         .as_array()
         .unwrap()
@@ -25,11 +26,11 @@ fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {list} entry {value} in {doc:#}"))
 }
 
-fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn node<'a>(doc: &'a Value, name: &str) -> &'a Value {
     entry(doc, "nodes", "name", name)
 }
 
-fn cluster_check<'a>(doc: &'a Value, id: &str) -> &'a Value {
+pub(crate) fn cluster_check<'a>(doc: &'a Value, id: &str) -> &'a Value {
     entry(doc, "checks", "id", id)
 }
 

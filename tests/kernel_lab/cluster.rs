@@ -17,28 +17,16 @@ use std::os::unix::fs::symlink;
 use serde_json::Value;
 
 use super::ipsec::{addr, esp_mesh, gcm, overlay_pings, sa, spi, DIRECTIONS, MODULES};
+use crate::cluster::{cluster_check, node};
 use crate::support::sshd::{node_config, SshFiles};
 use crate::support::vm::{self, Vm, VmOptions, GUEST_FILES};
 use crate::support::{self, strings};
 
 const NODES: [u32; 3] = [1, 2, 3];
 
-/// The entry of `list` in a cluster report whose `key` is `value`.
-fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
-    doc[list]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e[key] == value)
-        .unwrap_or_else(|| panic!("no {list} entry {value} in {doc:#}"))
-}
-
 /// Node `n`'s own ipsec.xfrm finding, as it reported it.
 fn node_xfrm(doc: &Value, n: u32) -> &Value {
-    support::check(
-        &entry(doc, "nodes", "name", &format!("n{n}"))["report"],
-        "ipsec.xfrm",
-    )
+    support::check(&node(doc, &format!("n{n}"))["report"], "ipsec.xfrm")
 }
 
 fn set(v: &Value) -> BTreeSet<String> {
@@ -61,11 +49,11 @@ fn cluster_run(vm: &Vm, files: &SshFiles) -> (i32, Value, Value) {
         ],
     );
     for n in NODES {
-        let e = entry(&doc, "nodes", "name", &format!("n{n}"));
+        let e = node(&doc, &format!("n{n}"));
         assert_eq!(e["status"], "ok", "{e:#}");
         assert_eq!(e["via"], if n == 1 { "in-process" } else { "ssh" });
     }
-    let c = entry(&doc, "checks", "id", "cluster.sa-pairs").clone();
+    let c = cluster_check(&doc, "cluster.sa-pairs").clone();
     (code, c, doc)
 }
 
@@ -116,6 +104,35 @@ fn reported_sas(doc: &Value, n: u32) -> BTreeSet<String> {
 fn spi_text(s: u32, d: u32, spi: &str) -> String {
     let hex = u32::from_str_radix(spi.trim_start_matches("0x"), 16).unwrap();
     format!("spi 0x{hex:08x} ({}->{})", addr(s), addr(d))
+}
+
+/// What `cluster.sa-pairs` says when node `s`'s outbound SA to `d` (SPI
+/// `spi`) is not on `d`.
+fn not_on_peer(s: u32, d: u32, spi: &str) -> String {
+    format!(
+        "n{s}->n{d}: n{s}'s outbound {} is not on n{d}",
+        spi_text(s, d, spi)
+    )
+}
+
+/// What it says when `d` holds an inbound SA from `s` that `s` does not.
+fn orphan_inbound(s: u32, d: u32, spi: &str) -> String {
+    format!(
+        "n{s}->n{d}: n{d} holds inbound {} that n{s} does not have",
+        spi_text(s, d, spi)
+    )
+}
+
+/// A failing run (exit 1) whose `cluster.sa-pairs` names exactly
+/// `problems` (pair by pair).
+fn assert_problems(code: i32, c: &Value, problems: &[String]) {
+    assert_eq!(c["status"], "fail", "{c:#}");
+    assert_eq!(code, 1);
+    assert_eq!(
+        set(&c["evidence"]["problems"]),
+        problems.iter().cloned().collect::<BTreeSet<_>>(),
+        "{c:#}"
+    );
 }
 
 /// Run `ip` commands in node `n`'s namespace.
@@ -224,22 +241,14 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
         "n1 no longer sends to n2, n3 no longer decrypts n2's"
     );
     let (code, c, _) = cluster_run(&vm, &files);
-    assert_eq!(c["status"], "fail", "{c:#}");
-    assert_eq!(code, 1);
-    assert_eq!(
-        set(&c["evidence"]["problems"]),
-        BTreeSet::from([
+    assert_problems(
+        code,
+        &c,
+        &[
             "n1->n2 has no outbound SA".to_owned(),
-            format!(
-                "n1->n2: n2 holds inbound {} that n1 does not have",
-                spi_text(1, 2, &spi12)
-            ),
-            format!(
-                "n2->n3: n2's outbound {} is not on n3",
-                spi_text(2, 3, &spi23)
-            ),
-        ]),
-        "{c:#}"
+            orphan_inbound(1, 2, &spi12),
+            not_on_peer(2, 3, &spi23),
+        ],
     );
     assert!(
         strings(&c["remediation"])[0]
@@ -278,25 +287,17 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
         "n3 cannot authenticate n1's GCM, n1 has no SA for n2's new SPI"
     );
     let (code, c, doc) = cluster_run(&vm, &files);
-    assert_eq!(c["status"], "fail", "{c:#}");
-    assert_eq!(code, 1);
-    assert_eq!(
-        set(&c["evidence"]["problems"]),
-        BTreeSet::from([
+    assert_problems(
+        code,
+        &c,
+        &[
             format!(
                 "n1->n3: {} is rfc4106(gcm(aes)) on n1 but cbc(aes) on n3",
                 spi_text(1, 3, &spi13)
             ),
-            format!(
-                "n2->n1: n2's outbound {} is not on n1",
-                spi_text(2, 1, &rekeyed)
-            ),
-            format!(
-                "n2->n1: n1 holds inbound {} that n2 does not have",
-                spi_text(2, 1, &spi21)
-            ),
-        ]),
-        "{c:#}"
+            not_on_peer(2, 1, &rekeyed),
+            orphan_inbound(2, 1, &spi21),
+        ],
     );
     assert_eq!(
         set(&c["evidence"]["foreign"]),

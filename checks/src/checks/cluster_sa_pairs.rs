@@ -322,7 +322,8 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
 #[cfg(test)]
 mod tests {
     //! Recorded per-node reports: the `sas` evidence as ipsec.xfrm writes
-    //! it (this kernel, CONFIG_INET_ESP unset, cannot hold ESP states).
+    //! it, for the corners. Real SAs over real sshd are judged in the
+    //! kernel lab (tests/kernel_lab/cluster.rs).
     use super::*;
     use crate::cluster::testing::*;
     use crate::cluster::NodeAnswer;
