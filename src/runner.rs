@@ -72,6 +72,7 @@ pub fn run(checks: &[&'static dyn Check], ctx: Arc<Ctx>) -> Vec<Outcome> {
             .name(name.clone())
             .spawn(move || {
                 let t0 = Instant::now();
+                let ctx = ctx.begun(t0);
                 let result = panic::catch_unwind(AssertUnwindSafe(|| check.run(&ctx)));
                 let finding = match result {
                     // A replay that lacked some of the check's facts: a

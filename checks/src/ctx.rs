@@ -118,6 +118,19 @@ impl Ctx {
         }
     }
 
+    /// The same run, for a check whose thread began at `now`. On a loaded
+    /// machine a thread can begin after most of the shared window has
+    /// passed; its window then ends half a sample after it began (never
+    /// past the deadline), so that a sampling check never judges a window
+    /// too short to hold a single clock tick. A thread that begins on time
+    /// keeps the shared end.
+    pub fn begun(self, now: Instant) -> Ctx {
+        Ctx {
+            window_end: self.window_end.max(now + self.opts.sample / 2),
+            ..self
+        }
+    }
+
     /// The host, as this check (or the run) asks it.
     pub fn host(&self) -> HostRef<'_> {
         HostRef::new(self.host.as_ref(), self.scope)
@@ -182,5 +195,38 @@ impl Ctx {
 
     pub fn deadline(&self) -> Instant {
         self.deadline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(sample: Duration, timeout: Duration) -> Ctx {
+        let opts = Options {
+            sample,
+            timeout,
+            ..Options::default()
+        };
+        Ctx::new(ConfigState::Missing { looked_at: vec![] }, opts)
+    }
+
+    #[test]
+    fn a_thread_that_begins_on_time_keeps_the_shared_window() {
+        let c = ctx(Duration::from_secs(1), Duration::from_secs(10));
+        let (end, on_time) = (c.window_end, c.started + Duration::from_millis(5));
+        let c = c.begun(on_time);
+        assert_eq!(c.window_end, end);
+    }
+
+    #[test]
+    fn a_late_thread_still_measures_half_a_sample() {
+        // Begun 900 ms into a 1 s window: 100 ms left would be 10 ticks of
+        // USER_HZ at best; it measures 500 ms instead.
+        let c = ctx(Duration::from_secs(1), Duration::from_secs(10));
+        let late = c.started + Duration::from_millis(900);
+        let c = c.begun(late);
+        assert_eq!(c.window_end, late + Duration::from_millis(500));
+        assert!(c.window_end < c.deadline);
     }
 }
