@@ -214,7 +214,7 @@ mod tests {
         assert!(!reports(check, &other));
         assert!(!reports(check, &crate::kind::TRANSITIONAL[0]));
         assert!(reports(
-            crate::find("mtu.path").unwrap(),
+            crate::find("cluster.reachable").unwrap(),
             &crate::kind::TRANSITIONAL[0]
         ));
     }
@@ -236,7 +236,7 @@ mod tests {
         assert!(e.0.contains("CHECK-ID/KIND"), "{e}");
         let e = for_level("nic.rings/ok", Level::Allow).unwrap_err();
         assert!(e.0.contains("a pass: only warnings"), "{e}");
-        let e = for_level("mtu.path/fail", Level::Allow).unwrap_err();
+        let e = for_level("cluster.reachable/fail", Level::Allow).unwrap_err();
         assert!(e.0.contains("transitional"), "{e}");
         let e = for_level("nic.rings/timed-out", Level::Allow).unwrap_err();
         assert!(e.0.contains("--skip it"), "{e}");

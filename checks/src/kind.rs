@@ -146,7 +146,18 @@ pub trait Kinds: Copy + 'static {
     /// Every variant's catalog entry, in declaration order (which is the
     /// order of severity among kinds of the same status).
     const DOCS: &'static [KindDoc];
+    /// Every variant, in the same order.
+    const ALL: &'static [Self];
     fn doc(self) -> &'static KindDoc;
+
+    /// The variant whose catalog entry `doc` is (by check and name), if
+    /// it is one of this enum's.
+    fn of(doc: &KindDoc) -> Option<Self> {
+        Self::DOCS
+            .iter()
+            .position(|d| d.same_kind(doc))
+            .map(|i| Self::ALL[i])
+    }
 }
 
 /// Declare the kinds of one check: an enum whose variants carry a status and
@@ -193,6 +204,7 @@ macro_rules! kinds {
                     ),
                 )+
             ];
+            const ALL: &'static [Self] = &[$($name::$variant),+];
             fn doc(self) -> &'static $crate::kind::KindDoc {
                 &<Self as $crate::kind::Kinds>::DOCS[self as usize]
             }
@@ -293,6 +305,19 @@ pub static COMMON: [KindDoc; 11] = [
 
 impl Kinds for Common {
     const DOCS: &'static [KindDoc] = &COMMON;
+    const ALL: &'static [Common] = &[
+        Common::NeedsPrivilege,
+        Common::NotApplicable,
+        Common::NoConfig,
+        Common::NothingToMeasure,
+        Common::NotRecorded,
+        Common::ProbeFailed,
+        Common::TimedOut,
+        Common::Crashed,
+        Common::NotStarted,
+        Common::FailWithoutRemediation,
+        Common::UndeclaredCode,
+    ];
     fn doc(self) -> &'static KindDoc {
         &COMMON[self as usize]
     }
@@ -368,6 +393,10 @@ mod tests {
     fn common_kinds_follow_their_enum_and_skip_words_are_their_names() {
         assert_eq!(Common::TimedOut.doc().name, "timed-out");
         assert_eq!(Common::UndeclaredCode.doc().name, "undeclared-code");
+        for (i, k) in Common::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+            assert_eq!(Common::of(k.doc()), Some(*k));
+        }
         for k in &COMMON {
             assert!(is_kebab(k.name), "{}", k.name);
             if let Some(s) = k.skip {

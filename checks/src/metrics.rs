@@ -112,24 +112,7 @@ mod transitional {
         kind: MetricType::Gauge,
         labels: &[],
     };
-    static PATH_MTU_TARGET: MetricDef = MetricDef {
-        name: "spx_doctor_path_mtu_target_bytes",
-        help: "The underlay MTU mtu.path probed for.",
-        kind: MetricType::Gauge,
-        labels: &[],
-    };
-    static PATH_MTU: MetricDef = MetricDef {
-        name: "spx_doctor_path_mtu_bytes",
-        help: "The largest packet the underlay carries to the peer, measured.",
-        kind: MetricType::Gauge,
-        labels: &["peer"],
-    };
-
-    pub static METRICS: &[(&str, &MetricDef)] = &[
-        ("mtu.path", &PATH_MTU_TARGET),
-        ("mtu.path", &PATH_MTU),
-        ("ipsec.xfrm", &ESP_SA_COUNT),
-    ];
+    pub static METRICS: &[(&str, &MetricDef)] = &[("ipsec.xfrm", &ESP_SA_COUNT)];
 
     pub fn series(check_id: &str, evidence: &Map<String, Value>) -> Vec<Series> {
         let number = |key: &str| evidence.get(key).and_then(Value::as_f64);
@@ -138,22 +121,6 @@ mod transitional {
                 .map(|v| Series::of(&ESP_SA_COUNT, v))
                 .into_iter()
                 .collect(),
-            "mtu.path" => {
-                let mut out: Vec<Series> = number("target_mtu")
-                    .map(|v| Series::of(&PATH_MTU_TARGET, v))
-                    .into_iter()
-                    .collect();
-                let peers = evidence.get("peers").and_then(Value::as_array);
-                for p in peers.into_iter().flatten() {
-                    if let (Some(addr), Some(mtu)) = (
-                        p.get("address").and_then(Value::as_str),
-                        p.get("path_mtu").and_then(Value::as_f64),
-                    ) {
-                        out.push(Series::labelled(&PATH_MTU, vec![addr.to_owned()], mtu));
-                    }
-                }
-                out
-            }
             _ => Vec::new(),
         }
     }
@@ -197,18 +164,5 @@ mod tests {
                 assert!(l.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{l}");
             }
         }
-    }
-
-    #[test]
-    fn transitional_series_read_the_old_keys() {
-        let ev = serde_json::json!({
-            "target_mtu": 9000,
-            "peers": [{"address": "198.18.0.2", "path_mtu": 1500}, {"address": "198.18.0.3", "path_mtu": null}]
-        });
-        let s = series("mtu.path", ev.as_object().unwrap());
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[1].labels, ["198.18.0.2"]);
-        assert_eq!(s[1].value, 1500.0);
-        assert!(series("no.such", ev.as_object().unwrap()).is_empty());
     }
 }

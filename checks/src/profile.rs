@@ -4,8 +4,7 @@
 //! missing evidence: a required check that skips or errors makes the run
 //! inconclusive (the binary's exit policy reads [`Profile::required`]).
 
-use serde_json::Value;
-
+use crate::checks::path_mtu::{PathMtuEvidence, PeerVerdict};
 use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
@@ -92,38 +91,26 @@ fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
     steps.push(format!(
         "verify from every node: `spx doctor --for enable-jumbo --mtu {target}` must exit 0 (every peer carries {target})"
     ));
-    let bad: Vec<String> = finding(results, "mtu.path")
-        .and_then(|f| f.evidence.get("peers"))
-        .and_then(Value::as_array)
-        .map(|peers| {
-            peers
-                .iter()
-                .filter(|p| p.get("verdict").and_then(Value::as_str) != Some("ok"))
-                .map(|p| {
-                    let addr = p.get("address").and_then(Value::as_str).unwrap_or("?");
-                    let verdict = p.get("verdict").and_then(Value::as_str).unwrap_or("?");
-                    let carried = p
-                        .get("usable_mtu")
-                        .and_then(Value::as_u64)
-                        .or_else(|| p.get("path_mtu").and_then(Value::as_u64));
-                    match carried {
-                        Some(m) => format!("{addr} ({verdict}, carries {m})"),
-                        None => format!("{addr} ({verdict})"),
-                    }
-                })
-                .collect()
+    let path = finding(results, "mtu.path").and_then(Finding::evidence_as::<PathMtuEvidence>);
+    let bad: Vec<String> = path
+        .iter()
+        .flat_map(|e| &e.peers)
+        .filter(|p| p.verdict != PeerVerdict::Ok)
+        .map(|p| {
+            let (addr, verdict) = (p.address, p.verdict);
+            match p.usable_mtu.or(p.path_mtu) {
+                Some(m) => format!("{addr} ({verdict}, carries {m})"),
+                None => format!("{addr} ({verdict})"),
+            }
         })
-        .unwrap_or_default();
+        .collect();
     // Revert to what the node runs today (the configured underlay_mtu), or
     // to what the path was measured to carry when that is less.
     let configured = ctx
         .expect
         .as_ref()
         .map_or(expect::DEFAULT_UNDERLAY_MTU, |e| e.underlay_mtu);
-    let measured = finding(results, "mtu.path")
-        .and_then(|f| f.evidence.get("suggested_underlay_mtu"))
-        .and_then(Value::as_u64)
-        .and_then(|m| u32::try_from(m).ok());
+    let measured = path.and_then(|e| e.suggested_underlay_mtu);
     let revert_to = measured.map_or(configured, |m| m.min(configured));
     let revert = spinifex::set_mtus(&devices, revert_to, ", ");
     if bad.is_empty() {
@@ -204,7 +191,34 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::path_mtu::PathMtuKind;
     use crate::ctx::{ConfigState, Options};
+    use serde_json::json;
+
+    /// An mtu.path result with these peers (address, verdict, path_mtu and
+    /// usable_mtu as the evidence writes them).
+    fn path_mtu(kind: PathMtuKind, peers: serde_json::Value, suggested: Option<u32>) -> Finding {
+        let peers: Vec<serde_json::Value> = peers
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let mut row =
+                    json!({"source": "config", "interface": "br-vpc", "rtt_ms": null, "rounds": 1});
+                row.as_object_mut()
+                    .unwrap()
+                    .extend(p.as_object().unwrap().clone());
+                row
+            })
+            .collect();
+        let evidence: PathMtuEvidence = serde_json::from_value(json!({
+            "target_mtu": 9000,
+            "peers": peers,
+            "suggested_underlay_mtu": suggested,
+        }))
+        .unwrap();
+        Finding::new(kind, "x").fix("y").evidence(&evidence)
+    }
 
     fn ctx(config: &str, opts: Options) -> Ctx {
         let config = crate::config::parse(config, std::path::Path::new("x")).unwrap();
@@ -239,10 +253,11 @@ mod tests {
                 ..Options::default()
             },
         );
-        let f = Finding::fail("x").fix("y").with(
-            "peers",
-            serde_json::json!([{"address": "198.18.0.2", "verdict": "blackhole", "path_mtu": 1500},
-                               {"address": "198.18.0.3", "verdict": "ok", "path_mtu": null}]),
+        let f = path_mtu(
+            PathMtuKind::BlackHole,
+            json!([{"address": "198.18.0.2", "verdict": "blackhole", "path_mtu": 1500},
+                   {"address": "198.18.0.3", "verdict": "ok", "path_mtu": null}]),
+            None,
         );
         let steps = enable_jumbo(&c, &[("mtu.path", &f)]);
         let all = steps.join("\n");
@@ -279,17 +294,16 @@ mod tests {
                 ..Options::default()
             },
         );
-        let ok = Finding::pass("x").with("peers", serde_json::json!([]));
+        let ok = path_mtu(PathMtuKind::Ok, json!([]), None);
         let all = enable_jumbo(&c, &[("mtu.path", &ok)]).join("\n");
         assert!(all.contains("revert at once on both ends to the configured underlay_mtu 4000: `ip link set dev "), "{all}");
         assert!(all.contains("MTU 8942 (IPsec off)"), "{all}");
         // The path was measured to carry 1504 (a 1500 link): revert to 1500.
-        let f = Finding::fail("x")
-            .with(
-                "peers",
-                serde_json::json!([{"address": "198.18.0.2", "verdict": "blackhole", "path_mtu": 1504, "usable_mtu": 1500}]),
-            )
-            .with("suggested_underlay_mtu", 1500);
+        let f = path_mtu(
+            PathMtuKind::BlackHole,
+            json!([{"address": "198.18.0.2", "verdict": "blackhole", "path_mtu": 1504, "usable_mtu": 1500}]),
+            Some(1500),
+        );
         let all = enable_jumbo(&c, &[("mtu.path", &f)]).join("\n");
         assert!(
             all.contains("198.18.0.2 (blackhole, carries 1500)"),

@@ -17,13 +17,15 @@
 //! IPv4's, so the expected guest MTU follows the family of this node's
 //! overlay endpoint ([`peers::underlay_family`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
+use crate::evidence::Evidence;
 use crate::expect;
-use crate::finding::{Finding, SkipReason};
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::{most_severe, Kinds};
 use crate::probe::ovsdb::{self, endpoints, Answer, DhcpOptions, NbGuestMtus};
 use crate::probe::peers::{self, UnderlayFamily};
 use crate::probe::{sysfs_net, ProbeError};
@@ -34,11 +36,50 @@ pub struct OverlayMtu;
 /// VPC taps are `tap` + ENI id (management taps are `mg…`).
 pub use crate::spinifex::VPC_TAP_PREFIX;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
     pub mtu: u32,
 }
+
+crate::kinds! {
+    /// What `mtu.overlay` can say, per NB row, tap and bridge, and for the check.
+    pub enum OverlayMtuKind for "mtu.overlay" {
+        /// Every IPv4 DHCP_Options row, router advertisement MTU and VPC tap carries the guest MTU the config implies, and the underlay bridge carries underlay_mtu.
+        Ok = pass("ok"),
+        /// The underlay bridge (br-vpc, else br-lan, else br-wan) is below underlay_mtu: every full-size geneve packet is dropped.
+        BridgeBelowUnderlay = fail("bridge-below-underlay"),
+        /// An IPv4 DHCP_Options row's options:mtu is not the guest MTU (or is unset, so guests take 1500): guests believe a path the overlay does not carry.
+        DhcpMtu = fail("dhcp-mtu"),
+        /// A logical router port advertises an ipv6_ra_configs:mtu other than the guest MTU.
+        RaMtu = fail("ra-mtu"),
+        /// A VPC tap's MTU is not the guest MTU: its guest was started before IPsec or the underlay changed.
+        TapMtu = fail("tap-mtu"),
+        /// The northbound DHCP_Options and router ports could not be read (down, no answer within the probe timeout): never a pass.
+        NbUnreachable = error("nb-unreachable"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<OverlayMtuKind, OverlayMtuEvidence>();
+
+/// The guest MTU the config implies and every place it was read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlayMtuEvidence {
+    pub expected_guest_mtu: u32,
+    pub underlay_mtu: u32,
+    pub underlay_family: UnderlayFamily,
+    /// Every DHCP_Options row; null when the NB was not read.
+    pub dhcp_mtus: Option<Vec<DhcpMtu>>,
+    /// Every logical router port's RA settings; null when the NB was not read.
+    pub ra_mtus: Option<Vec<RaMtu>>,
+    pub taps: Vec<Device>,
+    pub underlay_bridge: Option<Device>,
+    pub mismatches: Vec<String>,
+    /// The NB member that answered.
+    pub nb_endpoint: Option<String>,
+}
+
+impl Evidence for OverlayMtuEvidence {}
 
 /// How the NB read (`DHCP_Options` and router ports) went.
 #[derive(Debug)]
@@ -96,6 +137,10 @@ impl Check for OverlayMtu {
          Fix: `ovn-nbctl --db=\"<NB raft endpoints>\" set DHCP_Options <uuid> options:mtu=N` \
          (or `set Logical_Router_Port <port> ipv6_ra_configs:mtu=N`) for each row named, \
          raise the bridge (NIC first), then stop and start the guests."
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -172,21 +217,23 @@ impl Check for OverlayMtu {
     }
 }
 
-#[derive(Serialize)]
-struct DhcpMtu<'a> {
-    cidr: &'a str,
-    uuid: &'a str,
-    mtu: Option<&'a str>,
+/// One DHCP_Options row as read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DhcpMtu {
+    pub cidr: String,
+    pub uuid: String,
+    pub mtu: Option<String>,
     /// `ipv4`, or `ipv6` for a DHCPv6 row (no MTU option: not judged).
-    family: expect::Family,
+    pub family: expect::Family,
 }
 
-#[derive(Serialize)]
-struct RaMtu<'a> {
-    port: &'a str,
-    uuid: &'a str,
-    address_mode: Option<&'a str>,
-    mtu: Option<&'a str>,
+/// One logical router port's router-advertisement settings as read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaMtu {
+    pub port: String,
+    pub uuid: String,
+    pub address_mode: Option<String>,
+    pub mtu: Option<String>,
 }
 
 /// A DHCP_Options `cidr` for IPv6 (DHCPv6 options, which carry no MTU).
@@ -203,6 +250,7 @@ pub fn judge(facts: OverlayFacts) -> Finding {
     let nb_db = endpoint::join(&facts.nb_endpoints);
     let mut mismatches = Vec::new();
     let mut fixes = Vec::new();
+    let mut subjects = Vec::new();
 
     let mut dhcp_note = None;
     let mut dhcp_error = None;
@@ -218,16 +266,21 @@ pub fn judge(facts: OverlayFacts) -> Finding {
                 a.value.dhcp.iter().partition(|r| is_ipv6_cidr(&r.cidr));
             for row in &v4_rows {
                 judged_v4 += 1;
-                if !is_want(row.mtu.as_deref()) {
-                    let shown = row
-                        .mtu
-                        .as_deref()
-                        .map_or("no options:mtu (guests default to 1500)".to_owned(), |m| {
-                            format!("options:mtu={m}")
-                        });
-                    mismatches.push(format!(
-                        "DHCP_Options {} ({}) has {shown}",
-                        row.cidr, row.uuid
+                let subject = format!("DHCP_Options {} ({})", row.cidr, row.uuid);
+                let shown = row
+                    .mtu
+                    .as_deref()
+                    .map_or("no options:mtu (guests default to 1500)".to_owned(), |m| {
+                        format!("options:mtu={m}")
+                    });
+                if is_want(row.mtu.as_deref()) {
+                    subjects.push(Subject::new(OverlayMtuKind::Ok, subject, shown));
+                } else {
+                    mismatches.push(format!("{subject} has {shown}"));
+                    subjects.push(Subject::new(
+                        OverlayMtuKind::DhcpMtu,
+                        subject,
+                        format!("{shown}, expected options:mtu={want}"),
                     ));
                     fixes.push(format!(
                         "ovn-nbctl --db=\"{nb_db}\" set DHCP_Options {} options:mtu={want}",
@@ -238,15 +291,24 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             let ports = &a.value.router_ports;
             for port in ports.iter().filter(|p| p.mtu.is_some()) {
                 judged_ra += 1;
-                if !is_want(port.mtu.as_deref()) {
-                    let name = if port.name.is_empty() {
-                        &port.uuid
-                    } else {
-                        &port.name
-                    };
-                    mismatches.push(format!(
-                        "Logical_Router_Port {name} advertises ipv6_ra_configs:mtu={}",
-                        port.mtu.as_deref().unwrap_or_default()
+                let name = if port.name.is_empty() {
+                    &port.uuid
+                } else {
+                    &port.name
+                };
+                let subject = format!("Logical_Router_Port {name}");
+                let said = format!(
+                    "advertises ipv6_ra_configs:mtu={}",
+                    port.mtu.as_deref().unwrap_or_default()
+                );
+                if is_want(port.mtu.as_deref()) {
+                    subjects.push(Subject::new(OverlayMtuKind::Ok, subject, said));
+                } else {
+                    mismatches.push(format!("{subject} {said}"));
+                    subjects.push(Subject::new(
+                        OverlayMtuKind::RaMtu,
+                        subject,
+                        format!("{said}, expected {want}"),
                     ));
                     fixes.push(format!(
                         "ovn-nbctl --db=\"{nb_db}\" set Logical_Router_Port {name} ipv6_ra_configs:mtu={want}"
@@ -277,9 +339,9 @@ pub fn judge(facts: OverlayFacts) -> Finding {
                 .dhcp
                 .iter()
                 .map(|r| DhcpMtu {
-                    cidr: &r.cidr,
-                    uuid: &r.uuid,
-                    mtu: r.mtu.as_deref(),
+                    cidr: r.cidr.clone(),
+                    uuid: r.uuid.clone(),
+                    mtu: r.mtu.clone(),
                     family: if is_ipv6_cidr(&r.cidr) {
                         expect::Family::Ipv6
                     } else {
@@ -290,17 +352,13 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             let ras: Vec<RaMtu> = ports
                 .iter()
                 .map(|p| RaMtu {
-                    port: &p.name,
-                    uuid: &p.uuid,
-                    address_mode: p.address_mode.as_deref(),
-                    mtu: p.mtu.as_deref(),
+                    port: p.name.clone(),
+                    uuid: p.uuid.clone(),
+                    address_mode: p.address_mode.clone(),
+                    mtu: p.mtu.clone(),
                 })
                 .collect();
-            (
-                serde_json::to_value(rows).ok(),
-                serde_json::to_value(ras).ok(),
-                Some(a.endpoint.to_string()),
-            )
+            (Some(rows), Some(ras), Some(a.endpoint.to_string()))
         }
         DhcpFacts::Unreadable(e) => {
             if let ProbeError::PermissionDenied { needs, .. } = e {
@@ -316,8 +374,18 @@ pub fn judge(facts: OverlayFacts) -> Finding {
     };
 
     let wrong_taps: Vec<&Device> = facts.taps.iter().filter(|t| t.mtu != want).collect();
-    for t in &wrong_taps {
-        mismatches.push(format!("tap {} has MTU {}", t.name, t.mtu));
+    for t in &facts.taps {
+        let said = format!("MTU {}", t.mtu);
+        if t.mtu == want {
+            subjects.push(Subject::new(OverlayMtuKind::Ok, &t.name, said));
+        } else {
+            mismatches.push(format!("tap {} has {said}", t.name));
+            subjects.push(Subject::new(
+                OverlayMtuKind::TapMtu,
+                &t.name,
+                format!("{said}, expected {want}"),
+            ));
+        }
     }
     if !wrong_taps.is_empty() {
         let names: Vec<&str> = wrong_taps.iter().map(|t| t.name.as_str()).collect();
@@ -329,10 +397,21 @@ pub fn judge(facts: OverlayFacts) -> Finding {
     }
 
     if let Some(b) = &facts.underlay_bridge {
-        if b.mtu < facts.underlay_mtu {
+        if b.mtu >= facts.underlay_mtu {
+            subjects.push(Subject::new(
+                OverlayMtuKind::Ok,
+                &b.name,
+                format!("MTU {}, carries underlay_mtu {}", b.mtu, facts.underlay_mtu),
+            ));
+        } else {
             mismatches.push(format!(
                 "underlay bridge {} has MTU {}, below underlay_mtu {}",
                 b.name, b.mtu, facts.underlay_mtu
+            ));
+            subjects.push(Subject::new(
+                OverlayMtuKind::BridgeBelowUnderlay,
+                &b.name,
+                format!("MTU {}, below underlay_mtu {}", b.mtu, facts.underlay_mtu),
             ));
             let mut devs = facts.bridge_ports.clone();
             devs.push(b.name.clone());
@@ -349,7 +428,13 @@ pub fn judge(facts: OverlayFacts) -> Finding {
     } else {
         ""
     };
-    let finding = if !mismatches.is_empty() {
+    let worst = most_severe(
+        subjects
+            .iter()
+            .filter(|s| s.status() == crate::finding::Status::Fail)
+            .filter_map(|s| OverlayMtuKind::of(s.kind)),
+    );
+    let finding = if let Some(kind) = worst {
         fixes.push(
             "running guests need a stop/start (not a reboot from inside): QEMU's host_mtu and the DHCP lease (up to an hour) keep the old MTU".to_owned(),
         );
@@ -358,18 +443,21 @@ pub fn judge(facts: OverlayFacts) -> Finding {
             .flatten()
             .map(|s| format!("; {s}"))
             .collect::<String>();
-        Finding::fail(format!(
-            "expected guest MTU {want} (underlay {}{family}, IPsec {ipsec}), but {}{also}",
-            facts.underlay_mtu,
-            mismatches.join(", ")
-        ))
+        Finding::new(
+            kind,
+            format!(
+                "expected guest MTU {want} (underlay {}{family}, IPsec {ipsec}), but {}{also}",
+                facts.underlay_mtu,
+                mismatches.join(", ")
+            ),
+        )
         .fixes(fixes)
     } else if let Some(needs) = dhcp_denied {
         // The taps and the bridge were fine, but the DHCP rows were out of
         // reach: not a pass, and a privilege matter, not an outage.
         Finding::skip(SkipReason::NeedsPrivilege(needs))
     } else if let Some(err) = dhcp_error {
-        Finding::error(err)
+        Finding::new(OverlayMtuKind::NbUnreachable, err)
     } else if judged_v4 == 0
         && judged_ra == 0
         && facts.taps.is_empty()
@@ -403,18 +491,21 @@ pub fn judge(facts: OverlayFacts) -> Finding {
         for note in [dhcp_note, ipv6_note].into_iter().flatten() {
             summary.push_str(&format!("; {note}"));
         }
-        Finding::pass(summary)
+        Finding::new(OverlayMtuKind::Ok, summary)
     };
     finding
-        .with("expected_guest_mtu", want)
-        .with("underlay_mtu", facts.underlay_mtu)
-        .with("underlay_family", &facts.underlay_family)
-        .with("dhcp_mtus", dhcp_mtus)
-        .with("ra_mtus", ra_mtus)
-        .with("taps", &facts.taps)
-        .with("underlay_bridge", &facts.underlay_bridge)
-        .with("mismatches", &mismatches)
-        .with("nb_endpoint", nb_endpoint)
+        .evidence(&OverlayMtuEvidence {
+            expected_guest_mtu: want,
+            underlay_mtu: facts.underlay_mtu,
+            underlay_family: facts.underlay_family.clone(),
+            dhcp_mtus,
+            ra_mtus,
+            taps: facts.taps.clone(),
+            underlay_bridge: facts.underlay_bridge.clone(),
+            mismatches,
+            nb_endpoint,
+        })
+        .subjects(subjects)
 }
 
 #[cfg(test)]
@@ -423,6 +514,11 @@ mod tests {
     use crate::expect::Family;
     use crate::finding::Status;
     use crate::probe::ovsdb::RouterPortRa;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: OverlayFacts) -> Finding {
+        crate::schema_check::valid("mtu.overlay", super::judge(facts))
+    }
 
     fn ipv4_known() -> UnderlayFamily {
         UnderlayFamily {
@@ -514,6 +610,22 @@ mod tests {
         assert!(f.remediation.last().unwrap().contains("stop/start"));
         assert_eq!(f.evidence["expected_guest_mtu"], 1442);
         assert_eq!(f.evidence["dhcp_mtus"][0]["mtu"], "1408");
+        assert_eq!(f.kind.code("mtu.overlay"), "mtu.overlay/dhcp-mtu");
+        let codes: Vec<String> = f
+            .findings
+            .iter()
+            .map(|s| format!("{} {}", s.subject, s.kind.code("mtu.overlay")))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                "DHCP_Options 198.19.0.0/24 (5d3c2b1a-0000-4000-8000-000000000001) mtu.overlay/dhcp-mtu",
+                "tapeni0a1b2c3d4 mtu.overlay/ok",
+                "br-vpc mtu.overlay/ok"
+            ]
+        );
+        let back = f.evidence_as::<OverlayMtuEvidence>().unwrap();
+        assert_eq!(back.dhcp_mtus.unwrap()[0].family, Family::Ipv4);
     }
 
     #[test]

@@ -19,20 +19,120 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
+use crate::evidence::Evidence;
 use crate::expect::UNDERLAY_MTU_FLOOR;
-use crate::finding::{Finding, SkipReason};
+use crate::finding::{Finding, SkipReason, Subject};
 use crate::host::HostRef;
+use crate::kind::most_severe;
+use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target, COMMON_MTUS};
 use crate::probe::links::{self, Link};
-use crate::probe::peers::{self, Peer, PeerSet, Scope};
+use crate::probe::peers::{self, Excluded, Peer, PeerSet, Scope, SourceNote};
 use crate::probe::ProbeError;
 use crate::spinifex;
 
 pub struct PathMtu;
+
+crate::kinds! {
+    /// What `mtu.path` can say, per peer and for the check.
+    pub enum PathMtuKind for "mtu.path" {
+        /// The path carries the target MTU: a don't-fragment echo request that exactly fills it was answered.
+        Ok = pass("ok"),
+        /// Small probes answer and large ones vanish with no "fragmentation needed" (or "packet too big") coming back: a switch port, or the peer's own interface, drops them silently. The path MTU is measured to the byte.
+        BlackHole = fail("black-hole"),
+        /// A hop answered "fragmentation needed" (IPv4) or "packet too big" (IPv6) below the target, with its MTU.
+        TooBig = fail("too-big"),
+        /// This host's own egress interface, or a port of its bridge, is below the target, so the probe cannot leave; what drops less beyond it is named too.
+        LocalMtu = fail("local-mtu"),
+        /// Not even a minimal probe was answered (the peer's firewall or echo_ignore_all, or no route): nothing about its path is proven.
+        Unreachable = error("unreachable"),
+        /// The run's --timeout ended probing before the peer answered or proved silent: nothing is concluded for it.
+        CutShort = error("cut-short"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<PathMtuKind, PathMtuEvidence>();
+
+/// What `mtu.path` measured: the target, every peer's path, this host's
+/// links on those paths, and how the peers were found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathMtuEvidence {
+    pub target_mtu: u32,
+    /// `--mtu` or `underlay_mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_source: Option<TargetSource>,
+    /// One row per peer probed (none when there was no one to probe).
+    #[serde(default)]
+    pub peers: Vec<PeerReport>,
+    /// This host's egress interfaces on those paths, with their bridge ports.
+    #[serde(default)]
+    pub local: Vec<LocalLink>,
+    /// The ICMP socket kind the probes used (`raw` or `dgram`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
+    /// The most probe rounds any peer took (at most 3).
+    #[serde(default)]
+    pub rounds: u32,
+    /// Every peer source consulted, in order, with what it said.
+    #[serde(default)]
+    pub peer_discovery: Vec<SourceNote>,
+    /// Addresses a source named that are not probed, and why.
+    #[serde(default)]
+    pub excluded: Vec<Excluded>,
+    /// The plane the peers are on: `vpc`, `wan`, or `as given` for --peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plane: Option<String>,
+    /// The underlay_mtu every failing path allows, as a setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_underlay_mtu: Option<u32>,
+}
+
+static PATH_MTU_TARGET: MetricDef = MetricDef {
+    name: "spx_doctor_path_mtu_target_bytes",
+    help: "The underlay MTU mtu.path probed for.",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+static PATH_MTU: MetricDef = MetricDef {
+    name: "spx_doctor_path_mtu_bytes",
+    help: "The largest packet the underlay carries to the peer, measured.",
+    kind: MetricType::Gauge,
+    labels: &["peer"],
+};
+
+impl Evidence for PathMtuEvidence {
+    const METRICS: &'static [&'static MetricDef] = &[&PATH_MTU_TARGET, &PATH_MTU];
+    fn series(&self) -> Vec<Series> {
+        let mut out = vec![Series::of(&PATH_MTU_TARGET, f64::from(self.target_mtu))];
+        for p in &self.peers {
+            if let Some(mtu) = p.path_mtu {
+                out.push(Series::labelled(
+                    &PATH_MTU,
+                    vec![p.address.to_string()],
+                    f64::from(mtu),
+                ));
+            }
+        }
+        out
+    }
+}
+
+impl PathMtuEvidence {
+    /// Before any probe: the target and how the peers were looked for.
+    fn unprobed(target_mtu: u32, target_source: TargetSource, discovery: &PeerSet) -> Self {
+        PathMtuEvidence {
+            target_mtu,
+            target_source: Some(target_source),
+            peer_discovery: discovery.consulted.clone(),
+            excluded: discovery.excluded.clone(),
+            ..PathMtuEvidence::default()
+        }
+    }
+}
 
 /// At most this many probe rounds (a ladder, then refinement).
 pub const MAX_ROUNDS: u32 = 3;
@@ -44,7 +144,7 @@ const JUDGE_MARGIN: Duration = Duration::from_millis(100);
 pub const VLAN_SLACK: u32 = 4;
 
 /// What one peer's path was found to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PeerVerdict {
     /// The target size passes.
@@ -62,8 +162,27 @@ pub enum PeerVerdict {
     LocalMtu,
 }
 
+impl PeerVerdict {
+    /// As the evidence writes it (`blackhole`, `too-big`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeerVerdict::Ok => "ok",
+            PeerVerdict::BlackHole => "blackhole",
+            PeerVerdict::TooBig => "too-big",
+            PeerVerdict::Unreachable => "unreachable",
+            PeerVerdict::LocalMtu => "local-mtu",
+        }
+    }
+}
+
+impl std::fmt::Display for PeerVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where the target MTU came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TargetSource {
     #[serde(rename = "--mtu")]
     Flag,
@@ -73,15 +192,15 @@ pub enum TargetSource {
 
 /// This host's side of one peer's path: the egress interface and, when it
 /// is a bridge, its ports (the physical NIC under br-vpc).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalLink {
     pub interface: String,
     pub mtu: u32,
     /// IFLA_MAX_MTU: the largest MTU the driver accepts.
     pub max_mtu: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<LocalLink>,
 }
 
@@ -138,11 +257,11 @@ pub struct PathFacts {
 }
 
 /// One row of the `peers` evidence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PeerReport {
     pub address: IpAddr,
     /// For a link-local IPv6 peer: the interface it is on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     pub source: peers::PeerSource,
     pub interface: Option<String>,
@@ -154,29 +273,29 @@ pub struct PeerReport {
     /// Probe rounds this peer took (at most 3).
     pub rounds: u32,
     /// For too-big: the hop that said so.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_by: Option<IpAddr>,
     /// False when lost probes left a gap after the last round; path_mtu is
     /// then the largest size proven to pass.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub path_mtu_inexact: bool,
     /// For local-mtu: the MTU of this host's narrowest link on the path.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_mtu: Option<u32>,
     /// For local-mtu: what the path does beyond this host when it carries
     /// less than this host's link (`blackhole` or `too-big`, measured at
     /// sizes the local link lets out).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beyond: Option<PeerVerdict>,
     /// The underlay_mtu this path allows, as a setting: the link MTU that
     /// explains the measurement (a black hole measured at 1504 is a
     /// 1500-byte link passing a VLAN tag's 4 bytes more).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usable_mtu: Option<u32>,
     /// The run's deadline cut probing short: silence proves nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
@@ -293,6 +412,10 @@ impl Check for PathMtu {
          includes this user to open ICMP sockets."
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, ctx: &Ctx) -> Finding {
         let (target_mtu, target_source) = match ctx.opts.mtu {
             Some(m) => (m, TargetSource::Flag),
@@ -302,22 +425,19 @@ impl Check for PathMtu {
             },
         };
         let discovery = peers::discover(ctx);
+        let unprobed = PathMtuEvidence::unprobed(target_mtu, target_source, &discovery);
         if discovery.is_empty() {
             let why = discovery.why_empty();
-            let mut f = Finding::skip(SkipReason::NothingToMeasure(if why.is_empty() {
+            return Finding::skip(SkipReason::NothingToMeasure(if why.is_empty() {
                 "no peers to probe".to_owned()
             } else {
                 format!("no peers to probe ({why})")
             }))
-            .with("target_mtu", target_mtu);
-            if !discovery.excluded.is_empty() {
-                f = f.with("excluded", &discovery.excluded);
-            }
-            return f;
+            .evidence(&unprobed);
         }
         match gather(ctx, target_mtu, target_source, discovery) {
             Ok(facts) => judge(&facts),
-            Err(e) => Finding::from(e).with("target_mtu", target_mtu),
+            Err(e) => Finding::from(e).evidence(&unprobed),
         }
     }
 }
@@ -543,7 +663,11 @@ pub fn judge(facts: &PathFacts) -> Finding {
         ));
     }
 
-    let finding = if !failing.is_empty() {
+    let subjects: Vec<Subject> = reports
+        .iter()
+        .map(|r| Subject::new(peer_kind(r), r.label(), peer_text(r, target)))
+        .collect();
+    let finding = if let Some(kind) = most_severe(failing.iter().map(|r| peer_kind(r))) {
         let mut parts: Vec<String> = failing
             .iter()
             .take(3)
@@ -574,8 +698,8 @@ pub fn judge(facts: &PathFacts) -> Finding {
         let recheck = fixes.pop();
         fixes.extend(open_fixes);
         fixes.extend(recheck);
-        Finding::fail(summary).fixes(fixes)
-    } else if !silent.is_empty() || !cut.is_empty() {
+        Finding::new(kind, summary).fixes(fixes)
+    } else if let Some(kind) = most_severe(silent.iter().chain(&cut).map(|r| peer_kind(r))) {
         let mut parts = Vec::new();
         if !silent.is_empty() {
             parts.push(format!(
@@ -592,51 +716,88 @@ pub fn judge(facts: &PathFacts) -> Finding {
                 if cut.len() == 1 { "it" } else { "them" }
             ));
         }
-        Finding::error(format!(
-            "{}; {} reachable peers carry {target} bytes",
-            parts.join("; "),
-            count(PeerVerdict::Ok)
-        ))
+        Finding::new(
+            kind,
+            format!(
+                "{}; {} reachable peers carry {target} bytes",
+                parts.join("; "),
+                count(PeerVerdict::Ok)
+            ),
+        )
         .fixes(open_fixes)
     } else {
         let slowest = reports
             .iter()
             .filter_map(|r| r.rtt_ms)
             .fold(0.0f64, f64::max);
-        Finding::pass(format!(
-            "all {} peers carry {target}-byte DF packets (slowest echo {slowest:.3} ms)",
-            reports.len()
-        ))
+        Finding::new(
+            PathMtuKind::Ok,
+            format!(
+                "all {} peers carry {target}-byte DF packets (slowest echo {slowest:.3} ms)",
+                reports.len()
+            ),
+        )
     };
     let suggested = reports
         .iter()
         .filter(|r| r.failing())
         .filter_map(|r| r.usable_mtu)
         .min();
-    let mut finding = finding
-        .with("target_mtu", target)
-        .with("target_source", facts.target_source)
-        .with("peers", &reports)
-        .with("local", &local)
-        .with("socket", facts.socket.as_str())
-        .with(
-            "rounds",
-            facts
-                .peers
-                .iter()
-                .map(|p| p.probe.rounds)
-                .max()
-                .unwrap_or(0),
-        )
-        .with("peer_discovery", &facts.discovery.consulted)
-        .with("excluded", &facts.discovery.excluded);
-    if let Some(plane) = facts.discovery.plane() {
-        finding = finding.with("plane", plane);
+    let evidence = PathMtuEvidence {
+        socket: Some(facts.socket.as_str().to_owned()),
+        rounds: facts
+            .peers
+            .iter()
+            .map(|p| p.probe.rounds)
+            .max()
+            .unwrap_or(0),
+        local: local.into_iter().cloned().collect(),
+        plane: facts.discovery.plane().map(str::to_owned),
+        suggested_underlay_mtu: suggested,
+        peers: reports,
+        ..PathMtuEvidence::unprobed(target, facts.target_source, &facts.discovery)
+    };
+    finding.evidence(&evidence).subjects(subjects)
+}
+
+/// The kind of one peer's outcome: its verdict, or why nothing was
+/// concluded for it.
+fn peer_kind(r: &PeerReport) -> PathMtuKind {
+    if !r.concluded() {
+        return PathMtuKind::CutShort;
     }
-    if let Some(m) = suggested {
-        finding = finding.with("suggested_underlay_mtu", m);
+    match r.verdict {
+        PeerVerdict::Ok => PathMtuKind::Ok,
+        PeerVerdict::BlackHole => PathMtuKind::BlackHole,
+        PeerVerdict::TooBig => PathMtuKind::TooBig,
+        PeerVerdict::LocalMtu => PathMtuKind::LocalMtu,
+        PeerVerdict::Unreachable => PathMtuKind::Unreachable,
     }
-    finding
+}
+
+/// One peer's outcome in a line, for its entry in `findings`.
+fn peer_text(r: &PeerReport, target: u32) -> String {
+    if !r.concluded() {
+        return "probing cut short by --timeout: nothing concluded".to_owned();
+    }
+    match r.verdict {
+        PeerVerdict::Ok => format!(
+            "carries {target}-byte DF packets{}",
+            r.rtt_ms
+                .map_or(String::new(), |ms| format!(" (echo {ms:.3} ms)"))
+        ),
+        PeerVerdict::Unreachable => format!(
+            "no echo reply ({}): path MTU unproven",
+            r.detail.as_deref().unwrap_or("silent")
+        ),
+        _ => {
+            let said = describe(r, target);
+            let label = r.label();
+            said.strip_prefix(&label)
+                .map(|rest| rest.trim_start_matches(':').trim_start().to_owned())
+                .unwrap_or(said)
+        }
+    }
 }
 
 fn labels(reports: &[&PeerReport]) -> String {
@@ -858,6 +1019,11 @@ mod tests {
     use crate::finding::Status;
     use crate::probe::icmp_probe::TooBig;
     use crate::probe::peers::PeerSource;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &PathFacts) -> Finding {
+        crate::schema_check::valid("mtu.path", super::judge(facts))
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
@@ -1345,5 +1511,66 @@ mod tests {
         let f = judge(&facts(vec![peer("198.18.0.3", br_vpc(), p)]));
         assert_eq!(f.evidence["peers"][0]["path_mtu"], 1400);
         assert_eq!(f.evidence["peers"][0]["path_mtu_inexact"], true);
+    }
+
+    #[test]
+    fn every_peer_has_a_code_and_the_worst_heads_the_check() {
+        let mut too_big = probe("198.18.0.4", Some(1400), Some(1401));
+        too_big.too_big = Some(TooBig {
+            from: Some(ip("198.18.0.254")),
+            mtu: 1400,
+        });
+        let mut cut = probe("198.18.0.6", Some(1500), Some(1501));
+        cut.cut_short = true;
+        let f = judge(&facts(vec![
+            peer(
+                "198.18.0.2",
+                br_vpc(),
+                probe("198.18.0.2", Some(9000), None),
+            ),
+            peer(
+                "198.18.0.3",
+                br_vpc(),
+                probe("198.18.0.3", Some(1500), Some(1501)),
+            ),
+            peer("198.18.0.4", br_vpc(), too_big),
+            peer("198.18.0.5", br_vpc(), probe("198.18.0.5", None, Some(68))),
+            peer("198.18.0.6", br_vpc(), cut),
+        ]));
+        assert_eq!(f.kind.code("mtu.path"), "mtu.path/black-hole");
+        let codes: Vec<(String, String)> = f
+            .findings
+            .iter()
+            .map(|s| (s.subject.clone(), s.kind.code("mtu.path")))
+            .collect();
+        let want = [
+            ("198.18.0.2", "mtu.path/ok"),
+            ("198.18.0.3", "mtu.path/black-hole"),
+            ("198.18.0.4", "mtu.path/too-big"),
+            ("198.18.0.5", "mtu.path/unreachable"),
+            ("198.18.0.6", "mtu.path/cut-short"),
+        ];
+        assert_eq!(
+            codes,
+            want.map(|(a, c)| (a.to_owned(), c.to_owned())).to_vec()
+        );
+        assert_eq!(
+            f.findings[2].summary,
+            "198.18.0.254 answered \"fragmentation needed\", path MTU 1400"
+        );
+        // Without the failing ones, nothing is concluded for two peers: the
+        // silent one heads the error.
+        let f = judge(&facts(vec![
+            peer(
+                "198.18.0.2",
+                br_vpc(),
+                probe("198.18.0.2", Some(9000), None),
+            ),
+            peer("198.18.0.5", br_vpc(), probe("198.18.0.5", None, Some(68))),
+        ]));
+        assert_eq!(f.kind.code("mtu.path"), "mtu.path/unreachable");
+        let back = f.evidence_as::<PathMtuEvidence>().unwrap();
+        assert_eq!(back.peers[1].verdict, PeerVerdict::Unreachable);
+        assert_eq!(back.target_source, Some(TargetSource::Config));
     }
 }

@@ -52,7 +52,7 @@ pub use crate::spinifex::{ENCAP_PEERS_DEFINE, PEERS_NFT, WAN_PEERS_DEFINE};
 pub const NAME_LOOKUP_BOUND: Duration = Duration::from_secs(2);
 
 /// Where a peer address came from, best first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum PeerSource {
     #[serde(rename = "--peer")]
     Flag,
@@ -109,6 +109,17 @@ impl Serialize for Scope {
     }
 }
 
+/// Read back from a report: the name only. The index is this host's and
+/// means nothing elsewhere, so it is 0 (never used to probe).
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
+        Ok(Scope {
+            interface: String::deserialize(d)?,
+            index: 0,
+        })
+    }
+}
+
 /// `198.18.0.2`, or `fe80::2%eth0` for a scoped link-local address.
 pub fn display(address: IpAddr, scope: Option<&Scope>) -> String {
     match scope {
@@ -137,7 +148,7 @@ impl Peer {
 }
 
 /// An address a source named that is not a peer, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Excluded {
     pub address: IpAddr,
     pub source: PeerSource,
@@ -145,7 +156,7 @@ pub struct Excluded {
 }
 
 /// What one source said: how many peers, or why none.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceNote {
     pub source: PeerSource,
     pub note: String,
