@@ -152,7 +152,7 @@ fn every_declared_series_appears_in_a_real_run() {
     assert_eq!(
         sample(
             &text,
-            "spx_doctor_check_code{check=\"ipsec.xfrm\",code=\"ipsec.xfrm/pass\"}"
+            "spx_doctor_check_code{check=\"ipsec.xfrm\",code=\"ipsec.xfrm/ok\"}"
         ),
         Some(1.0)
     );

@@ -76,54 +76,19 @@ pub fn declared() -> Vec<(&'static str, &'static MetricDef)> {
 }
 
 fn metrics_of(check: &dyn Check) -> Vec<&'static MetricDef> {
-    match check.declared() {
-        Some(d) => d.metrics.to_vec(),
-        None => transitional::METRICS
-            .iter()
-            .filter(|(id, _)| *id == check.id())
-            .map(|(_, m)| *m)
-            .collect(),
-    }
+    check
+        .declared()
+        .map(|d| d.metrics.to_vec())
+        .unwrap_or_default()
 }
 
-/// The series in one check result's evidence (an unknown id has none).
+/// The series in one check result's evidence (an unknown id has none),
+/// read back through the owning check's typed evidence.
 pub fn series(check_id: &str, evidence: &Map<String, Value>) -> Vec<Series> {
-    match crate::find(check_id) {
-        Some(check) => match check.declared() {
-            Some(d) => (d.series)(evidence),
-            None => transitional::series(check_id, evidence),
-        },
-        None => Vec::new(),
-    }
-}
-
-/// TRANSITIONAL (issue 13, first part): the metrics of checks whose
-/// evidence is not typed yet, read from their evidence by key in this one
-/// place. The second part moves each into its check with typed evidence
-/// and removes this module.
-mod transitional {
-    use super::*;
-
-    // Was `spx_doctor_esp_sa_count`, which promtool refuses (a `_count`
-    // suffix belongs to histograms and summaries); no test produced it.
-    static ESP_SA_COUNT: MetricDef = MetricDef {
-        name: "spx_doctor_esp_security_associations",
-        help: "ESP security associations this node holds.",
-        kind: MetricType::Gauge,
-        labels: &[],
-    };
-    pub static METRICS: &[(&str, &MetricDef)] = &[("ipsec.xfrm", &ESP_SA_COUNT)];
-
-    pub fn series(check_id: &str, evidence: &Map<String, Value>) -> Vec<Series> {
-        let number = |key: &str| evidence.get(key).and_then(Value::as_f64);
-        match check_id {
-            "ipsec.xfrm" => number("sa_count")
-                .map(|v| Series::of(&ESP_SA_COUNT, v))
-                .into_iter()
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
+    crate::find(check_id)
+        .and_then(|c| c.declared())
+        .map(|d| (d.series)(evidence))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

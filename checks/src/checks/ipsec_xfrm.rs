@@ -11,13 +11,74 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::Finding;
+use crate::evidence::Evidence;
+use crate::finding::{Finding, Subject};
+use crate::kind::most_severe;
+use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::ovsdb::{self, endpoints};
 use crate::probe::xfrm::SecurityAssociation;
 
 pub struct IpsecXfrm;
+
+crate::kinds! {
+    /// What `ipsec.xfrm` can say, per peer or SA pair and for the check.
+    pub enum IpsecXfrmKind for "ipsec.xfrm" {
+        /// IPsec wanted: rfc4106(gcm(aes)) ESP SAs in both directions for every peer; not wanted: no ESP SA at all.
+        Ok = pass("ok"),
+        /// ESP SAs remain although IPsec is not wanted: charon is still running and the guest path still pays ESP's 34 bytes.
+        LeftoverSas = fail("leftover-sas"),
+        /// IPsec is wanted but SAs are missing: fewer than 2x(N-1), or a peer without an SA in one direction (that traffic is dropped or sent in clear).
+        MissingSas = fail("missing-sas"),
+        /// An ESP SA uses another algorithm than the rfc4106(gcm(aes)) OVN negotiates: an IKE configuration OVN does not own.
+        WrongAlgorithm = fail("wrong-algorithm"),
+        /// Every peer is covered, but an SA involves an address that is not a current peer (a removed node?).
+        StaleSas = warn("stale-sas"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<IpsecXfrmKind, IpsecXfrmEvidence>();
+
+/// The SA table as judged: how many ESP SAs, which, and what is missing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpsecXfrmEvidence {
+    pub sa_count: usize,
+    /// 2x(N-1) when IPsec is wanted, else 0.
+    pub expected_min: usize,
+    pub algorithms: BTreeSet<String>,
+    /// Every ESP SA (never the keys).
+    pub sas: Vec<SaEntry>,
+    /// `src->dst` pairs without an SA.
+    pub missing_pairs: Vec<String>,
+    /// SA pairs that involve an address that is not a current peer.
+    #[serde(default)]
+    pub stale_pairs: Vec<String>,
+    /// The peers SAs are expected with; null when OVN could not be asked.
+    #[serde(default)]
+    pub peers: Option<Vec<IpAddr>>,
+    /// Where the peers came from, or why the SAs alone were judged.
+    #[serde(default)]
+    pub peer_source: String,
+}
+
+// Was `spx_doctor_esp_sa_count`, which promtool refuses (a `_count`
+// suffix belongs to histograms and summaries).
+static ESP_SAS: MetricDef = MetricDef {
+    name: "spx_doctor_esp_security_associations",
+    help: "ESP security associations this node holds.",
+    kind: MetricType::Gauge,
+    labels: &[],
+};
+
+impl Evidence for IpsecXfrmEvidence {
+    const METRICS: &'static [&'static MetricDef] = &[&ESP_SAS];
+    fn series(&self) -> Vec<Series> {
+        vec![Series::of(&ESP_SAS, self.sa_count as f64)]
+    }
+}
 
 /// The AEAD OVN's IPsec negotiates (IKE `aes_gcm128`).
 pub const OVN_ALGORITHM: &str = "rfc4106(gcm(aes))";
@@ -51,15 +112,26 @@ pub struct XfrmFacts {
 
 /// One ESP SA as the evidence lists it, for `cluster.sa-pairs`: never the
 /// keys.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SaEntry {
     pub src: IpAddr,
     pub dst: IpAddr,
     /// `0x` and 8 hex digits, as `ip xfrm state` writes it.
     pub spi: String,
     pub algorithm: Option<String>,
-    /// `out` (from this host), `in` (to it), `other` (neither end is ours).
-    pub direction: &'static str,
+    pub direction: SaDirection,
+}
+
+/// Which way an SA points, seen from the host that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SaDirection {
+    /// From this host.
+    Out,
+    /// To this host.
+    In,
+    /// Neither end is this host's.
+    Other,
 }
 
 /// The ESP SAs of `states`, each with its direction seen from this host.
@@ -73,11 +145,11 @@ pub fn sa_entries(states: &[SecurityAssociation], local: &[IpAddr]) -> Vec<SaEnt
             spi: format!("0x{:08x}", s.spi),
             algorithm: s.algorithm.clone(),
             direction: if local.contains(&s.src) {
-                "out"
+                SaDirection::Out
             } else if local.contains(&s.dst) {
-                "in"
+                SaDirection::In
             } else {
-                "other"
+                SaDirection::Other
             },
         })
         .collect()
@@ -112,6 +184,10 @@ impl Check for IpsecXfrm {
          Fix: missing SAs: `systemctl restart openvswitch-ipsec` and check UDP 500/4500 \
          and ESP between the nodes. Leftover SAs: stop openvswitch-ipsec and charon, \
          then `ip xfrm state flush proto esp`."
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -193,35 +269,61 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
         .iter()
         .map(|s| s.algorithm.clone().unwrap_or_else(|| "none".into()))
         .collect();
-    let base = |f: Finding| {
-        f.with("sa_count", count)
-            .with("expected_min", facts.expected_min)
-            .with("algorithms", &algorithms)
-            .with("sas", sa_entries(&facts.states, &facts.local_addresses))
-    };
+    let evidence =
+        |missing_pairs: Vec<String>, stale_pairs, peers, peer_source| IpsecXfrmEvidence {
+            sa_count: count,
+            expected_min: facts.expected_min,
+            algorithms: algorithms.clone(),
+            sas: sa_entries(&facts.states, &facts.local_addresses),
+            missing_pairs,
+            stale_pairs,
+            peers,
+            peer_source,
+        };
 
     if !facts.ipsec_wanted {
+        let pairs: BTreeSet<String> = esp.iter().map(|s| arrow(s.src, s.dst)).collect();
         let f = if count == 0 {
-            Finding::pass("no ESP SAs, as expected with IPsec not wanted")
+            Finding::new(
+                IpsecXfrmKind::Ok,
+                "no ESP SAs, as expected with IPsec not wanted",
+            )
         } else {
-            let pairs: BTreeSet<String> = esp.iter().map(|s| arrow(s.src, s.dst)).collect();
-            Finding::fail(format!(
-                "{count} ESP SAs remain although IPsec is not wanted (charon still running?): {}",
-                pairs.into_iter().collect::<Vec<_>>().join(", ")
-            ))
+            Finding::new(
+                IpsecXfrmKind::LeftoverSas,
+                format!(
+                    "{count} ESP SAs remain although IPsec is not wanted (charon still running?): {}",
+                    pairs.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
             .fixes([
                 "on this node: `systemctl stop openvswitch-ipsec` and stop charon (`systemctl stop strongswan-starter`, or `strongswan` where charon-systemd runs)",
                 "`ip xfrm state flush proto esp` and `ip xfrm policy flush` (removes every ESP SA and IPsec policy on this node: only when nothing else here uses IPsec)",
                 "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass: while NB_Global.ipsec or ipsec_encapsulation still read true, the IPsec daemons set the SAs up again",
             ])
         };
-        return base(f).with("missing_pairs", Vec::<String>::new());
+        let subjects = pairs.iter().map(|p| {
+            Subject::new(
+                IpsecXfrmKind::LeftoverSas,
+                p,
+                "an ESP SA with IPsec not wanted",
+            )
+        });
+        let why = match &facts.peers {
+            PeerView::Unknown { why } => why.clone(),
+            PeerView::Known { source, .. } => source.clone(),
+        };
+        return f
+            .evidence(&evidence(Vec::new(), Vec::new(), None, why))
+            .subjects(subjects);
     }
 
     let present: BTreeSet<(IpAddr, IpAddr)> = esp.iter().map(|s| (s.src, s.dst)).collect();
     let mut missing = Vec::new();
     let mut stale = Vec::new();
     let mut problems = Vec::new();
+    let mut problem_kinds = Vec::new();
+    let mut subjects = Vec::new();
     let (peer_source, peer_list) = match &facts.peers {
         PeerView::Known {
             local,
@@ -238,12 +340,26 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
                 let me = same_family
                     .first()
                     .map_or("this-node".to_owned(), |l| l.to_string());
+                let gone: Vec<&str> = [(out, "outbound"), (inb, "inbound")]
+                    .into_iter()
+                    .filter(|(held, _)| !held)
+                    .map(|(_, dir)| dir)
+                    .collect();
                 if !out {
                     missing.push(arrow(&me, p));
                 }
                 if !inb {
                     missing.push(arrow(p, &me));
                 }
+                subjects.push(if gone.is_empty() {
+                    Subject::new(IpsecXfrmKind::Ok, p.to_string(), "an SA in both directions")
+                } else {
+                    Subject::new(
+                        IpsecXfrmKind::MissingSas,
+                        p.to_string(),
+                        format!("no {} SA", gone.join(" and no ")),
+                    )
+                });
             }
             for (s, d) in &present {
                 let remote = if local.contains(s) {
@@ -263,6 +379,11 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
             for (s, d) in &present {
                 if !present.contains(&(*d, *s)) {
                     missing.push(arrow(d, s));
+                    subjects.push(Subject::new(
+                        IpsecXfrmKind::MissingSas,
+                        arrow(d, s),
+                        format!("no SA, though {} has one", arrow(s, d)),
+                    ));
                 }
             }
             let pairs: BTreeSet<(IpAddr, IpAddr)> = present
@@ -289,6 +410,9 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
             ),
         );
     }
+    if !problems.is_empty() || !missing.is_empty() {
+        problem_kinds.push(IpsecXfrmKind::MissingSas);
+    }
     if !missing.is_empty() {
         problems.push(format!("missing {}", missing.join(", ")));
     }
@@ -303,14 +427,39 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
             )
         })
         .collect();
+    for s in esp
+        .iter()
+        .filter(|s| s.algorithm.as_deref() != Some(OVN_ALGORITHM))
+    {
+        subjects.push(Subject::new(
+            IpsecXfrmKind::WrongAlgorithm,
+            arrow(s.src, s.dst),
+            format!(
+                "uses {}, not {OVN_ALGORITHM}",
+                s.algorithm.as_deref().unwrap_or("no encryption")
+            ),
+        ));
+    }
+    for p in &stale {
+        subjects.push(Subject::new(
+            IpsecXfrmKind::StaleSas,
+            p,
+            "not a current peer's SA",
+        ));
+    }
     if !wrong_alg.is_empty() {
+        problem_kinds.push(IpsecXfrmKind::WrongAlgorithm);
         problems.push(format!(
             "not {OVN_ALGORITHM}: {}",
             wrong_alg.iter().cloned().collect::<Vec<_>>().join(", ")
         ));
     }
-    let finding = if !problems.is_empty() {
-        let mut f = Finding::fail(format!("IPsec is wanted but {}", problems.join("; "))).fixes([
+    let finding = if let Some(kind) = most_severe(problem_kinds) {
+        let mut f = Finding::new(
+            kind,
+            format!("IPsec is wanted but {}", problems.join("; ")),
+        )
+        .fixes([
             "on this node: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec rewrites the IKE config and re-initiates every tunnel)",
             "`ovs-appctl -t ovs-monitor-ipsec tunnels/show` lists the tunnels it should have; `swanctl --list-sas` (or `ipsec statusall`) shows which came up",
             "on the peers named: run `spx doctor --check ipsec.flags,ipsec.xfrm` there too; IKE (UDP 500, 4500) and ESP (IP protocol 50) must pass between the nodes' underlay addresses",
@@ -322,23 +471,27 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
         }
         f
     } else if !stale.is_empty() {
-        Finding::warn(format!(
-            "{count} ESP SAs cover every peer, but {} involve addresses that are not current peers (a removed node?): {}",
-            stale.len(),
-            stale.join(", ")
-        ))
+        Finding::new(
+            IpsecXfrmKind::StaleSas,
+            format!(
+                "{count} ESP SAs cover every peer, but {} involve addresses that are not current peers (a removed node?): {}",
+                stale.len(),
+                stale.join(", ")
+            ),
+        )
         .fix("if that node is gone for good: `systemctl restart openvswitch-ipsec` on this node drops its SAs")
     } else {
-        Finding::pass(format!(
-            "{count} ESP SAs ({OVN_ALGORITHM}), both directions for every peer (at least {} expected)",
-            facts.expected_min
-        ))
+        Finding::new(
+            IpsecXfrmKind::Ok,
+            format!(
+                "{count} ESP SAs ({OVN_ALGORITHM}), both directions for every peer (at least {} expected)",
+                facts.expected_min
+            ),
+        )
     };
-    base(finding)
-        .with("missing_pairs", &missing)
-        .with("stale_pairs", &stale)
-        .with("peers", peer_list)
-        .with("peer_source", peer_source)
+    finding
+        .evidence(&evidence(missing, stale, peer_list, peer_source))
+        .subjects(subjects)
 }
 
 #[cfg(test)]
@@ -465,6 +618,11 @@ mod tests {
         }
     }
 
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &XfrmFacts) -> Finding {
+        crate::schema_check::valid("ipsec.xfrm", super::judge(facts))
+    }
+
     fn facts(dump: &[u8], wanted: bool, peers: PeerView) -> XfrmFacts {
         let mut bytes = dump.to_vec();
         bytes.extend(hex(DONE));
@@ -583,6 +741,20 @@ mod tests {
             "{}",
             f.summary
         );
+        assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/missing-sas");
+        let peers: Vec<String> = f
+            .findings
+            .iter()
+            .map(|s| format!("{} {}: {}", s.subject, s.kind.name, s.summary))
+            .collect();
+        assert_eq!(
+            peers,
+            [
+                "198.18.0.2 ok: an SA in both directions",
+                "198.18.0.3 ok: an SA in both directions",
+                "198.18.0.4 missing-sas: no inbound SA"
+            ]
+        );
         let f = judge(&facts(
             &dump,
             true,
@@ -653,6 +825,8 @@ mod tests {
             .remediation
             .iter()
             .any(|r| r.contains("ip xfrm state flush proto esp")));
+        assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/leftover-sas");
+        assert_eq!(f.findings[0].subject, "198.18.0.1->198.18.0.2");
         let f = judge(&facts(
             &[],
             false,
@@ -679,6 +853,7 @@ mod tests {
             f.evidence["stale_pairs"],
             serde_json::json!(["198.18.0.1->198.18.0.9"])
         );
+        assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/stale-sas");
     }
 
     #[test]
@@ -696,6 +871,10 @@ mod tests {
             f.evidence["algorithms"],
             serde_json::json!(["cbc(aes)", OVN_ALGORITHM])
         );
+        assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/wrong-algorithm");
+        let back = f.evidence_as::<IpsecXfrmEvidence>().unwrap();
+        assert_eq!(back.sa_count, 7);
+        assert!(back.sas.iter().all(|s| s.direction != SaDirection::Other));
     }
 
     #[test]

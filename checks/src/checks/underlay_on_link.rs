@@ -8,23 +8,48 @@
 
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason, Subject};
 use crate::probe::links::Route;
 use crate::probe::peers::{self, discover, PeerSource, Scope};
 use crate::probe::ProbeError;
 
 pub struct UnderlayOnLink;
 
+crate::kinds! {
+    /// What `underlay.on-link` can say, per peer and for the check.
+    pub enum UnderlayOnLinkKind for "underlay.on-link" {
+        /// Every peer is on this node's L2 segment: the route to it has no gateway.
+        Ok = pass("ok"),
+        /// A peer is behind a router hop, but IPsec is on, so its traffic crosses the hop encrypted.
+        RoutedEncrypted = pass("routed-encrypted"),
+        /// A peer is behind a router hop while IPsec is off (or a disable-ipsec preflight asks): its east-west traffic would cross that hop in clear.
+        Routed = warn("routed"),
+        /// The kernel gave no route to a peer (or the route could not be read): nothing is concluded for it.
+        NoRoute = error("no-route"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<UnderlayOnLinkKind, UnderlayOnLinkEvidence>();
+
+/// The route to every peer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnderlayOnLinkEvidence {
+    pub peers: Vec<PeerRoute>,
+}
+
+impl Evidence for UnderlayOnLinkEvidence {}
+
 /// What the route table says about one peer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PeerRoute {
     pub address: IpAddr,
     /// For a link-local IPv6 peer: the interface it is on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     pub source: PeerSource,
     pub on_link: Option<bool>,
@@ -32,7 +57,7 @@ pub struct PeerRoute {
     pub via: Option<IpAddr>,
     pub interface: Option<String>,
     /// Why the route could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -75,6 +100,10 @@ impl Check for UnderlayOnLink {
          \n\
          Fix: keep IPsec on for a cluster whose peers are routed, or move the underlay \
          onto one L2 segment (a VLAN spanning the nodes) first."
+    }
+
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
@@ -157,35 +186,79 @@ pub fn judge(peers: &[PeerRoute], encryption: Encryption) -> Finding {
         })
         .collect();
     let on_link = peers.iter().filter(|p| p.on_link == Some(true)).count();
+    let subjects = peers.iter().map(|p| {
+        let (kind, text) = match (p.on_link, encryption) {
+            (Some(true), _) => (UnderlayOnLinkKind::Ok, "on-link".to_owned()),
+            (Some(false), e) => {
+                let hop = p
+                    .via
+                    .map_or("a router hop".to_owned(), |v| format!("router hop {v}"));
+                match e {
+                    Encryption::On => (
+                        UnderlayOnLinkKind::RoutedEncrypted,
+                        format!("behind {hop}, encrypted by IPsec"),
+                    ),
+                    Encryption::OffOrGoingOff => (
+                        UnderlayOnLinkKind::Routed,
+                        format!("behind {hop}: without IPsec its traffic crosses it in clear"),
+                    ),
+                }
+            }
+            (None, _) => (
+                UnderlayOnLinkKind::NoRoute,
+                p.error.clone().unwrap_or_else(|| "no route".to_owned()),
+            ),
+        };
+        Subject::new(kind, label(p), text)
+    });
+    let subjects: Vec<Subject> = subjects.collect();
     let finding = if !routed.is_empty() && encryption == Encryption::OffOrGoingOff {
-        Finding::warn(format!(
-            "{} of {} peers are behind a router hop: {}; without IPsec their east-west traffic crosses it in clear",
-            routed.len(),
-            peers.len(),
-            routed.join(", ")
-        ))
+        Finding::new(
+            UnderlayOnLinkKind::Routed,
+            format!(
+                "{} of {} peers are behind a router hop: {}; without IPsec their east-west traffic crosses it in clear",
+                routed.len(),
+                peers.len(),
+                routed.join(", ")
+            ),
+        )
         .fix("keep ipsec_enabled = true for this cluster, or put the underlay on one L2 segment first")
     } else if !unknown.is_empty() {
-        Finding::error(format!(
-            "could not read the route to {}",
-            unknown.join(", ")
-        ))
+        Finding::new(
+            UnderlayOnLinkKind::NoRoute,
+            format!("could not read the route to {}", unknown.join(", ")),
+        )
     } else if routed.is_empty() {
-        Finding::pass(format!("all {on_link} peers are on-link (no router hop)"))
+        Finding::new(
+            UnderlayOnLinkKind::Ok,
+            format!("all {on_link} peers are on-link (no router hop)"),
+        )
     } else {
-        Finding::pass(format!(
-            "{on_link} peers on-link; {} routed ({}) but encrypted by IPsec",
-            routed.len(),
-            routed.join(", ")
-        ))
+        Finding::new(
+            UnderlayOnLinkKind::RoutedEncrypted,
+            format!(
+                "{on_link} peers on-link; {} routed ({}) but encrypted by IPsec",
+                routed.len(),
+                routed.join(", ")
+            ),
+        )
     };
-    finding.with("peers", peers)
+    finding
+        .evidence(&UnderlayOnLinkEvidence {
+            peers: peers.to_vec(),
+        })
+        .subjects(subjects)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(peers: &[PeerRoute], encryption: Encryption) -> Finding {
+        crate::schema_check::valid("underlay.on-link", super::judge(peers, encryption))
+    }
 
     fn peer(addr: &str, via: Option<&str>) -> PeerRoute {
         PeerRoute {
@@ -215,6 +288,13 @@ mod tests {
         assert_eq!(f.evidence["peers"][1]["on_link"], false);
         assert_eq!(f.evidence["peers"][1]["via"], "198.18.0.254");
         assert_eq!(f.evidence["peers"][0]["via"], serde_json::Value::Null);
+        assert_eq!(f.kind.code("underlay.on-link"), "underlay.on-link/routed");
+        assert_eq!(f.findings[0].kind.name, "ok");
+        assert_eq!(f.findings[1].subject, "198.19.1.2");
+        assert_eq!(f.findings[1].kind.name, "routed");
+        let f = judge(&peers, Encryption::On);
+        assert_eq!(f.kind.name, "routed-encrypted");
+        assert_eq!(f.findings[1].kind.name, "routed-encrypted");
     }
 
     #[test]
