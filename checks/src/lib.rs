@@ -27,6 +27,7 @@ pub mod host;
 pub(crate) mod hw_captures;
 pub mod kind;
 pub mod metrics;
+pub mod per_interface;
 pub mod probe;
 pub mod profile;
 #[cfg(test)]

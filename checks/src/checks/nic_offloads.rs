@@ -10,17 +10,65 @@
 //! reads them (and TSO, GSO, GRO, scatter-gather, checksumming) by name, the
 //! way `ethtool -k` does, and replaces reading `ethtool -k` by eye.
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
-use crate::check::Check;
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, Status};
 use crate::host::HostRef;
+use crate::kind::Kinds;
+use crate::per_interface::{Interfaces, Judged, Problem};
 use crate::probe::ethtool::{Feature, Reported, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
 pub struct NicOffloads;
+
+crate::kinds! {
+    /// What `nic.offloads` can say, per interface and for the check.
+    pub enum NicOffloadsKind for "nic.offloads" {
+        /// Tunnel segmentation, TSO, GSO, GRO, scatter-gather and checksumming are on.
+        Ok = pass("ok"),
+        /// tx-udp_tnl-segmentation (or its csum variant) is off but can be turned on: geneve is segmented in software by the host CPU (measured 17.6 against 92.6 Gbit/s, 5.3x).
+        TunnelOffloadOff = fail("tunnel-offload-off"),
+        /// The driver cannot segment UDP tunnels (the feature is off [fixed], or unknown to this kernel): geneve stays segmented in software on this NIC; only another NIC or jumbo frames help.
+        TunnelOffloadFixed = fail("tunnel-offload-fixed"),
+        /// The tunnel features show on, but the driver segments UDP tunnels through tx-gso-partial, which is off (ixgbe): geneve is segmented in software.
+        GsoPartialOff = fail("gso-partial-off"),
+        /// GRO, TSO, GSO, scatter-gather or checksumming is off but can be turned on.
+        OffloadOff = warn("offload-off"),
+        /// GRO, TSO, GSO, scatter-gather or checksumming is off [fixed] by the driver (ena: TSO, receive checksumming): no `ethtool -K` helps.
+        OffloadFixed = warn("offload-fixed"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<NicOffloadsKind, NicOffloadsEvidence>();
+
+/// The offload features per interface, and how the interfaces were chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicOffloadsEvidence {
+    pub interfaces: Vec<OffloadEvidence>,
+    /// "--interface", "ports of br-vpc", "routes to peers".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_source: Option<String>,
+}
+
+/// One interface's features as `ethtool -k` shows them (`on`, `off
+/// [fixed]`, …), and those it lacks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffloadEvidence {
+    pub name: String,
+    pub driver: Option<String>,
+    /// By name; empty when the driver reports none.
+    pub features: BTreeMap<String, String>,
+    pub missing: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Evidence for NicOffloadsEvidence {}
 
 /// Geneve is segmented in hardware only with these.
 pub const TUNNEL: [&str; 2] = ["tx-udp_tnl-segmentation", "tx-udp_tnl-csum-segmentation"];
@@ -89,13 +137,17 @@ impl Check for NicOffloads {
          See also nic.tso, which measures whether TSO descriptors are actually used."
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay(ctx) {
             Ok(s) => s,
             Err(f) => return f,
         };
         match gather(ctx.host(), &sel) {
-            Ok(facts) => judge(&facts).with("interface_source", &sel.source),
+            Ok(facts) => judge_from(&facts, Some(&sel.source)),
             Err(f) => f,
         }
     }
@@ -113,16 +165,6 @@ pub fn gather(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceFeature
             features,
         })
         .collect())
-}
-
-#[derive(Serialize)]
-struct InterfaceEvidence {
-    name: String,
-    driver: Option<String>,
-    features: Map<String, Value>,
-    missing: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    note: Option<&'static str>,
 }
 
 /// What one interface lacks, by severity.
@@ -185,162 +227,215 @@ fn lacks(features: &[Feature], driver: Option<&str>) -> Lacks {
 }
 
 pub fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
-    let mut evidence = Vec::new();
-    let mut fails: Vec<String> = Vec::new();
-    let mut warns: Vec<String> = Vec::new();
-    let mut fixes: Vec<String> = Vec::new();
-    let mut reported = 0;
+    judge_from(ifaces, None)
+}
+
+/// One interface's verdicts: every kind of trouble it has, or ok.
+fn judge_one(i: &InterfaceFeatures, features: &[Feature]) -> Vec<Judged<NicOffloadsKind>> {
+    let driver = i.driver.as_deref().unwrap_or("unknown driver");
+    let name = &i.name;
+    let l = lacks(features, i.driver.as_deref());
+    let state = |n: &str| {
+        features
+            .iter()
+            .find(|f| f.name == n)
+            .map_or_else(|| "not known to this kernel".to_owned(), Feature::state)
+    };
+    let states = |names: &[String]| -> String {
+        names
+            .iter()
+            .map(|n| format!("{n} {}", state(n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    if !l.tunnel_fixable.is_empty() {
+        let args: Vec<String> = l.tunnel_fixable.iter().map(|n| format!("{n} on")).collect();
+        out.push(
+            Judged::new(NicOffloadsKind::TunnelOffloadOff, states(&l.tunnel_fixable))
+                .fix(format!("ethtool -K {name} {}", args.join(" "))),
+        );
+    }
+    if !l.tunnel_fixed.is_empty() {
+        out.push(
+            Judged::new(NicOffloadsKind::TunnelOffloadFixed, states(&l.tunnel_fixed)).fix(format!(
+                "{name} ({driver}): the driver cannot turn on {} (fixed): geneve stays segmented in software on this NIC; use a NIC and driver that offer UDP tunnel segmentation, or raise the underlay MTU (jumbo frames cut the descriptor count about sixfold; check first with `spx doctor --for enable-jumbo`)",
+                l.tunnel_fixed.join(" and ")
+            )),
+        );
+    }
+    if !l.tunnel_partial_off.is_empty() {
+        let text: Vec<String> = l
+            .tunnel_partial_off
+            .iter()
+            .map(|n| {
+                format!(
+                    "{n} on, but {GSO_PARTIAL} {} ({driver} segments UDP tunnels through GSO partial)",
+                    state(GSO_PARTIAL)
+                )
+            })
+            .collect();
+        out.push(
+            Judged::new(NicOffloadsKind::GsoPartialOff, text.join(", ")).fix(
+                if l.partial_fixable {
+                    format!("ethtool -K {name} {GSO_PARTIAL} on")
+                } else {
+                    format!(
+                        "{name} ({driver}): {GSO_PARTIAL} is fixed off, so the tunnel features cannot take effect"
+                    )
+                },
+            ),
+        );
+    }
+    if !l.basics_fixable.is_empty() {
+        let names: Vec<String> = l.basics_fixable.iter().map(|(n, _)| n.clone()).collect();
+        let args: Vec<String> = l
+            .basics_fixable
+            .iter()
+            .map(|(_, w)| format!("{w} on"))
+            .collect();
+        out.push(
+            Judged::new(NicOffloadsKind::OffloadOff, states(&names))
+                .fix(format!("ethtool -K {name} {}", args.join(" "))),
+        );
+    }
+    if !l.basics_fixed.is_empty() {
+        let mut j = Judged::new(NicOffloadsKind::OffloadFixed, states(&l.basics_fixed));
+        let fixed_off: Vec<&str> = l
+            .basics_fixed
+            .iter()
+            .filter(|n| features.iter().any(|f| f.name == **n))
+            .map(String::as_str)
+            .collect();
+        if !fixed_off.is_empty() {
+            j = j.fix(format!(
+                "{name} ({driver}): {} cannot be turned on (fixed by the driver): the host CPU does that work for every packet on this NIC; only another NIC or fewer, larger packets (jumbo frames, `spx doctor --for enable-jumbo`) reduce it",
+                fixed_off.join(", ")
+            ));
+        }
+        out.push(j);
+    }
+    if out.is_empty() {
+        out.push(Judged::new(NicOffloadsKind::Ok, "all on"));
+    }
+    out
+}
+
+/// `NAME (driver): what, what; NAME2 …` for the problems of `status`, one
+/// entry per interface.
+fn per_interface_text(
+    problems: &[Problem<NicOffloadsKind>],
+    status: Status,
+    drivers: &BTreeMap<&str, &str>,
+) -> String {
+    let mut by_interface: Vec<(&str, Vec<&str>)> = Vec::new();
+    for p in problems.iter().filter(|p| p.kind.doc().status == status) {
+        match by_interface.iter_mut().find(|(n, _)| *n == p.interface) {
+            Some((_, texts)) => texts.push(&p.text),
+            None => by_interface.push((&p.interface, vec![&p.text])),
+        }
+    }
+    by_interface
+        .iter()
+        .map(|(n, texts)| {
+            format!(
+                "{n} ({}): {}",
+                drivers.get(n).copied().unwrap_or("unknown driver"),
+                texts.join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The verdict, with `source` saying how the interfaces were chosen.
+pub fn judge_from(ifaces: &[InterfaceFeatures], source: Option<&str>) -> Finding {
+    let mut all = Interfaces::new("offload features");
     for i in ifaces {
-        let driver = i
-            .driver
-            .clone()
-            .unwrap_or_else(|| "unknown driver".to_owned());
         let features = match &i.features {
             Reported::Yes(f) => f,
             Reported::NotReported => {
-                evidence.push(InterfaceEvidence {
-                    name: i.name.clone(),
-                    driver: i.driver.clone(),
-                    features: Map::new(),
-                    missing: Vec::new(),
-                    note: Some(NOT_REPORTED),
-                });
+                all.not_reported(
+                    &i.name,
+                    OffloadEvidence {
+                        name: i.name.clone(),
+                        driver: i.driver.clone(),
+                        features: BTreeMap::new(),
+                        missing: Vec::new(),
+                        note: Some(NOT_REPORTED.to_owned()),
+                    },
+                );
                 continue;
             }
         };
-        reported += 1;
-        let mut shown = Map::new();
         let wanted = TUNNEL
             .iter()
             .chain(&[GRO])
             .chain(TX_CSUM.iter())
             .chain(BASICS.iter().map(|(n, _)| n))
             .chain(INFORMATIONAL.iter());
-        for name in wanted {
-            if let Some(f) = features.iter().find(|f| f.name == *name) {
-                shown.insert(f.name.clone(), Value::String(f.state()));
-            }
-        }
+        let shown = wanted
+            .filter_map(|name| features.iter().find(|f| f.name == *name))
+            .map(|f| (f.name.clone(), f.state()))
+            .collect();
         let l = lacks(features, i.driver.as_deref());
-        let state = |n: &str| {
-            features
-                .iter()
-                .find(|f| f.name == n)
-                .map_or_else(|| "not known to this kernel".to_owned(), Feature::state)
-        };
         let mut missing: Vec<String> = Vec::new();
         missing.extend(l.tunnel_fixable.iter().cloned());
         missing.extend(l.tunnel_fixed.iter().cloned());
         missing.extend(l.tunnel_partial_off.iter().cloned());
         missing.extend(l.basics_fixable.iter().map(|(n, _)| n.clone()));
         missing.extend(l.basics_fixed.iter().cloned());
-
-        if !l.tunnel_fixable.is_empty()
-            || !l.tunnel_fixed.is_empty()
-            || !l.tunnel_partial_off.is_empty()
-        {
-            let mut what: Vec<String> = l
-                .tunnel_fixable
-                .iter()
-                .chain(&l.tunnel_fixed)
-                .map(|n| format!("{n} {}", state(n)))
-                .collect();
-            what.extend(l.tunnel_partial_off.iter().map(|n| {
-                format!(
-                    "{n} on, but {GSO_PARTIAL} {} ({driver} segments UDP tunnels through GSO partial)",
-                    state(GSO_PARTIAL)
-                )
-            }));
-            fails.push(format!("{} ({driver}): {}", i.name, what.join(", ")));
-        }
-        if !l.tunnel_partial_off.is_empty() {
-            fixes.push(if l.partial_fixable {
-                format!("ethtool -K {} {GSO_PARTIAL} on", i.name)
-            } else {
-                format!(
-                    "{} ({driver}): {GSO_PARTIAL} is fixed off, so the tunnel features cannot take effect",
-                    i.name
-                )
-            });
-        }
-        if !l.tunnel_fixable.is_empty() {
-            let args: Vec<String> = l.tunnel_fixable.iter().map(|n| format!("{n} on")).collect();
-            fixes.push(format!("ethtool -K {} {}", i.name, args.join(" ")));
-        }
-        if !l.tunnel_fixed.is_empty() {
-            fixes.push(format!(
-                "{} ({driver}): the driver cannot turn on {} (fixed): geneve stays segmented in software on this NIC; use a NIC and driver that offer UDP tunnel segmentation, or raise the underlay MTU (jumbo frames cut the descriptor count about sixfold; check first with `spx doctor --for enable-jumbo`)",
-                i.name,
-                l.tunnel_fixed.join(" and ")
-            ));
-        }
-        if !l.basics_fixable.is_empty() || !l.basics_fixed.is_empty() {
-            let what: Vec<String> = l
-                .basics_fixable
-                .iter()
-                .map(|(n, _)| n)
-                .chain(&l.basics_fixed)
-                .map(|n| format!("{n} {}", state(n)))
-                .collect();
-            warns.push(format!("{} ({driver}): {}", i.name, what.join(", ")));
-        }
-        if !l.basics_fixable.is_empty() {
-            let args: Vec<String> = l
-                .basics_fixable
-                .iter()
-                .map(|(_, w)| format!("{w} on"))
-                .collect();
-            fixes.push(format!("ethtool -K {} {}", i.name, args.join(" ")));
-        }
-        let basics_fixed_off: Vec<&str> = l
-            .basics_fixed
-            .iter()
-            .filter(|n| features.iter().any(|f| f.name == **n))
-            .map(String::as_str)
-            .collect();
-        if !basics_fixed_off.is_empty() {
-            fixes.push(format!(
-                "{} ({driver}): {} cannot be turned on (fixed by the driver): the host CPU does that work for every packet on this NIC; only another NIC or fewer, larger packets (jumbo frames, `spx doctor --for enable-jumbo`) reduce it",
-                i.name,
-                basics_fixed_off.join(", ")
-            ));
-        }
-        evidence.push(InterfaceEvidence {
-            name: i.name.clone(),
-            driver: i.driver.clone(),
-            features: shown,
-            missing,
-            note: None,
-        });
+        all.judged(
+            &i.name,
+            judge_one(i, features),
+            OffloadEvidence {
+                name: i.name.clone(),
+                driver: i.driver.clone(),
+                features: shown,
+                missing,
+                note: None,
+            },
+        );
     }
+    let drivers: BTreeMap<&str, &str> = ifaces
+        .iter()
+        .map(|i| {
+            (
+                i.name.as_str(),
+                i.driver.as_deref().unwrap_or("unknown driver"),
+            )
+        })
+        .collect();
     let names: Vec<&str> = ifaces.iter().map(|i| i.name.as_str()).collect();
-    let finding = if reported == 0 {
-        Finding::skip(SkipReason::NotApplicable(format!(
-            "offload features {NOT_REPORTED} ({})",
-            names.join(", ")
-        )))
-    } else if !fails.is_empty() {
-        let mut f = Finding::fail(format!(
-            "no hardware segmentation for the geneve overlay on {}: the host CPU segments every guest packet in software (measured: 0 TSO super-packets, 17.6 vs 92.6 Gbit/s, 5.3x){}",
-            fails.join("; "),
-            if warns.is_empty() { String::new() } else { format!("; also off: {}", warns.join("; ")) }
-        ))
-        .fixes(fixes);
-        f = f.fix("make the setting persistent in the interface's network configuration, then confirm with `spx doctor --check nic.offloads,nic.tso` under load");
-        f
-    } else if !warns.is_empty() {
-        Finding::warn(format!(
-            "tunnel segmentation is on, but offloads are off on {}",
-            warns.join("; ")
-        ))
-        .fixes(fixes)
+    let (finding, interfaces) = all.finding(
+        |problems| {
+            let warns = per_interface_text(problems, Status::Warn, &drivers);
+            if problems.iter().any(|p| p.kind.doc().status == Status::Fail) {
+                format!(
+                    "no hardware segmentation for the geneve overlay on {}: the host CPU segments every guest packet in software (measured: 0 TSO super-packets, 17.6 vs 92.6 Gbit/s, 5.3x){}",
+                    per_interface_text(problems, Status::Fail, &drivers),
+                    if warns.is_empty() { String::new() } else { format!("; also off: {warns}") }
+                )
+            } else {
+                format!("tunnel segmentation is on, but offloads are off on {warns}")
+            }
+        },
+        |_| {
+            format!(
+                "tunnel segmentation, TSO, GSO, GRO, scatter-gather and checksumming are on ({})",
+                names.join(", ")
+            )
+        },
+    );
+    let finding = if finding.status == Status::Fail {
+        finding.fix("make the setting persistent in the interface's network configuration, then confirm with `spx doctor --check nic.offloads,nic.tso` under load")
     } else {
-        Finding::pass(format!(
-            "tunnel segmentation, TSO, GSO, GRO, scatter-gather and checksumming are on ({})",
-            names.join(", ")
-        ))
+        finding
     };
-    finding.with("interfaces", evidence)
+    finding.evidence(&NicOffloadsEvidence {
+        interfaces,
+        interface_source: source.map(str::to_owned),
+    })
 }
 
 #[cfg(test)]
@@ -348,6 +443,11 @@ mod tests {
     use super::*;
     use crate::finding::Status;
     use crate::hw_captures as hw;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(ifaces: &[InterfaceFeatures]) -> Finding {
+        crate::schema_check::valid("nic.offloads", super::judge(ifaces))
+    }
 
     fn feat(name: &str, active: bool, fixed: bool) -> Feature {
         Feature {
@@ -590,6 +690,21 @@ mod tests {
         assert!(
             fixed.starts_with("ens1 (ena): rx-checksum, tx-tcp-segmentation"),
             "{fixed}"
+        );
+        // Two kinds of trouble on one NIC, each with its own code, so that
+        // an operator can allow what no command fixes and keep the rest.
+        assert_eq!(
+            f.kind.code("nic.offloads"),
+            "nic.offloads/tunnel-offload-fixed"
+        );
+        let kinds: Vec<(&str, &str)> = f
+            .findings
+            .iter()
+            .map(|s| (s.subject.as_str(), s.kind.name))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("ens1", "tunnel-offload-fixed"), ("ens1", "offload-fixed")]
         );
     }
 }

@@ -10,16 +10,59 @@
 //! and pairs beyond the number of online CPUs add no core: ixgbe offers 63
 //! whatever the host has.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, Status};
 use crate::host::HostRef;
+use crate::per_interface::{self, Interfaces, Judged};
 use crate::probe::ethtool::{Channels, Reported, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
 pub struct NicQueues;
+
+crate::kinds! {
+    /// What `nic.queues` can say, per interface and for the check.
+    pub enum NicQueuesKind for "nic.queues" {
+        /// Every queue pair that can add a core is in use (all the device offers, or one per online CPU).
+        Ok = pass("ok"),
+        /// Fewer queue pairs are in use than the device offers (up to one per online CPU): receive work lands on fewer cores than it could.
+        UnusedQueues = warn("unused-queues"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<NicQueuesKind, NicQueuesEvidence>();
+
+/// Queue pairs per interface, the CPUs they can spread over, and how the
+/// interfaces were chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicQueuesEvidence {
+    pub interfaces: Vec<QueueEvidence>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<u32>,
+    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_source: Option<String>,
+}
+
+/// One interface's queue pairs (`ethtool -l`); null when the driver
+/// reports none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEvidence {
+    pub name: String,
+    pub driver: Option<String>,
+    pub current: Option<u32>,
+    pub max: Option<u32>,
+    /// The pairs worth using: the maximum, or the online CPUs if fewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Evidence for NicQueuesEvidence {}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceChannels {
@@ -59,15 +102,17 @@ impl Check for NicQueues {
          business; this check looks at the physical NIC's RSS channels."
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, ctx: &Ctx) -> Finding {
         let sel = match underlay_nics::underlay_or_default_route(ctx) {
             Ok(s) => underlay_nics::hardware(ctx.host(), s),
             Err(f) => return f,
         };
         match gather(ctx.host(), &sel) {
-            Ok(facts) => {
-                judge(&facts, ctx.host().online_cpus()).with("interface_source", &sel.source)
-            }
+            Ok(facts) => judge_from(&facts, ctx.host().online_cpus(), Some(&sel.source)),
             Err(f) => f,
         }
     }
@@ -88,19 +133,6 @@ pub fn gather(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceChannel
             channels,
         })
         .collect())
-}
-
-#[derive(Serialize)]
-struct Evidence {
-    name: String,
-    driver: Option<String>,
-    current: Option<u32>,
-    max: Option<u32>,
-    /// The pairs worth using: the maximum, or the online CPUs if fewer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usable: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    note: Option<&'static str>,
 }
 
 /// The `ethtool -L` command that sets `pairs` queue pairs: combined
@@ -125,22 +157,31 @@ pub fn use_command(name: &str, c: &Channels, pairs: u32) -> String {
 /// `cpus`: CPUs online on the host (None: not known, every offered pair
 /// counts).
 pub fn judge(ifaces: &[InterfaceChannels], cpus: Option<u32>) -> Finding {
-    let mut evidence = Vec::new();
-    let mut short: Vec<String> = Vec::new();
-    let mut fixes: Vec<String> = Vec::new();
-    let mut full: Vec<String> = Vec::new();
+    judge_from(ifaces, cpus, None)
+}
+
+/// The verdict, with `source` saying how the interfaces were chosen.
+pub fn judge_from(
+    ifaces: &[InterfaceChannels],
+    cpus: Option<u32>,
+    source: Option<&str>,
+) -> Finding {
+    let mut all = Interfaces::new("channels");
     for i in ifaces {
         let c = match &i.channels {
             Reported::Yes(c) if c.max_pairs() > 0 => c,
             _ => {
-                evidence.push(Evidence {
-                    name: i.name.clone(),
-                    driver: i.driver.clone(),
-                    current: None,
-                    max: None,
-                    usable: None,
-                    note: Some(NOT_REPORTED),
-                });
+                all.not_reported(
+                    &i.name,
+                    QueueEvidence {
+                        name: i.name.clone(),
+                        driver: i.driver.clone(),
+                        current: None,
+                        max: None,
+                        usable: None,
+                        note: Some(NOT_REPORTED.to_owned()),
+                    },
+                );
                 continue;
             }
         };
@@ -151,53 +192,57 @@ pub fn judge(ifaces: &[InterfaceChannels], cpus: Option<u32>) -> Finding {
             Some(n) if n < max => format!(", {n} CPUs online"),
             _ => String::new(),
         };
-        if current < usable {
-            short.push(format!(
-                "{} ({driver}) uses {current} of {max} queue pairs{cpu_note}",
-                i.name
-            ));
-            fixes.push(use_command(&i.name, c, usable));
+        let judged = if current < usable {
+            Judged::new(
+                NicQueuesKind::UnusedQueues,
+                format!("({driver}) uses {current} of {max} queue pairs{cpu_note}"),
+            )
+            .fix(use_command(&i.name, c, usable))
         } else if current < max {
-            full.push(format!(
-                "{} {current}/{max}, one per online CPU (more would add no core)",
-                i.name
-            ));
+            Judged::new(
+                NicQueuesKind::Ok,
+                format!("{current}/{max}, one per online CPU (more would add no core)"),
+            )
         } else {
-            full.push(format!("{} {current}/{max}", i.name));
-        }
-        evidence.push(Evidence {
-            name: i.name.clone(),
-            driver: i.driver.clone(),
-            current: Some(current),
-            max: Some(max),
-            usable: Some(usable),
-            note: None,
-        });
+            Judged::new(NicQueuesKind::Ok, format!("{current}/{max}"))
+        };
+        all.judged(
+            &i.name,
+            vec![judged],
+            QueueEvidence {
+                name: i.name.clone(),
+                driver: i.driver.clone(),
+                current: Some(current),
+                max: Some(max),
+                usable: Some(usable),
+                note: None,
+            },
+        );
     }
-    let finding = if short.is_empty() && full.is_empty() {
-        let names: Vec<&str> = ifaces.iter().map(|i| i.name.as_str()).collect();
-        Finding::skip(SkipReason::NotApplicable(format!(
-            "channels {NOT_REPORTED} ({})",
-            names.join(", ")
-        )))
-    } else if !short.is_empty() {
-        Finding::warn(format!(
-            "{}: receive work can land on fewer cores than the device offers",
-            short.join("; ")
-        ))
-        .fixes(fixes)
-        .fix("in a guest the queue count follows ipsec_enabled (1 pair with IPsec on): if the offered count is intended, run the command in the guest; it lasts until reboot unless the distro's network config sets it")
+    let (finding, interfaces) = all.finding(
+        |short| {
+            format!(
+                "{}: receive work can land on fewer cores than the device offers",
+                per_interface::said(short)
+            )
+        },
+        |full| {
+            format!(
+                "every queue pair that can add a core is in use ({})",
+                full.join("; ")
+            )
+        },
+    );
+    let finding = if finding.status == Status::Warn {
+        finding.fix("in a guest the queue count follows ipsec_enabled (1 pair with IPsec on): if the offered count is intended, run the command in the guest; it lasts until reboot unless the distro's network config sets it")
     } else {
-        Finding::pass(format!(
-            "every queue pair that can add a core is in use ({})",
-            full.join("; ")
-        ))
+        finding
     };
-    let finding = finding.with("interfaces", evidence);
-    match cpus {
-        Some(n) => finding.with("online_cpus", n),
-        None => finding,
-    }
+    finding.evidence(&NicQueuesEvidence {
+        interfaces,
+        online_cpus: cpus,
+        interface_source: source.map(str::to_owned),
+    })
 }
 
 #[cfg(test)]
@@ -205,6 +250,11 @@ mod tests {
     use super::*;
     use crate::finding::Status;
     use crate::hw_captures as hw;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(ifaces: &[InterfaceChannels], cpus: Option<u32>) -> Finding {
+        crate::schema_check::valid("nic.queues", super::judge(ifaces, cpus))
+    }
 
     fn iface(name: &str, c: Channels) -> InterfaceChannels {
         InterfaceChannels {
@@ -291,6 +341,8 @@ mod tests {
             f.summary
         );
         assert_eq!(f.remediation[0], "ethtool -L ice0 combined 16");
+        assert_eq!(f.kind.code("nic.queues"), "nic.queues/unused-queues");
+        assert_eq!(f.findings[0].summary, "(ice) uses 4 of 16 queue pairs");
         assert_eq!(f.evidence["interfaces"][0]["max"], 16);
         assert_eq!(f.evidence["online_cpus"], 16);
     }

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
-use crate::finding::{Finding, SkipReason, Subject};
+use crate::finding::{Finding, Status};
 use crate::host::HostRef;
+use crate::per_interface::{self, Interfaces, Judged};
 use crate::probe::ethtool::{Reported, Rings, NOT_REPORTED};
 use crate::probe::underlay_nics::{self, Selection};
 
@@ -132,98 +133,82 @@ pub fn judge(ifaces: &[InterfaceRings]) -> Finding {
 
 /// The verdict, with `source` saying how the interfaces were chosen.
 pub fn judge_from(ifaces: &[InterfaceRings], source: Option<&str>) -> Finding {
-    let mut evidence = Vec::new();
-    let mut shallow = Vec::new();
-    let mut fixes = Vec::new();
-    let mut fine = Vec::new();
-    let mut subjects = Vec::new();
-    let mut problems = Vec::new();
+    let mut all = Interfaces::new("ring sizes");
     for i in ifaces {
         let r = match &i.rings {
             Reported::Yes(r) if r.rx_max > 0 => r,
             _ => {
-                evidence.push(RingEvidence {
-                    name: i.name.clone(),
-                    rx: None,
-                    rx_max: None,
-                    tx: None,
-                    tx_max: None,
-                    note: Some(NOT_REPORTED.to_owned()),
-                });
-                subjects.push(Subject::skipped(
+                all.not_reported(
                     &i.name,
-                    SkipReason::NotApplicable(format!("ring sizes {NOT_REPORTED}")),
-                ));
+                    RingEvidence {
+                        name: i.name.clone(),
+                        rx: None,
+                        rx_max: None,
+                        tx: None,
+                        tx_max: None,
+                        note: Some(NOT_REPORTED.to_owned()),
+                    },
+                );
                 continue;
             }
         };
-        if r.rx < RX_RING_MIN && r.rx_max >= RX_RING_MIN {
-            let text = format!("rx ring {} (device allows up to {})", r.rx, r.rx_max);
-            shallow.push(format!("{} {text}", i.name));
-            subjects.push(Subject::new(NicRingsKind::ShallowRing, &i.name, text));
-            problems.push(NicRingsKind::ShallowRing);
-            fixes.push(format!("ethtool -G {} rx {RX_RING_MIN}", i.name));
+        let judged = if r.rx < RX_RING_MIN && r.rx_max >= RX_RING_MIN {
+            Judged::new(
+                NicRingsKind::ShallowRing,
+                format!("rx ring {} (device allows up to {})", r.rx, r.rx_max),
+            )
+            .fix(format!("ethtool -G {} rx {RX_RING_MIN}", i.name))
         } else if r.rx < RX_RING_MIN && i.driver.as_deref() == Some(VIRTIO_NET) {
             // Measured on Debian's 6.1 under QEMU 7.2: without
             // rx_queue_size the device offers 256 and nothing in the guest
             // can raise it.
-            let text = format!(
-                "rx ring {} is all its virtio device offers (QEMU's default rx_queue_size; Spinifex starts guests with rx_queue_size={RX_RING_MIN})",
-                r.rx
-            );
-            shallow.push(format!("{} {text}", i.name));
-            subjects.push(Subject::new(NicRingsKind::VirtioQueueSize, &i.name, text));
-            problems.push(NicRingsKind::VirtioQueueSize);
-            fixes.push(format!(
+            Judged::new(
+                NicRingsKind::VirtioQueueSize,
+                format!(
+                    "rx ring {} is all its virtio device offers (QEMU's default rx_queue_size; Spinifex starts guests with rx_queue_size={RX_RING_MIN})",
+                    r.rx
+                ),
+            )
+            .fix(format!(
                 "on the host: stop, then start this instance, so that its QEMU gets rx_queue_size={RX_RING_MIN} (`{} --check qemu.tuning` there names the instance)",
                 crate::spinifex::doctor_command()
-            ));
+            ))
+        } else if r.rx < RX_RING_MIN {
+            Judged::new(NicRingsKind::Ok, format!("rx {} (its maximum)", r.rx))
         } else {
-            let text = if r.rx < RX_RING_MIN {
-                format!("rx {} (its maximum)", r.rx)
-            } else {
-                format!("rx {}", r.rx)
-            };
-            fine.push(format!("{} {text}", i.name));
-            subjects.push(Subject::new(NicRingsKind::Ok, &i.name, text));
-        }
-        evidence.push(RingEvidence {
-            name: i.name.clone(),
-            rx: Some(r.rx),
-            rx_max: Some(r.rx_max),
-            tx: Some(r.tx),
-            tx_max: Some(r.tx_max),
-            note: None,
-        });
+            Judged::new(NicRingsKind::Ok, format!("rx {}", r.rx))
+        };
+        all.judged(
+            &i.name,
+            vec![judged],
+            RingEvidence {
+                name: i.name.clone(),
+                rx: Some(r.rx),
+                rx_max: Some(r.rx_max),
+                tx: Some(r.tx),
+                tx_max: Some(r.tx_max),
+                note: None,
+            },
+        );
     }
-    let finding = if shallow.is_empty() && fine.is_empty() {
-        let names: Vec<&str> = ifaces.iter().map(|i| i.name.as_str()).collect();
-        Finding::skip(SkipReason::NotApplicable(format!(
-            "ring sizes {NOT_REPORTED} ({})",
-            names.join(", ")
-        )))
-    } else if let Some(kind) = crate::kind::most_severe(problems) {
-        Finding::new(
-            kind,
+    let (finding, interfaces) = all.finding(
+        |shallow| {
             format!(
                 "{}: a ring below {RX_RING_MIN} was a measured drop source under burst",
-                shallow.join("; ")
-            ),
-        )
-        .fixes(fixes)
-        .fix("then watch the driver's drop counters stay still under load: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
+                per_interface::said(shallow)
+            )
+        },
+        |fine| format!("receive rings hold a burst: {}", fine.join(", ")),
+    );
+    let finding = if finding.status == Status::Warn {
+        finding.fix("then watch the driver's drop counters stay still under load: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
     } else {
-        Finding::new(
-            NicRingsKind::Ok,
-            format!("receive rings hold a burst: {}", fine.join(", ")),
-        )
+        finding
     };
-    finding
-        .evidence(&NicRingsEvidence {
-            interfaces: evidence,
-            interface_source: source.map(str::to_owned),
-        })
-        .subjects(subjects)
+    finding.evidence(&NicRingsEvidence {
+        interfaces,
+        interface_source: source.map(str::to_owned),
+    })
 }
 
 #[cfg(test)]

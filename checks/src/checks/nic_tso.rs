@@ -10,18 +10,63 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::check::Check;
+use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason, Status};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::host::HostRef;
+use crate::kind::most_severe;
 use crate::probe::ethtool::{driver_counters, Reported, GENERIC_TSO_COUNTERS};
 use crate::probe::sysfs_net;
 use crate::probe::underlay_nics::{self, Selection};
 use crate::probe::ProbeError;
 
 pub struct NicTso;
+
+crate::kinds! {
+    /// What `nic.tso` can say, per interface and for the check.
+    pub enum NicTsoKind for "nic.tso" {
+        /// Under bulk load the NIC gets TSO super-packets: at least 4 wire packets per descriptor.
+        Ok = pass("ok"),
+        /// At 100,000 full-size packets/s or more, not one TSO descriptor: the host CPU segments everything (the overlay without hardware segmentation offload: 17.6 against 92.6 Gbit/s).
+        NoTso = fail("no-tso"),
+        /// Bulk traffic gets little hardware segmentation: no TSO descriptor at a lower rate, or fewer than 4 wire packets per descriptor.
+        LittleTso = warn("little-tso"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<NicTsoKind, NicTsoEvidence>();
+
+/// What the sample window measured on each interface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NicTsoEvidence {
+    pub interfaces: Vec<TsoEvidence>,
+    pub window_ms: u64,
+    /// "--interface", "ports of br-vpc", "routes to peers".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface_source: Option<String>,
+}
+
+/// One interface over the window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TsoEvidence {
+    pub name: String,
+    pub driver: Option<String>,
+    /// The driver's TSO descriptor counters read; empty when it has none.
+    pub tso_counters: Vec<String>,
+    pub tx_packets: u64,
+    pub tx_packets_per_sec: u64,
+    pub avg_tx_bytes: u64,
+    pub tso_descriptors: u64,
+    /// Null when nothing was sent.
+    pub wire_packets_per_descriptor: Option<f64>,
+    pub verdict: Status,
+    pub reason: String,
+}
+
+impl Evidence for NicTsoEvidence {}
 
 /// Below this many wire packets per second the link is idle for this purpose.
 pub const MIN_PPS: f64 = 1_000.0;
@@ -127,6 +172,10 @@ impl Check for NicTso {
         true
     }
 
+    fn declared(&self) -> Option<&'static Declared> {
+        Some(&DECLARED)
+    }
+
     fn run(&self, ctx: &Ctx) -> Finding {
         let host = ctx.host();
         let sel = match underlay_nics::underlay(ctx) {
@@ -146,7 +195,7 @@ impl Check for NicTso {
             }
         }
         let window = host.clock().saturating_sub(t0);
-        judge(&samples, window).with("interface_source", &sel.source)
+        judge_from(&samples, window, Some(&sel.source))
     }
 }
 
@@ -192,21 +241,14 @@ fn first_reading(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceSamp
     Ok(out)
 }
 
-#[derive(Serialize)]
-struct Evidence {
-    name: String,
-    driver: Option<String>,
-    tso_counters: Vec<String>,
-    tx_packets: u64,
-    tx_packets_per_sec: u64,
-    avg_tx_bytes: u64,
-    tso_descriptors: u64,
-    wire_packets_per_descriptor: Option<f64>,
-    verdict: Status,
-    reason: String,
+/// How one interface came out: a kind, or why it could not be judged.
+enum Outcome {
+    Judged(NicTsoKind),
+    /// Skipped, for the reason this makes of the words.
+    Skipped(fn(String) -> SkipReason),
 }
 
-fn judge_one(s: &InterfaceSample, secs: f64) -> (Status, String, Evidence) {
+fn judge_one(s: &InterfaceSample, secs: f64) -> (Outcome, String, TsoEvidence) {
     let packets = s.end.packets.saturating_sub(s.start.packets);
     let bytes = s.end.bytes.saturating_sub(s.start.bytes);
     let tso = s.end.tso.saturating_sub(s.start.tso);
@@ -227,7 +269,7 @@ fn judge_one(s: &InterfaceSample, secs: f64) -> (Status, String, Evidence) {
         .driver
         .clone()
         .unwrap_or_else(|| "unknown driver".to_owned());
-    let (status, reason) = if s.tso_counters.is_empty() {
+    let (outcome, reason) = if s.tso_counters.is_empty() {
         let why = match s.driver.as_deref().and_then(driver_counters) {
             Some(d) if d.tso.is_empty() => format!(
                 "its statistics count wire packets per queue ({}), not TSO descriptors; whether TSO is on is nic.offloads' answer",
@@ -239,34 +281,28 @@ fn judge_one(s: &InterfaceSample, secs: f64) -> (Status, String, Evidence) {
                 GENERIC_TSO_COUNTERS.join(", ")
             ),
         };
-        (
-            Status::Skip,
-            format!(
-                "{} ({driver}): the driver has no TSO counters: {why}",
-                s.name
-            ),
-        )
+        let reason = format!(
+            "{} ({driver}): the driver has no TSO counters: {why}",
+            s.name
+        );
+        (Outcome::Skipped(SkipReason::NotApplicable), reason)
     } else if pps < MIN_PPS {
-        (
-            Status::Skip,
-            format!("{}: idle link ({pps:.0} packets/s)", s.name),
-        )
+        let reason = format!("{}: idle link ({pps:.0} packets/s)", s.name);
+        (Outcome::Skipped(SkipReason::NothingToMeasure), reason)
     } else if avg < BULK_AVG_BYTES && tso == 0 {
-        (
-            Status::Skip,
-            format!(
-                "{}: no bulk traffic to segment (average frame {avg:.0} B)",
-                s.name
-            ),
-        )
+        let reason = format!(
+            "{}: no bulk traffic to segment (average frame {avg:.0} B)",
+            s.name
+        );
+        (Outcome::Skipped(SkipReason::NothingToMeasure), reason)
     } else if tso == 0 {
-        let status = if pps >= FAIL_PPS {
-            Status::Fail
+        let kind = if pps >= FAIL_PPS {
+            NicTsoKind::NoTso
         } else {
-            Status::Warn
+            NicTsoKind::LittleTso
         };
         (
-            status,
+            Outcome::Judged(kind),
             format!(
                 "{} ({driver}): {packets} wire packets ({pps:.0}/s, average {avg:.0} B) and 0 TSO descriptors: 1.0 wire packet per descriptor",
                 s.name
@@ -274,17 +310,21 @@ fn judge_one(s: &InterfaceSample, secs: f64) -> (Status, String, Evidence) {
         )
     } else {
         let r = ratio.unwrap_or(1.0);
-        let status = if r < WARN_RATIO {
-            Status::Warn
+        let kind = if r < WARN_RATIO {
+            NicTsoKind::LittleTso
         } else {
-            Status::Pass
+            NicTsoKind::Ok
         };
         (
-            status,
+            Outcome::Judged(kind),
             format!("{}: {r:.1} wire packets per TSO descriptor ({tso} descriptors, {pps:.0} packets/s)", s.name),
         )
     };
-    let ev = Evidence {
+    let status = match &outcome {
+        Outcome::Judged(k) => crate::kind::Kinds::doc(*k).status,
+        Outcome::Skipped(_) => Status::Skip,
+    };
+    let ev = TsoEvidence {
         name: s.name.clone(),
         driver: s.driver.clone(),
         tso_counters: s.tso_counters.clone(),
@@ -296,56 +336,96 @@ fn judge_one(s: &InterfaceSample, secs: f64) -> (Status, String, Evidence) {
         verdict: status,
         reason: reason.clone(),
     };
-    (status, reason, ev)
+    (outcome, reason, ev)
 }
 
 pub fn judge(samples: &[InterfaceSample], window: Duration) -> Finding {
+    judge_from(samples, window, None)
+}
+
+/// The verdict, with `source` saying how the interfaces were chosen.
+pub fn judge_from(samples: &[InterfaceSample], window: Duration, source: Option<&str>) -> Finding {
     let secs = window.as_secs_f64().max(0.001);
-    let judged: Vec<(Status, String, Evidence)> =
+    let judged: Vec<(Outcome, String, TsoEvidence)> =
         samples.iter().map(|s| judge_one(s, secs)).collect();
-    let worst = |st: Status| {
+    let of = |kind: NicTsoKind| -> Vec<&str> {
         judged
             .iter()
-            .filter(move |(s, _, _)| *s == st)
+            .filter(|(o, _, _)| matches!(o, Outcome::Judged(k) if *k == kind))
             .map(|(_, r, _)| r.as_str())
+            .collect()
     };
-    let fails: Vec<&str> = worst(Status::Fail).collect();
-    let warns: Vec<&str> = worst(Status::Warn).collect();
-    let passes: Vec<&str> = worst(Status::Pass).collect();
-    let skips: Vec<&str> = worst(Status::Skip).collect();
+    let (fails, warns, passes) = (
+        of(NicTsoKind::NoTso),
+        of(NicTsoKind::LittleTso),
+        of(NicTsoKind::Ok),
+    );
+    let skips: Vec<&str> = judged
+        .iter()
+        .filter(|(o, _, _)| matches!(o, Outcome::Skipped(_)))
+        .map(|(_, r, _)| r.as_str())
+        .collect();
     let names: Vec<&str> = samples.iter().map(|s| s.name.as_str()).collect();
     let fixes = [
         format!("check the tunnel features: `spx doctor --check nic.offloads`; if off, `ethtool -K {} tx-udp_tnl-segmentation on`", names.first().copied().unwrap_or("IF")),
         "if they are on and TSO is still unused, the driver declines to offload geneve GSO or the OVS datapath drops GSO before the driver: compare the same transfer over a VXLAN tunnel (the tuning page's open question)".to_owned(),
         "mitigate meanwhile with jumbo frames where the fabric carries them (about sixfold fewer descriptors): `spx doctor --for enable-jumbo`".to_owned(),
     ];
-    let finding = if !fails.is_empty() {
-        Finding::fail(format!(
-            "the overlay gets no hardware segmentation offload: {} (measured on the same NIC: 17.6 Gbit/s against 92.6 with TSO, 5.3x)",
-            fails.join("; ")
-        ))
-        .fixes(fixes)
-    } else if !warns.is_empty() {
-        Finding::warn(format!(
-            "little or no hardware segmentation under load: {}",
-            warns.join("; ")
-        ))
-        .fixes(fixes)
-    } else if !passes.is_empty() {
-        Finding::pass(passes.join("; "))
-    } else {
-        Finding::skip(SkipReason::NothingToMeasure(skips.join("; ")))
+    let worst = most_severe(judged.iter().filter_map(|(o, _, _)| match o {
+        Outcome::Judged(k) => Some(*k),
+        Outcome::Skipped(_) => None,
+    }));
+    let finding = match worst {
+        Some(kind @ NicTsoKind::NoTso) => Finding::new(
+            kind,
+            format!(
+                "the overlay gets no hardware segmentation offload: {} (measured on the same NIC: 17.6 Gbit/s against 92.6 with TSO, 5.3x)",
+                fails.join("; ")
+            ),
+        )
+        .fixes(fixes),
+        Some(kind @ NicTsoKind::LittleTso) => Finding::new(
+            kind,
+            format!(
+                "little or no hardware segmentation under load: {}",
+                warns.join("; ")
+            ),
+        )
+        .fixes(fixes),
+        Some(kind @ NicTsoKind::Ok) => Finding::new(kind, passes.join("; ")),
+        None => Finding::skip(SkipReason::NothingToMeasure(skips.join("; "))),
     };
-    let evidence: Vec<Evidence> = judged.into_iter().map(|(_, _, e)| e).collect();
+    let mut subjects = Vec::new();
+    let mut interfaces = Vec::new();
+    for ((outcome, reason, ev), s) in judged.into_iter().zip(samples) {
+        // The reason starts with the interface's name.
+        let text = reason
+            .strip_prefix(s.name.as_str())
+            .map_or(reason.as_str(), |r| r.trim_start_matches(':').trim_start());
+        subjects.push(match outcome {
+            Outcome::Judged(kind) => Subject::new(kind, &s.name, text),
+            Outcome::Skipped(why) => Subject::skipped(&s.name, why(text.to_owned())),
+        });
+        interfaces.push(ev);
+    }
     finding
-        .with("interfaces", evidence)
-        .with("window_ms", window.as_millis() as u64)
+        .evidence(&NicTsoEvidence {
+            interfaces,
+            window_ms: window.as_millis() as u64,
+            interface_source: source.map(str::to_owned),
+        })
+        .subjects(subjects)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hw_captures as hw;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(samples: &[InterfaceSample], window: Duration) -> Finding {
+        crate::schema_check::valid("nic.tso", super::judge(samples, window))
+    }
 
     fn mlx5(packets: u64, bytes: u64, tso: u64) -> InterfaceSample {
         InterfaceSample {
@@ -383,12 +463,32 @@ mod tests {
             1.0
         );
         assert!(f.remediation[0].contains("ethtool -K enp65s0f0np0 tx-udp_tnl-segmentation on"));
+        assert_eq!(f.kind.code("nic.tso"), "nic.tso/no-tso");
+        assert_eq!(f.findings[0].subject, "enp65s0f0np0");
+        assert!(
+            f.findings[0].summary.starts_with("(mlx5_core): "),
+            "{}",
+            f.findings[0].summary
+        );
     }
 
     #[test]
     fn zero_tso_on_a_lighter_load_warns() {
         let f = judge(&[mlx5(5_000, 5_000 * 1514, 0)], Duration::from_secs(1));
         assert_eq!(f.status, Status::Warn, "{}", f.summary);
+        assert_eq!(f.kind.code("nic.tso"), "nic.tso/little-tso");
+        // An idle second NIC beside it is a skip of its own.
+        let mut idle = mlx5(10, 10 * 1514, 0);
+        idle.name = "enp65s0f1np1".into();
+        let f = judge(
+            &[mlx5(5_000, 5_000 * 1514, 0), idle],
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            f.findings[1].kind.code("nic.tso"),
+            "nic.tso/nothing-to-measure"
+        );
+        assert_eq!(f.findings[1].summary, "idle link (10 packets/s)");
     }
 
     #[test]
