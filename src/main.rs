@@ -407,7 +407,9 @@ pub fn man_page() -> anyhow::Result<String> {
             .as_bytes(),
         );
     }
-    buf.extend_from_slice(b".PP\nChecks without typed kinds yet report CHECK\\-ID/pass, warn, fail or error (transitional). Every check can also report these, with its own id before the slash:\n");
+    buf.extend_from_slice(
+        b".PP\nEvery check can also report these, with its own id before the slash:\n",
+    );
     for k in &spx_checks::kind::COMMON {
         buf.extend_from_slice(
             format!(

@@ -32,7 +32,7 @@ pub struct Report {
     pub runbook: Option<Vec<String>>,
     /// The config this run used, as the cross-node checks compare it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<ConfigFacts>,
+    pub config: Option<spx_checks::cluster::ReportedConfig>,
     /// This host's own unicast addresses (no loopback, no link-local): how
     /// a cluster run tells which node an address belongs to.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -65,34 +65,6 @@ pub struct ReplayedFrom {
     pub recorded_by: String,
     /// What the replay passed over (another version's records).
     pub notes: Vec<String>,
-}
-
-/// What the config said, as this node ran with it.
-#[derive(Serialize, Debug)]
-pub struct ConfigFacts {
-    pub path: String,
-    pub node: Option<String>,
-    /// `[network] ipsec_enabled` (a missing key is true).
-    pub ipsec_enabled: bool,
-    /// `[network] underlay_mtu` as written (a missing key is 1500).
-    pub underlay_mtu: u32,
-    /// The `[nodes.*]` names, sorted.
-    pub nodes: Vec<String>,
-}
-
-impl ConfigFacts {
-    fn of(config: &ConfigState) -> Option<ConfigFacts> {
-        match config {
-            ConfigState::Loaded { path, config } => Some(ConfigFacts {
-                path: path.display().to_string(),
-                node: config.node.clone(),
-                ipsec_enabled: config.network.ipsec_enabled,
-                underlay_mtu: config.network.underlay_mtu,
-                nodes: config.nodes.keys().cloned().collect(),
-            }),
-            _ => None,
-        }
-    }
 }
 
 /// This host's addresses a peer could name it by.
@@ -290,7 +262,7 @@ pub fn build(
         summary,
         checks,
         runbook: None,
-        config: ConfigFacts::of(config),
+        config: spx_checks::cluster::ReportedConfig::of(config),
         addresses: own_addresses(host),
         allow: policy.levels.allow.iter().map(|e| e.code.clone()).collect(),
         deny: policy.levels.deny.iter().map(|e| e.code.clone()).collect(),

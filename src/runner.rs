@@ -230,7 +230,21 @@ pub fn police(check: &dyn Check, f: Finding) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use spx_checks::{ConfigState, Options};
+    use spx_checks::{ConfigState, Declared, Options};
+
+    spx_checks::kinds! {
+        /// The kinds of the runner's test checks (their codes take the
+        /// test check's id).
+        enum TestKind for "test.runner" {
+            /// Fine.
+            Ok = pass("ok"),
+            /// Broken.
+            Broken = fail("broken"),
+        }
+    }
+
+    static TEST: Declared =
+        Declared::of::<TestKind, spx_checks::checks::nic_rings::NicRingsEvidence>();
 
     struct Sleepy;
     impl Check for Sleepy {
@@ -243,9 +257,12 @@ mod tests {
         fn explain(&self) -> &'static str {
             ""
         }
+        fn declared(&self) -> &'static Declared {
+            &TEST
+        }
         fn run(&self, _: &Ctx) -> Finding {
             std::thread::sleep(Duration::from_secs(30));
-            Finding::pass("woke up")
+            Finding::new(TestKind::Ok, "woke up")
         }
     }
 
@@ -260,9 +277,12 @@ mod tests {
         fn explain(&self) -> &'static str {
             ""
         }
+        fn declared(&self) -> &'static Declared {
+            &TEST
+        }
         fn run(&self, _: &Ctx) -> Finding {
             let v: Vec<u8> = Vec::new();
-            Finding::pass(format!("{}", v[3]))
+            Finding::new(TestKind::Ok, format!("{}", v[3]))
         }
     }
 
@@ -277,8 +297,11 @@ mod tests {
         fn explain(&self) -> &'static str {
             ""
         }
+        fn declared(&self) -> &'static Declared {
+            &TEST
+        }
         fn run(&self, _: &Ctx) -> Finding {
-            Finding::fail("broken")
+            Finding::new(TestKind::Broken, "broken")
         }
     }
 
@@ -289,8 +312,8 @@ mod tests {
         }
     }
 
-    static STRICT: spx_checks::Declared =
-        spx_checks::Declared::of::<StrictKind, spx_checks::checks::nic_rings::NicRingsEvidence>();
+    static STRICT: Declared =
+        Declared::of::<StrictKind, spx_checks::checks::nic_rings::NicRingsEvidence>();
 
     /// Declares its kinds, then reports another.
     struct Strict(fn() -> Finding);
@@ -304,8 +327,8 @@ mod tests {
         fn explain(&self) -> &'static str {
             ""
         }
-        fn declared(&self) -> Option<&'static spx_checks::Declared> {
-            Some(&STRICT)
+        fn declared(&self) -> &'static Declared {
+            &STRICT
         }
         fn run(&self, _: &Ctx) -> Finding {
             (self.0)()
@@ -361,7 +384,12 @@ mod tests {
     #[test]
     fn a_converted_check_may_report_only_the_kinds_it_declares() {
         static FINE: Strict = Strict(|| Finding::new(StrictKind::Ok, "fine"));
-        static TRANSITIONAL: Strict = Strict(|| Finding::pass("an old-style pass"));
+        static OTHERS: Strict = Strict(|| {
+            Finding::new(
+                spx_checks::checks::nic_rings::NicRingsKind::Ok,
+                "another's pass",
+            )
+        });
         static FOREIGN: Strict = Strict(|| {
             Finding::new(StrictKind::Ok, "fine").subject(
                 spx_checks::checks::nic_rings::NicRingsKind::ShallowRing,
@@ -372,7 +400,7 @@ mod tests {
         static SKIP: Strict =
             Strict(|| Finding::skip(spx_checks::SkipReason::NotApplicable("x".into())));
         let out = run(
-            &[&FINE, &TRANSITIONAL, &FOREIGN, &SKIP],
+            &[&FINE, &OTHERS, &FOREIGN, &SKIP],
             ctx(Duration::from_secs(5)),
         );
         assert_eq!(out[0].finding.status, Status::Pass);
@@ -381,7 +409,7 @@ mod tests {
             out[1]
                 .finding
                 .summary
-                .contains("test.strict/pass is not a kind test.strict declares"),
+                .contains("nic.rings/ok is not a kind test.strict declares"),
             "{}",
             out[1].finding.summary
         );

@@ -67,7 +67,10 @@ fn codes_that_cannot_take_a_level_are_one_line_refusals() {
             "only warnings can be denied",
         ),
         (vec!["--allow", "nic.rings/ok"], "only warnings, failures and errors can be allowed"),
-        (vec!["--allow", "cluster.reachable/fail"], "transitional"),
+        (
+            vec!["--allow", "cluster.reachable/timed-out"],
+            "common to every check",
+        ),
         (
             vec!["--allow", PAST_DROPS, "--deny", PAST_DROPS],
             "a code is allowed or denied, not both",

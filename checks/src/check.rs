@@ -48,15 +48,9 @@ pub trait Check: Send + Sync {
     fn run(&self, ctx: &Ctx) -> Finding;
 
     /// Every kind of outcome this check reports (its codes), its evidence
-    /// type and the metrics it owns: `Some(&DECLARED)` with a
+    /// type and the metrics it owns: `&DECLARED` with a
     /// `static DECLARED: Declared = Declared::of::<MyKind, MyEvidence>();`.
-    ///
-    /// TRANSITIONAL (issue 13, first part): `None` is a check not converted
-    /// yet, whose codes are `<id>/<status>`. The second part converts every
-    /// check and removes this default.
-    fn declared(&self) -> Option<&'static Declared> {
-        None
-    }
+    fn declared(&self) -> &'static Declared;
 }
 
 /// What a converted check declares about its results.

@@ -5,7 +5,7 @@
 
 use crate::check::Check;
 use crate::finding::Status;
-use crate::kind::{KindDoc, Origin, COMMON, TRANSITIONAL};
+use crate::kind::{KindDoc, Origin, COMMON};
 use crate::CHECKS;
 
 /// One code: a kind as one check reports it.
@@ -22,13 +22,9 @@ impl Code {
     }
 }
 
-/// The kinds a check reports itself: those it declares or, TRANSITIONAL
-/// for a check not converted yet, one per status.
+/// The kinds a check reports itself: those it declares.
 pub fn own_kinds(check: &dyn Check) -> &'static [KindDoc] {
-    match check.declared() {
-        Some(d) => d.kinds,
-        None => &TRANSITIONAL,
-    }
+    check.declared().kinds
 }
 
 /// Every code of one check: its own kinds, then the common ones.
@@ -45,14 +41,11 @@ pub fn all() -> impl Iterator<Item = Code> {
 }
 
 /// May `check` report a finding of `kind`? Its own declared kinds and the
-/// common ones; TRANSITIONAL: the status kinds only while it declares none.
+/// common ones.
 pub fn reports(check: &dyn Check, kind: &KindDoc) -> bool {
     match kind.origin {
         Origin::Common => true,
-        Origin::Transitional => check.declared().is_none(),
-        Origin::Check => check
-            .declared()
-            .is_some_and(|d| d.kinds.iter().any(|k| k.same_kind(kind))),
+        Origin::Check => check.declared().kinds.iter().any(|k| k.same_kind(kind)),
     }
 }
 
@@ -121,9 +114,6 @@ pub fn for_level(text: &str, level: Level) -> Result<Code, CodeError> {
     }
     let id = code.check.id();
     let why = match code.kind.origin {
-        Origin::Transitional => format!(
-            "a transitional code: {id} has no typed kinds yet, so its outcomes cannot be told apart"
-        ),
         Origin::Common => format!(
             "common to every check (the doctor's own {}), not a finding about the host; to not run {id}, --skip it",
             code.kind.status
@@ -185,7 +175,7 @@ mod tests {
             assert_eq!(find(&code).map(|f| f.code()), Some(code.clone()));
         }
         // Every converted check has an `ok` and at least one problem kind.
-        for check in CHECKS.iter().filter(|c| c.declared().is_some()) {
+        for check in CHECKS {
             let kinds = own_kinds(*check);
             assert!(
                 kinds
@@ -212,10 +202,9 @@ mod tests {
         assert!(reports(check, &copy));
         let other = KindDoc::declared("nic.rings", "deep-ring", Status::Warn, "");
         assert!(!reports(check, &other));
-        assert!(!reports(check, &crate::kind::TRANSITIONAL[0]));
         assert!(reports(
-            crate::find("cluster.reachable").unwrap(),
-            &crate::kind::TRANSITIONAL[0]
+            check,
+            crate::kind::Kinds::doc(crate::kind::Common::TimedOut)
         ));
     }
 
@@ -237,7 +226,7 @@ mod tests {
         let e = for_level("nic.rings/ok", Level::Allow).unwrap_err();
         assert!(e.0.contains("a pass: only warnings"), "{e}");
         let e = for_level("cluster.reachable/fail", Level::Allow).unwrap_err();
-        assert!(e.0.contains("transitional"), "{e}");
+        assert!(e.0.contains("unknown code"), "{e}");
         let e = for_level("nic.rings/timed-out", Level::Allow).unwrap_err();
         assert!(e.0.contains("--skip it"), "{e}");
         let e = for_level("qemu.tuning/no-vhost", Level::Deny).unwrap_err();

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::evidence::{self, Evidence};
-use crate::kind::{Common, KindDoc, Kinds, TRANSITIONAL};
+use crate::kind::{Common, KindDoc, Kinds};
 
 /// The verdict of one check. Ordered from best to worst for sorting and
 /// summaries; `Skip` and `Error` are not "better" than `Fail`, they are a
@@ -167,30 +167,6 @@ impl Finding {
         Finding::of_doc(kind.doc(), summary)
     }
 
-    /// TRANSITIONAL: a pass of a check without typed kinds (`<id>/pass`).
-    pub fn pass(summary: impl Into<String>) -> Finding {
-        Finding::of_doc(&TRANSITIONAL[0], summary)
-    }
-
-    /// TRANSITIONAL: a warning of a check without typed kinds (`<id>/warn`).
-    pub fn warn(summary: impl Into<String>) -> Finding {
-        Finding::of_doc(&TRANSITIONAL[1], summary)
-    }
-
-    /// TRANSITIONAL: a failure of a check without typed kinds
-    /// (`<id>/fail`). Callers must add remediation with [`Finding::fix`];
-    /// the runner turns a fail without remediation into an error, because a
-    /// fail that does not say how to fix it is a bug in the check.
-    pub fn fail(summary: impl Into<String>) -> Finding {
-        Finding::of_doc(&TRANSITIONAL[2], summary)
-    }
-
-    /// TRANSITIONAL: an error of a check without typed kinds
-    /// (`<id>/error`): it could not conclude. Never a pass.
-    pub fn error(summary: impl Into<String>) -> Finding {
-        Finding::of_doc(&TRANSITIONAL[3], summary)
-    }
-
     /// A skip, of the common kind that names its reason.
     pub fn skip(reason: SkipReason) -> Finding {
         let (kind, needs) = skip_kind(&reason);
@@ -229,14 +205,6 @@ impl Finding {
     /// Add subjects' outcomes, in order.
     pub fn subjects(mut self, subjects: impl IntoIterator<Item = Subject>) -> Finding {
         self.findings.extend(subjects);
-        self
-    }
-
-    /// TRANSITIONAL: attach one untyped evidence field. Converted checks
-    /// attach a typed struct with [`Finding::evidence`].
-    pub fn with(mut self, key: &str, value: impl Serialize) -> Finding {
-        let value = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.evidence.insert(key.to_owned(), value);
         self
     }
 
@@ -300,7 +268,10 @@ mod tests {
             Some(DemoEvidence { size: 3 })
         );
         assert_eq!(f.findings[0].status(), Status::Warn);
-        assert_eq!(Finding::pass("x").evidence_as::<DemoEvidence>(), None);
+        assert_eq!(
+            Finding::new(DemoKind::Ok, "x").evidence_as::<DemoEvidence>(),
+            None
+        );
         assert_eq!(Finding::new(DemoKind::Ok, "fine").status, Status::Pass);
     }
 

@@ -11,10 +11,6 @@
 //! A few kinds are common to every check: the four reasons to skip, a probe
 //! that failed, and what the runner reports for a check that timed out,
 //! crashed or broke its contract ([`Common`]).
-//!
-//! TRANSITIONAL (issue 13, first part): checks not yet converted report
-//! `<id>/pass|warn|fail|error` ([`TRANSITIONAL`]); the second part converts
-//! them and removes these.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,15 +47,13 @@ pub enum Origin {
     Check,
     /// The same for every check (skips, a failed probe, runner outcomes).
     Common,
-    /// TRANSITIONAL: the status word of a check not yet converted.
-    Transitional,
 }
 
 /// One kind of outcome, with everything the catalog says about it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct KindDoc {
-    /// The check that declares it; `None` for common and transitional kinds,
-    /// whose code takes the id of whichever check reported them.
+    /// The check that declares it; `None` for common kinds, whose code
+    /// takes the id of whichever check reported them.
     pub check: Option<&'static str>,
     /// The part after the slash, kebab case.
     pub name: &'static str,
@@ -103,17 +97,6 @@ impl KindDoc {
             doc,
             skip,
             origin: Origin::Common,
-        }
-    }
-
-    const fn transitional(name: &'static str, status: Status, doc: &'static str) -> KindDoc {
-        KindDoc {
-            check: None,
-            name,
-            status,
-            doc,
-            skip: None,
-            origin: Origin::Transitional,
         }
     }
 
@@ -322,32 +305,6 @@ impl Kinds for Common {
         &COMMON[self as usize]
     }
 }
-
-/// TRANSITIONAL: the kinds of a check that has no typed kinds yet, one per
-/// status (skips use the common skip kinds). Issue 13's second part
-/// converts the remaining checks and removes these.
-pub static TRANSITIONAL: [KindDoc; 4] = [
-    KindDoc::transitional(
-        "pass",
-        Status::Pass,
-        "Transitional: this check has no typed kinds yet; it passed (see its summary).",
-    ),
-    KindDoc::transitional(
-        "warn",
-        Status::Warn,
-        "Transitional: this check has no typed kinds yet; it warned (see its summary).",
-    ),
-    KindDoc::transitional(
-        "fail",
-        Status::Fail,
-        "Transitional: this check has no typed kinds yet; it failed (see its summary and remediation).",
-    ),
-    KindDoc::transitional(
-        "error",
-        Status::Error,
-        "Transitional: this check has no typed kinds yet; it could not conclude (see its summary).",
-    ),
-];
 
 /// How bad a status is, for picking the most severe of several kinds:
 /// fail, then error, then warn, then skip, then pass.

@@ -69,25 +69,21 @@ pub fn declared() -> Vec<(&'static str, &'static MetricDef)> {
     let mut all = Vec::new();
     for check in crate::CHECKS {
         for m in metrics_of(*check) {
-            all.push((check.id(), m));
+            all.push((check.id(), *m));
         }
     }
     all
 }
 
-fn metrics_of(check: &dyn Check) -> Vec<&'static MetricDef> {
-    check
-        .declared()
-        .map(|d| d.metrics.to_vec())
-        .unwrap_or_default()
+fn metrics_of(check: &dyn Check) -> &'static [&'static MetricDef] {
+    check.declared().metrics
 }
 
 /// The series in one check result's evidence (an unknown id has none),
 /// read back through the owning check's typed evidence.
 pub fn series(check_id: &str, evidence: &Map<String, Value>) -> Vec<Series> {
     crate::find(check_id)
-        .and_then(|c| c.declared())
-        .map(|d| (d.series)(evidence))
+        .map(|c| (c.declared().series)(evidence))
         .unwrap_or_default()
 }
 

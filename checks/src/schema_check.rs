@@ -69,7 +69,9 @@ fn the_schema_refuses_stray_evidence_and_foreign_codes() {
         rmem_max: 1,
         wmem_max: 1,
     });
-    let stray = std::panic::catch_unwind(|| valid("sysctl.udp-buffers", f.clone().with("typo", 1)));
+    let mut typo = f.clone();
+    typo.evidence.insert("typo".into(), 1.into());
+    let stray = std::panic::catch_unwind(|| valid("sysctl.udp-buffers", typo));
     assert!(stray.is_err(), "an evidence key the schema does not know");
     let foreign = std::panic::catch_unwind(|| valid("nic.rings", f.clone()));
     assert!(foreign.is_err(), "a code of another check");

@@ -91,13 +91,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .nodes
         .iter()
         .zip(answers)
-        .map(|(n, a)| NodeAnswer {
-            name: n.name.clone(),
-            host: match n.via {
+        .map(|(n, a)| {
+            let host = match n.via {
                 Via::InProcess => None,
                 _ => n.host.clone(),
-            },
-            report: a.unwrap_or_else(|| {
+            };
+            let report = a.unwrap_or_else(|| {
                 Err(Unreached {
                     kind: match n.via {
                         Via::NoAddress => UnreachedKind::NoAddress,
@@ -108,7 +107,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                         _ => String::new(),
                     },
                 })
-            }),
+            });
+            NodeAnswer::new(n.name.clone(), host, report)
         })
         .collect();
     let cluster = ClusterFacts {
@@ -141,15 +141,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             .answered()
             .filter_map(|n| {
                 let c = n.check("underlay.on-link")?;
-                matches!(facts::status_of(c), Some("warn" | "fail")).then(|| {
-                    (
-                        n.name.clone(),
-                        c.get("summary")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                    )
-                })
+                matches!(c.status, Status::Warn | Status::Fail)
+                    .then(|| (n.name.clone(), c.summary.clone()))
             })
             .collect();
         let opts = &plan.settings.options;

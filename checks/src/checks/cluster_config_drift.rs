@@ -10,14 +10,63 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::check::{Check, Scope};
-use crate::cluster::{self, and_list, ClusterFacts};
+use crate::check::{Check, Declared, Scope};
+use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer};
 use crate::ctx::Ctx;
-use crate::finding::Finding;
+use crate::evidence::Evidence;
+use crate::finding::{Finding, Subject};
+use crate::kind::{most_severe, Kinds};
 
 pub struct ClusterConfigDrift;
+
+crate::kinds! {
+    /// What `cluster.config-drift` can say, per node and for the check.
+    pub enum ConfigDriftKind for "cluster.config-drift" {
+        /// ipsec_enabled, underlay_mtu, the [nodes.*] names and the doctor's version are the same on every node.
+        Ok = pass("ok"),
+        /// ipsec_enabled differs between nodes: their guests get different MTUs and multiqueue, and one side expects SAs the other never sets up.
+        IpsecEnabledDrift = fail("ipsec-enabled-drift"),
+        /// underlay_mtu differs between nodes: some guests get an MTU the fabric between them and the rest does not carry.
+        UnderlayMtuDrift = fail("underlay-mtu-drift"),
+        /// The [nodes.*] tables differ between nodes: SAs and peers nobody else expects.
+        NodeListDrift = fail("node-list-drift"),
+        /// A node did not answer or reported no config, so whether the configs agree is unknown.
+        ConfigUnknown = error("config-unknown"),
+        /// The configs agree, but the nodes run different versions of the doctor.
+        VersionDrift = warn("version-drift"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<ConfigDriftKind, ConfigDriftEvidence>();
+
+/// Every node's settings, and the ones that differ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigDriftEvidence {
+    /// By node: each compared setting's value (null when not reported).
+    pub configs: BTreeMap<String, BTreeMap<String, Value>>,
+    pub drift: Vec<Drift>,
+    pub unanswered: Vec<String>,
+    pub without_config: Vec<String>,
+}
+
+/// One setting that differs, and which nodes have which value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    pub key: String,
+    /// Largest group first.
+    pub values: Vec<DriftValue>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DriftValue {
+    pub value: Value,
+    pub nodes: Vec<String>,
+}
+
+impl Evidence for ConfigDriftEvidence {}
 
 impl Check for ClusterConfigDrift {
     fn id(&self) -> &'static str {
@@ -53,40 +102,42 @@ impl Check for ClusterConfigDrift {
         Scope::Cluster
     }
 
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
+    }
+
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
     }
 }
 
-/// One compared setting and its key in spinifex.toml.
+/// One compared setting, its key in spinifex.toml and the kind of its drift.
 struct Setting {
     key: &'static str,
     toml: Option<&'static str>,
-    read: fn(&Value) -> Option<Value>,
+    drift: ConfigDriftKind,
+    read: fn(&NodeAnswer) -> Option<Value>,
 }
 
 const SETTINGS: &[Setting] = &[
     Setting {
         key: "ipsec_enabled",
         toml: Some("ipsec_enabled"),
-        read: |r| r.get("config")?.get("ipsec_enabled").cloned(),
+        drift: ConfigDriftKind::IpsecEnabledDrift,
+        read: |n| Some(json!(n.config()?.ipsec_enabled)),
     },
     Setting {
         key: "underlay_mtu",
         toml: Some("underlay_mtu"),
-        read: |r| r.get("config")?.get("underlay_mtu").cloned(),
+        drift: ConfigDriftKind::UnderlayMtuDrift,
+        read: |n| Some(json!(n.config()?.underlay_mtu)),
     },
     Setting {
         key: "nodes",
         toml: None,
-        read: |r| {
-            let mut names: Vec<String> = r
-                .get("config")?
-                .get("nodes")?
-                .as_array()?
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect();
+        drift: ConfigDriftKind::NodeListDrift,
+        read: |n| {
+            let mut names = n.config()?.nodes.clone();
             names.sort();
             Some(json!(names))
         },
@@ -94,7 +145,8 @@ const SETTINGS: &[Setting] = &[
     Setting {
         key: "version",
         toml: None,
-        read: |r| r.get("tool")?.get("version").cloned(),
+        drift: ConfigDriftKind::VersionDrift,
+        read: |n| Some(json!(n.version()?)),
     },
 ];
 
@@ -114,22 +166,23 @@ fn shown(key: &str, v: &Value) -> String {
 }
 
 pub fn judge(facts: &ClusterFacts) -> Finding {
-    let mut configs = serde_json::Map::new();
+    let mut configs = BTreeMap::new();
     let mut without_config: Vec<&str> = Vec::new();
     for n in facts.answered() {
-        let r = n.report().expect("answered");
-        if r.get("config").is_none_or(Value::is_null) {
+        if n.config().is_none() {
             without_config.push(&n.name);
         }
-        let mut row = serde_json::Map::new();
-        for s in SETTINGS {
-            row.insert(s.key.into(), (s.read)(r).unwrap_or(Value::Null));
-        }
-        configs.insert(n.name.clone(), Value::Object(row));
+        let row = SETTINGS
+            .iter()
+            .map(|s| (s.key.to_owned(), (s.read)(n).unwrap_or(Value::Null)))
+            .collect();
+        configs.insert(n.name.clone(), row);
     }
     let unanswered: Vec<&str> = facts.unreached().map(|(n, _)| n.name.as_str()).collect();
 
     let mut drift = Vec::new();
+    let mut kinds = Vec::new();
+    let mut subjects = Vec::new();
     let mut fail_parts = Vec::new();
     let mut warn_parts = Vec::new();
     let mut fixes = Vec::new();
@@ -140,7 +193,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             if without_config.contains(&n.name.as_str()) && s.key != "version" {
                 continue;
             }
-            let v = (s.read)(n.report().expect("answered")).unwrap_or(Value::Null);
+            let v = (s.read)(n).unwrap_or(Value::Null);
             groups
                 .entry(v.to_string())
                 .or_insert_with(|| (v.clone(), Vec::new()))
@@ -173,10 +226,39 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         } else {
             by_size.iter().map(says).collect::<Vec<_>>().join("; ")
         };
-        drift.push(json!({
-            "key": s.key,
-            "values": by_size.iter().map(|(v, nodes)| json!({"value": v, "nodes": nodes})).collect::<Vec<_>>(),
-        }));
+        drift.push(Drift {
+            key: s.key.to_owned(),
+            values: by_size
+                .iter()
+                .map(|(v, nodes)| DriftValue {
+                    value: v.clone(),
+                    nodes: nodes.iter().map(|n| (*n).to_owned()).collect(),
+                })
+                .collect(),
+        });
+        kinds.push(s.drift);
+        // The odd ones out, or every group when no value has a majority.
+        let odd = if majority_clear {
+            &by_size[1..]
+        } else {
+            &by_size[..]
+        };
+        for (v, nodes) in odd {
+            for n in nodes {
+                subjects.push(Subject::new(
+                    s.drift,
+                    *n,
+                    match majority_clear {
+                        true => format!(
+                            "{}, the others {}",
+                            shown(s.key, v),
+                            shown(s.key, &by_size[0].0)
+                        ),
+                        false => shown(s.key, v),
+                    },
+                ));
+            }
+        }
         if s.key == "version" {
             warn_parts.push(format!("doctor version: {text}"));
             fixes.push(format!(
@@ -214,13 +296,34 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         });
     }
 
+    for n in unanswered.iter().chain(&without_config) {
+        subjects.push(Subject::new(
+            ConfigDriftKind::ConfigUnknown,
+            *n,
+            if unanswered.contains(n) {
+                "did not answer"
+            } else {
+                "reported no config"
+            },
+        ));
+    }
+    let owned = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let evidence = |f: Finding| {
-        f.with("configs", &configs)
-            .with("drift", &drift)
-            .with("unanswered", &unanswered)
-            .with("without_config", &without_config)
+        f.evidence(&ConfigDriftEvidence {
+            configs: configs.clone(),
+            drift: drift.clone(),
+            unanswered: owned(&unanswered),
+            without_config: owned(&without_config),
+        })
+        .subjects(subjects.clone())
     };
-    if !fail_parts.is_empty() {
+    let worst_fail = most_severe(
+        kinds
+            .iter()
+            .copied()
+            .filter(|k| k.doc().status == crate::finding::Status::Fail),
+    );
+    if let Some(kind) = worst_fail {
         let mut summary = format!("the nodes' configs disagree: {}", fail_parts.join("; "));
         if !warn_parts.is_empty() {
             summary.push_str(&format!("; {}", warn_parts.join("; ")));
@@ -228,7 +331,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         if !unanswered.is_empty() {
             summary.push_str(&format!("; {} did not answer", and_list(&unanswered)));
         }
-        return evidence(Finding::fail(summary).fixes(fixes));
+        return evidence(Finding::new(kind, summary).fixes(fixes));
     }
     if !without_config.is_empty() || !unanswered.is_empty() {
         let mut why = Vec::new();
@@ -242,10 +345,13 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             ));
         }
         let answered = facts.answered().count() - without_config.len();
-        let mut f = Finding::error(format!(
-            "{}, so their configs are unknown; the {answered} that did agree",
-            why.join("; ")
-        ));
+        let mut f = Finding::new(
+            ConfigDriftKind::ConfigUnknown,
+            format!(
+                "{}, so their configs are unknown; the {answered} that did agree",
+                why.join("; ")
+            ),
+        );
         if !warn_parts.is_empty() {
             f.summary.push_str(&format!(" ({})", warn_parts.join("; ")));
         }
@@ -253,26 +359,34 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
     }
     if !warn_parts.is_empty() {
         return evidence(
-            Finding::warn(format!(
-                "the configs agree, but the doctors differ: {}",
-                warn_parts.join("; ")
-            ))
+            Finding::new(
+                ConfigDriftKind::VersionDrift,
+                format!(
+                    "the configs agree, but the doctors differ: {}",
+                    warn_parts.join("; ")
+                ),
+            )
             .fixes(fixes),
         );
     }
-    let first = facts.answered().next().and_then(|n| n.report());
-    let Some(first) = first else {
-        return evidence(Finding::error("no node answered"));
+    let Some(first) = facts.answered().next() else {
+        return evidence(Finding::new(
+            ConfigDriftKind::ConfigUnknown,
+            "no node answered",
+        ));
     };
     let common: Vec<String> = SETTINGS
         .iter()
         .filter_map(|s| (s.read)(first).map(|v| shown(s.key, &v)))
         .collect();
-    evidence(Finding::pass(format!(
-        "all {} nodes run the same config: {}",
-        facts.nodes.len(),
-        common.join(", ")
-    )))
+    evidence(Finding::new(
+        ConfigDriftKind::Ok,
+        format!(
+            "all {} nodes run the same config: {}",
+            facts.nodes.len(),
+            common.join(", ")
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -281,6 +395,11 @@ mod tests {
     use crate::cluster::testing::*;
     use crate::cluster::UnreachedKind;
     use crate::finding::Status;
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &ClusterFacts) -> Finding {
+        crate::schema_check::valid("cluster.config-drift", super::judge(facts))
+    }
 
     const ALL: &[&str] = &["n0", "n1", "n2", "n3"];
 

@@ -11,15 +11,53 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Scope};
+use crate::check::{Check, Declared, Scope};
+use crate::checks::path_mtu::{PathMtuEvidence, PeerVerdict};
 use crate::cluster::{self, and_list, pair, ClusterFacts};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason, Status, Subject};
+use crate::kind::most_severe;
 
 pub struct ClusterPathMatrix;
+
+crate::kinds! {
+    /// What `cluster.path-matrix` can say, per ordered pair of nodes and for the check.
+    pub enum PathMatrixKind for "cluster.path-matrix" {
+        /// Every pair of nodes carries the target MTU, both ways.
+        Ok = pass("ok"),
+        /// Every path to and from one node fails: look at its link and its switch port first.
+        CutOff = fail("cut-off"),
+        /// One direction of a pair carries the target and the other does not: a one-way limit (a firewall rule on ICMP size, one member of a LAG, a policy route).
+        Asymmetric = fail("asymmetric"),
+        /// A path between two nodes does not carry the target (blackhole, too-big or local-mtu, as the row's node measured it).
+        PathTooSmall = fail("path-too-small"),
+        /// A pair was not measured (a node that did not answer, a peer that answered no echo, a node whose peers did not include the other): the matrix is incomplete.
+        NotMeasured = error("not-measured"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<PathMatrixKind, PathMatrixEvidence>();
+
+/// The matrix, what fails in it, and the largest MTU every pair carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathMatrixEvidence {
+    pub nodes: Vec<String>,
+    /// The target each row's node probed for.
+    pub target_mtu: BTreeMap<String, u32>,
+    pub matrix: Vec<Cell>,
+    /// `from->to` of every cell that does not carry the target.
+    pub failing: Vec<String>,
+    pub cut_off: Vec<String>,
+    pub asymmetric: Vec<String>,
+    pub largest_common_mtu: Option<u32>,
+    /// True when the lowest pair was measured to the byte.
+    pub largest_common_mtu_exact: bool,
+}
+
+impl Evidence for PathMatrixEvidence {}
 
 impl Check for ClusterPathMatrix {
     fn id(&self) -> &'static str {
@@ -60,13 +98,17 @@ impl Check for ClusterPathMatrix {
         Scope::Cluster
     }
 
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
+    }
+
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
     }
 }
 
 /// One cell of the matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CellVerdict {
     Ok,
@@ -120,19 +162,18 @@ impl CellVerdict {
         }
     }
 
-    fn from_peer(word: &str) -> Option<CellVerdict> {
-        Some(match word {
-            "ok" => CellVerdict::Ok,
-            "blackhole" => CellVerdict::BlackHole,
-            "too-big" => CellVerdict::TooBig,
-            "local-mtu" => CellVerdict::LocalMtu,
-            "unreachable" => CellVerdict::Unreachable,
-            _ => return None,
-        })
+    fn from_peer(verdict: PeerVerdict) -> CellVerdict {
+        match verdict {
+            PeerVerdict::Ok => CellVerdict::Ok,
+            PeerVerdict::BlackHole => CellVerdict::BlackHole,
+            PeerVerdict::TooBig => CellVerdict::TooBig,
+            PeerVerdict::LocalMtu => CellVerdict::LocalMtu,
+            PeerVerdict::Unreachable => CellVerdict::Unreachable,
+        }
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
     pub from: String,
     pub to: String,
@@ -141,12 +182,12 @@ pub struct Cell {
     pub path_mtu: Option<u32>,
     /// The row node's mtu.path could only prove `path_mtu` passes (lost
     /// probes left a gap above it).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub path_mtu_inexact: bool,
     /// The target the row's node probed for.
     #[serde(skip)]
     pub target: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
@@ -156,14 +197,10 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
     let mut cells = Vec::new();
     for from in &facts.nodes {
         let path = from.check("mtu.path");
-        let target = path
-            .and_then(|c| c.get("evidence")?.get("target_mtu")?.as_u64())
-            .map(|t| t as u32);
-        let peers: Vec<&Value> = path
-            .and_then(|c| c.get("evidence")?.get("peers")?.as_array())
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        let status = path.and_then(cluster::status_of);
+        let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
+        let target = evidence.as_ref().map(|e| e.target_mtu);
+        let peers = evidence.map(|e| e.peers).unwrap_or_default();
+        let status = path.map(|c| c.status);
         let why_none = match (&from.report, path) {
             (Err(e), _) => Some(format!(
                 "{} did not answer ({})",
@@ -171,13 +208,9 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
                 e.kind.as_str()
             )),
             (Ok(_), None) => Some(format!("{}'s report has no mtu.path", from.name)),
-            (Ok(_), Some(c)) if peers.is_empty() => Some(format!(
-                "{}'s mtu.path: {}",
-                from.name,
-                c.get("summary")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no peers")
-            )),
+            (Ok(_), Some(c)) if peers.is_empty() => {
+                Some(format!("{}'s mtu.path: {}", from.name, c.summary))
+            }
             _ => None,
         };
         for to in &facts.nodes {
@@ -196,40 +229,23 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
             if why_none.is_none() {
                 let mut found = false;
                 for p in &peers {
-                    let Some(addr) = p
-                        .get("address")
-                        .and_then(Value::as_str)
-                        .and_then(|a| a.parse().ok())
-                    else {
-                        continue;
-                    };
-                    if book.owner(addr) != Some(to.name.as_str()) {
+                    if book.owner(p.address) != Some(to.name.as_str()) {
                         continue;
                     }
-                    let Some(mut v) = p
-                        .get("verdict")
-                        .and_then(Value::as_str)
-                        .and_then(CellVerdict::from_peer)
-                    else {
-                        continue;
-                    };
+                    let mut v = CellVerdict::from_peer(p.verdict);
                     // Silence in a round the deadline cut short proves nothing
                     // (mtu.path then errors); a hop's answer or a local limit does.
-                    if status == Some("error")
+                    if status == Some(Status::Error)
                         && matches!(v, CellVerdict::BlackHole | CellVerdict::Unreachable)
                     {
                         v = CellVerdict::NotMeasured;
                     }
-                    let mtu = p.get("path_mtu").and_then(Value::as_u64).map(|m| m as u32);
-                    let inexact = p
-                        .get("path_mtu_inexact")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false);
+                    let mtu = p.path_mtu;
                     if !found || v.rank() > cell.verdict.rank() {
                         cell.verdict = v;
                         cell.path_mtu = mtu;
-                        cell.path_mtu_inexact = inexact;
-                        cell.detail = p.get("detail").and_then(Value::as_str).map(str::to_owned);
+                        cell.path_mtu_inexact = p.path_mtu_inexact;
+                        cell.detail = p.detail.clone();
                     } else if v == cell.verdict {
                         cell.path_mtu = match (cell.path_mtu, mtu) {
                             (Some(a), Some(b)) => Some(a.min(b)),
@@ -365,21 +381,34 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         [t] => format!("{t} bytes"),
         _ => "their targets".to_owned(),
     };
+    // One subject per ordered pair: what its row's node measured.
+    let mut kinds = Vec::new();
+    let subjects: Vec<Subject> = cells
+        .iter()
+        .map(|c| {
+            let kind = cell_kind(c, &cut_off, &cells);
+            if kind != PathMatrixKind::Ok {
+                kinds.push(kind);
+            }
+            let text = match (&c.detail, c.verdict.measured()) {
+                (Some(d), false) => format!("{}: {d}", describe(c)),
+                _ => describe(c),
+            };
+            Subject::new(kind, pair(&c.from, &c.to), text)
+        })
+        .collect();
     let evidence = |f: Finding| {
-        f.with("nodes", &names)
-            .with("target_mtu", &targets)
-            .with("matrix", &cells)
-            .with(
-                "failing",
-                failing
-                    .iter()
-                    .map(|c| pair(&c.from, &c.to))
-                    .collect::<Vec<_>>(),
-            )
-            .with("cut_off", &cut_off)
-            .with("asymmetric", &asymmetric)
-            .with("largest_common_mtu", largest)
-            .with("largest_common_mtu_exact", largest_exact)
+        f.evidence(&PathMatrixEvidence {
+            nodes: names.iter().map(|n| (*n).to_owned()).collect(),
+            target_mtu: targets.iter().map(|(n, t)| ((*n).to_owned(), *t)).collect(),
+            matrix: cells.clone(),
+            failing: failing.iter().map(|c| pair(&c.from, &c.to)).collect(),
+            cut_off: cut_off.iter().map(|n| (*n).to_owned()).collect(),
+            asymmetric: asymmetric.clone(),
+            largest_common_mtu: largest,
+            largest_common_mtu_exact: largest_exact,
+        })
+        .subjects(subjects.clone())
     };
 
     if measured.is_empty() && failing.is_empty() {
@@ -391,7 +420,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         let all_skipped = facts
             .answered()
             .filter_map(|n| n.check("mtu.path"))
-            .all(|c| cluster::status_of(c) == Some("skip"));
+            .all(|c| c.status == Status::Skip);
         let f = if all_skipped && facts.unreached().next().is_none() && total > 0 {
             Finding::skip(SkipReason::NothingToMeasure(format!(
                 "no node measured a path ({why})"
@@ -399,7 +428,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         } else if total == 0 {
             Finding::skip(SkipReason::NothingToMeasure(why))
         } else {
-            Finding::error(format!("no path between the nodes was measured ({why})"))
+            Finding::new(
+                PathMatrixKind::NotMeasured,
+                format!("no path between the nodes was measured ({why})"),
+            )
         };
         return evidence(f);
     }
@@ -458,7 +490,8 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 "or stay at what every pair carries today: `underlay_mtu = {l}` under [network] on every node (and `ip link set dev <dev> mtu {l}` on each node's NIC and bridge)"
             ));
         }
-        return evidence(Finding::fail(summary).fixes(fixes));
+        let kind = most_severe(kinds.iter().copied()).unwrap_or(PathMatrixKind::PathTooSmall);
+        return evidence(Finding::new(kind, summary).fixes(fixes));
     }
 
     if !unproven.is_empty() {
@@ -483,17 +516,46 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 }
             })
             .collect();
-        return evidence(Finding::error(format!(
-            "{} of {total} paths were not measured, so the matrix is incomplete: {}; the {} measured carry {target_text}",
-            unproven.len(),
-            parts.join("; "),
-            measured.len()
-        )));
+        return evidence(Finding::new(
+            PathMatrixKind::NotMeasured,
+            format!(
+                "{} of {total} paths were not measured, so the matrix is incomplete: {}; the {} measured carry {target_text}",
+                unproven.len(),
+                parts.join("; "),
+                measured.len()
+            ),
+        ));
     }
-    evidence(Finding::pass(format!(
-        "all {total} paths between the {} nodes carry {target_text}, both ways",
-        names.len()
-    )))
+    evidence(Finding::new(
+        PathMatrixKind::Ok,
+        format!(
+            "all {total} paths between the {} nodes carry {target_text}, both ways",
+            names.len()
+        ),
+    ))
+}
+
+/// The kind of one cell: a failing path through a node cut off from all
+/// the others is that node's; a failing direction whose reverse carries
+/// the target is asymmetric; any other failure is a path too small.
+fn cell_kind(c: &Cell, cut_off: &[&str], cells: &[Cell]) -> PathMatrixKind {
+    if c.verdict == CellVerdict::Ok {
+        return PathMatrixKind::Ok;
+    }
+    if !c.verdict.measured() {
+        return PathMatrixKind::NotMeasured;
+    }
+    if cut_off.iter().any(|n| *n == c.from || *n == c.to) {
+        return PathMatrixKind::CutOff;
+    }
+    let reverse_carries = cells
+        .iter()
+        .any(|r| r.from == c.to && r.to == c.from && r.verdict == CellVerdict::Ok);
+    if reverse_carries {
+        PathMatrixKind::Asymmetric
+    } else {
+        PathMatrixKind::PathTooSmall
+    }
 }
 
 #[cfg(test)]
@@ -502,7 +564,12 @@ mod tests {
     use crate::cluster::testing::*;
     use crate::cluster::{NodeAnswer, UnreachedKind};
     use crate::finding::Status;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &ClusterFacts) -> Finding {
+        crate::schema_check::valid("cluster.path-matrix", super::judge(facts))
+    }
 
     const NAMES: [&str; 4] = ["n0", "n1", "n2", "n3"];
 

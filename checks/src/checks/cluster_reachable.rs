@@ -7,12 +7,53 @@
 //! a password, the binary missing (127), a doctor of another version, or an
 //! answer that is not a report.
 
-use crate::check::{Check, Scope};
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared, Scope};
 use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
 use crate::ctx::Ctx;
-use crate::finding::Finding;
+use crate::evidence::Evidence;
+use crate::finding::{Finding, Subject};
 
 pub struct ClusterReachable;
+
+crate::kinds! {
+    /// What `cluster.reachable` can say, per node and for the check.
+    pub enum ClusterReachableKind for "cluster.reachable" {
+        /// Every selected node answered with a valid JSON v1 report, from the same doctor.
+        Ok = pass("ok"),
+        /// A node did not answer (connection refused, host key, sudo, binary missing, deadline…): nothing is concluded about it, so the run is inconclusive.
+        Unanswered = error("unanswered"),
+        /// No node was selected.
+        NoNodes = error("no-nodes"),
+        /// A node runs another version of the doctor: its findings may differ.
+        OtherVersion = warn("other-version"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<ClusterReachableKind, ClusterReachableEvidence>();
+
+/// Who answered, and why the others did not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterReachableEvidence {
+    pub nodes: Vec<NodeReach>,
+    pub answered: usize,
+    pub selected: usize,
+}
+
+/// One node's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeReach {
+    pub name: String,
+    /// The address ssh was given; null for this node.
+    pub host: Option<String>,
+    pub answered: bool,
+    pub version: Option<String>,
+    pub reason: Option<UnreachedKind>,
+    pub detail: Option<String>,
+}
+
+impl Evidence for ClusterReachableEvidence {}
 
 impl Check for ClusterReachable {
     fn id(&self) -> &'static str {
@@ -49,6 +90,10 @@ impl Check for ClusterReachable {
         Scope::Cluster
     }
 
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
+    }
+
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
     }
@@ -70,39 +115,69 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         .filter(|n| n.host.is_none())
         .map(|n| n.name.as_str())
         .collect();
+    let subjects: Vec<Subject> = facts
+        .nodes
+        .iter()
+        .map(|n| match (&n.report, n.version()) {
+            (Err(why), _) => {
+                Subject::new(ClusterReachableKind::Unanswered, &n.name, why.to_string())
+            }
+            (Ok(_), Some(v)) if v != facts.version => Subject::new(
+                ClusterReachableKind::OtherVersion,
+                &n.name,
+                format!("runs spx-doctor {v} (this is {})", facts.version),
+            ),
+            (Ok(_), _) => Subject::new(
+                ClusterReachableKind::Ok,
+                &n.name,
+                if n.host.is_some() {
+                    "answered over ssh"
+                } else {
+                    "answered in-process"
+                },
+            ),
+        })
+        .collect();
     let evidence = |f: Finding| {
-        let nodes: Vec<serde_json::Value> = facts
+        let nodes = facts
             .nodes
             .iter()
-            .map(|n| {
-                serde_json::json!({
-                    "name": n.name,
-                    "host": n.host,
-                    "answered": n.report.is_ok(),
-                    "version": n.version(),
-                    "reason": n.report.as_ref().err().map(|e| e.kind),
-                    "detail": n.report.as_ref().err().map(|e| &e.detail),
-                })
+            .map(|n| NodeReach {
+                name: n.name.clone(),
+                host: n.host.clone(),
+                answered: n.report.is_ok(),
+                version: n.version().map(str::to_owned),
+                reason: n.report.as_ref().err().map(|e| e.kind),
+                detail: n.report.as_ref().err().map(|e| e.detail.clone()),
             })
             .collect();
-        f.with("nodes", nodes)
-            .with("answered", total - unreached.len())
-            .with("selected", total)
+        f.evidence(&ClusterReachableEvidence {
+            nodes,
+            answered: total - unreached.len(),
+            selected: total,
+        })
+        .subjects(subjects.clone())
     };
     if total == 0 {
-        return evidence(Finding::error("no node was selected"));
+        return evidence(Finding::new(
+            ClusterReachableKind::NoNodes,
+            "no node was selected",
+        ));
     }
     if !unreached.is_empty() {
         let parts: Vec<String> = unreached
             .iter()
             .map(|(n, why)| format!("{} ({why})", n.name))
             .collect();
-        let mut f = Finding::error(format!(
-            "{} of {total} nodes did not answer, so nothing is concluded about {}: {}",
-            unreached.len(),
-            if unreached.len() == 1 { "it" } else { "them" },
-            parts.join("; ")
-        ));
+        let mut f = Finding::new(
+            ClusterReachableKind::Unanswered,
+            format!(
+                "{} of {total} nodes did not answer, so nothing is concluded about {}: {}",
+                unreached.len(),
+                if unreached.len() == 1 { "it" } else { "them" },
+                parts.join("; ")
+            ),
+        );
         for (n, why) in &unreached {
             f = f.fix(remedy(facts, n, why));
         }
@@ -120,11 +195,14 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             .map(|(n, v)| format!("{n} runs {v}"))
             .collect();
         return evidence(
-            Finding::warn(format!(
-                "all {total} nodes answered ({how}), but {} (this is {}): findings may differ between versions",
-                and_list(&parts),
-                facts.version
-            ))
+            Finding::new(
+                ClusterReachableKind::OtherVersion,
+                format!(
+                    "all {total} nodes answered ({how}), but {} (this is {}): findings may differ between versions",
+                    and_list(&parts),
+                    facts.version
+                ),
+            )
             .fix(format!(
                 "install spx-doctor {} on {}, the same build on every node",
                 facts.version,
@@ -132,9 +210,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             )),
         );
     }
-    evidence(Finding::pass(format!(
-        "all {total} nodes answered with a valid report ({how})"
-    )))
+    evidence(Finding::new(
+        ClusterReachableKind::Ok,
+        format!("all {total} nodes answered with a valid report ({how})"),
+    ))
 }
 
 /// The fix for one node that did not answer.
@@ -195,6 +274,11 @@ mod tests {
     use crate::finding::Status;
     use serde_json::json;
 
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &ClusterFacts) -> Finding {
+        crate::schema_check::valid("cluster.reachable", super::judge(facts))
+    }
+
     fn ok(name: &str, version: &str) -> NodeAnswer {
         answer(
             name,
@@ -252,6 +336,12 @@ mod tests {
         assert!(f.remediation[0].contains("never accepts a changed key"));
         assert!(f.remediation[1].contains("NOPASSWD"));
         assert_eq!(f.evidence["nodes"][1]["reason"], "host-key-changed");
+        assert_eq!(
+            f.kind.code("cluster.reachable"),
+            "cluster.reachable/unanswered"
+        );
+        let kinds: Vec<&str> = f.findings.iter().map(|s| s.kind.name).collect();
+        assert_eq!(kinds, ["ok", "unanswered", "unanswered"]);
     }
 
     #[test]

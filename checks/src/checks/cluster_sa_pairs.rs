@@ -12,15 +12,50 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Scope};
+use crate::check::{Check, Declared, Scope};
+use crate::checks::ipsec_xfrm::{IpsecXfrmEvidence, SaDirection, SaEntry};
 use crate::cluster::{self, and_list, pair, ClusterFacts};
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::{most_severe, Kinds};
 
 pub struct ClusterSaPairs;
+
+crate::kinds! {
+    /// What `cluster.sa-pairs` can say, per ordered pair of nodes (or node) and for the check.
+    pub enum SaPairsKind for "cluster.sa-pairs" {
+        /// Every outbound ESP SA is on the node it points to as an inbound SA, same SPI and algorithm.
+        Ok = pass("ok"),
+        /// An outbound SA is missing on the node it points to (or a node holds an inbound SA the other end does not have, or no outbound SA at all): that direction's packets are dropped.
+        Unpaired = fail("unpaired"),
+        /// Both ends hold the SA, but with different algorithms.
+        AlgorithmMismatch = fail("algorithm-mismatch"),
+        /// A node holds SAs toward an address that is no node of the cluster (a removed node: charon keeps negotiating with nobody).
+        ForeignPeer = fail("foreign-peer"),
+        /// The nodes disagree on whether IPsec is wanted, so the SAs expected are unknown (see cluster.config-drift).
+        IpsecDisagrees = error("ipsec-disagrees"),
+        /// Not every pair could be judged: a node's SA table was not read, or SAs point at addresses no answering node claims.
+        NotJudged = error("not-judged"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<SaPairsKind, SaPairsEvidence>();
+
+/// Every node's SAs side by side, and what does not pair up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaPairsEvidence {
+    pub pairs_checked: usize,
+    pub problems: Vec<String>,
+    pub foreign: Vec<String>,
+    pub unattributed: Vec<String>,
+    pub unjudged: Vec<String>,
+    pub sas: Vec<ReportedSa>,
+}
+
+impl Evidence for SaPairsEvidence {}
 
 impl Check for ClusterSaPairs {
     fn id(&self) -> &'static str {
@@ -58,48 +93,37 @@ impl Check for ClusterSaPairs {
         Scope::Cluster
     }
 
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
+    }
+
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
     }
 }
 
 /// One SA as a node reported it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportedSa {
     pub node: String,
     pub src: IpAddr,
     pub dst: IpAddr,
     pub spi: String,
     pub algorithm: Option<String>,
-    pub direction: String,
+    pub direction: SaDirection,
 }
 
-fn sas_of(node: &str, check: &Value) -> Option<Vec<ReportedSa>> {
-    let list = check.get("evidence")?.get("sas")?.as_array()?;
-    Some(
-        list.iter()
-            .filter_map(|s| {
-                Some(ReportedSa {
-                    node: node.to_owned(),
-                    src: s.get("src")?.as_str()?.parse().ok()?,
-                    dst: s.get("dst")?.as_str()?.parse().ok()?,
-                    spi: s.get("spi")?.as_str()?.to_ascii_lowercase(),
-                    algorithm: s
-                        .get("algorithm")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    direction: s.get("direction")?.as_str()?.to_owned(),
-                })
-            })
-            .collect(),
-    )
-}
-
-fn wanted(report: &Value) -> Option<bool> {
-    let c = report.get("config")?;
-    let enabled = c.get("ipsec_enabled")?.as_bool()?;
-    let nodes = c.get("nodes")?.as_array()?.len();
-    Some(enabled && nodes > 1)
+impl ReportedSa {
+    fn of(node: &str, s: SaEntry) -> ReportedSa {
+        ReportedSa {
+            node: node.to_owned(),
+            src: s.src,
+            dst: s.dst,
+            spi: s.spi.to_ascii_lowercase(),
+            algorithm: s.algorithm,
+            direction: s.direction,
+        }
+    }
 }
 
 fn sa_text(s: &ReportedSa) -> String {
@@ -114,7 +138,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
     }
     let views: Vec<(&str, Option<bool>)> = facts
         .answered()
-        .map(|n| (n.name.as_str(), wanted(n.report().expect("answered"))))
+        .map(|n| (n.name.as_str(), n.config().map(|c| c.ipsec_wanted())))
         .collect();
     let yes: Vec<&str> = views
         .iter()
@@ -132,13 +156,16 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         ));
     }
     if !yes.is_empty() && !no.is_empty() {
-        return Finding::error(format!(
-            "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so the SAs expected are unknown",
-            and_list(&yes),
-            if yes.len() == 1 { "wants" } else { "want" },
-            and_list(&no),
-            if no.len() == 1 { "does" } else { "do" }
-        ));
+        return Finding::new(
+            SaPairsKind::IpsecDisagrees,
+            format!(
+                "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so the SAs expected are unknown",
+                and_list(&yes),
+                if yes.len() == 1 { "wants" } else { "want" },
+                and_list(&no),
+                if no.len() == 1 { "does" } else { "do" }
+            ),
+        );
     }
 
     let book = facts.address_book();
@@ -148,17 +175,12 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         match n.report.as_ref() {
             Err(e) => unjudged.push(format!("{} did not answer ({})", n.name, e.kind.as_str())),
             Ok(_) => match n.check("ipsec.xfrm") {
-                Some(c) => match sas_of(&n.name, c) {
-                    Some(list) => {
-                        tables.insert(&n.name, list);
+                Some(c) => match c.evidence_as::<IpsecXfrmEvidence>() {
+                    Some(e) => {
+                        let list = e.sas.into_iter().map(|s| ReportedSa::of(&n.name, s));
+                        tables.insert(&n.name, list.collect());
                     }
-                    None => unjudged.push(format!(
-                        "{}'s ipsec.xfrm: {}",
-                        n.name,
-                        c.get("summary")
-                            .and_then(Value::as_str)
-                            .unwrap_or("no SA list")
-                    )),
+                    None => unjudged.push(format!("{}'s ipsec.xfrm: {}", n.name, c.summary)),
                 },
                 None => unjudged.push(format!("{}'s report has no ipsec.xfrm", n.name)),
             },
@@ -167,14 +189,15 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
 
     let complete = facts.complete();
     let mut problems: Vec<String> = Vec::new();
+    let mut subjects: Vec<Subject> = Vec::new();
     let mut foreign: Vec<String> = Vec::new();
     let mut unattributed: Vec<String> = Vec::new();
     let mut bad_pairs: Vec<(String, String)> = Vec::new();
     let owner_of = |s: &ReportedSa| -> Option<(IpAddr, Option<&str>)> {
-        let remote = match s.direction.as_str() {
-            "out" => s.dst,
-            "in" => s.src,
-            _ => return None,
+        let remote = match s.direction {
+            SaDirection::Out => s.dst,
+            SaDirection::In => s.src,
+            SaDirection::Other => return None,
         };
         Some((remote, book.owner(remote)))
     };
@@ -185,6 +208,14 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 Some((remote, None)) => {
                     let text = format!("{node} holds {} toward {remote}", sa_text(s));
                     if complete {
+                        subjects.push(Subject::new(
+                            SaPairsKind::ForeignPeer,
+                            *node,
+                            format!(
+                                "holds {} toward {remote}, which is no node of the cluster",
+                                sa_text(s)
+                            ),
+                        ));
                         foreign.push(text);
                     } else {
                         unattributed.push(text);
@@ -206,33 +237,41 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             pairs_checked += 1;
             let out: Vec<&ReportedSa> = a_list
                 .iter()
-                .filter(|s| s.direction == "out" && book.owner(s.dst) == Some(b))
+                .filter(|s| s.direction == SaDirection::Out && book.owner(s.dst) == Some(b))
                 .collect();
             let inbound: Vec<&ReportedSa> = b_list
                 .iter()
-                .filter(|s| s.direction == "in" && book.owner(s.src) == Some(a))
+                .filter(|s| s.direction == SaDirection::In && book.owner(s.src) == Some(a))
                 .collect();
             let before = problems.len();
+            let mut kinds = Vec::new();
             if out.is_empty() {
                 problems.push(format!("{} has no outbound SA", pair(a, b)));
+                kinds.push(SaPairsKind::Unpaired);
             }
             for s in &out {
                 match inbound
                     .iter()
                     .find(|r| r.src == s.src && r.dst == s.dst && r.spi == s.spi)
                 {
-                    None => problems.push(format!(
-                        "{}: {a}'s outbound {} is not on {b}",
-                        pair(a, b),
-                        sa_text(s)
-                    )),
-                    Some(r) if r.algorithm != s.algorithm => problems.push(format!(
-                        "{}: {} is {} on {a} but {} on {b}",
-                        pair(a, b),
-                        sa_text(s),
-                        s.algorithm.as_deref().unwrap_or("no encryption"),
-                        r.algorithm.as_deref().unwrap_or("no encryption")
-                    )),
+                    None => {
+                        problems.push(format!(
+                            "{}: {a}'s outbound {} is not on {b}",
+                            pair(a, b),
+                            sa_text(s)
+                        ));
+                        kinds.push(SaPairsKind::Unpaired);
+                    }
+                    Some(r) if r.algorithm != s.algorithm => {
+                        problems.push(format!(
+                            "{}: {} is {} on {a} but {} on {b}",
+                            pair(a, b),
+                            sa_text(s),
+                            s.algorithm.as_deref().unwrap_or("no encryption"),
+                            r.algorithm.as_deref().unwrap_or("no encryption")
+                        ));
+                        kinds.push(SaPairsKind::AlgorithmMismatch);
+                    }
                     Some(_) => {}
                 }
             }
@@ -246,21 +285,33 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                         pair(a, b),
                         sa_text(r)
                     ));
+                    kinds.push(SaPairsKind::Unpaired);
                 }
             }
-            if problems.len() > before {
-                bad_pairs.push((a.to_string(), b.to_string()));
+            let said = problems[before..].join("; ");
+            match most_severe(kinds) {
+                Some(kind) => {
+                    subjects.push(Subject::new(kind, pair(a, b), said));
+                    bad_pairs.push((a.to_string(), b.to_string()));
+                }
+                None => subjects.push(Subject::new(
+                    SaPairsKind::Ok,
+                    pair(a, b),
+                    format!("{} outbound SA(s), each on {b}", out.len()),
+                )),
             }
         }
     }
     let evidence = |f: Finding| {
-        let all: Vec<&ReportedSa> = tables.values().flatten().collect();
-        f.with("pairs_checked", pairs_checked)
-            .with("problems", &problems)
-            .with("foreign", &foreign)
-            .with("unattributed", &unattributed)
-            .with("unjudged", &unjudged)
-            .with("sas", all)
+        f.evidence(&SaPairsEvidence {
+            pairs_checked,
+            problems: problems.clone(),
+            foreign: foreign.clone(),
+            unattributed: unattributed.clone(),
+            unjudged: unjudged.clone(),
+            sas: tables.values().flatten().cloned().collect(),
+        })
+        .subjects(subjects.clone())
     };
     if !problems.is_empty() || !foreign.is_empty() {
         let mut parts = problems.clone();
@@ -285,7 +336,9 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 }
             }
         }
-        let mut f = Finding::fail(summary);
+        let kind = most_severe(subjects.iter().filter_map(|s| SaPairsKind::of(s.kind)))
+            .unwrap_or(SaPairsKind::Unpaired);
+        let mut f = Finding::new(kind, summary);
         if !nodes.is_empty() {
             f = f.fix(format!(
                 "on {}: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec re-initiates every tunnel, both ends get the same new SAs); `swanctl --list-sas` on both ends shows the SPIs",
@@ -308,15 +361,21 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 unattributed.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
             ));
         }
-        return evidence(Finding::error(format!(
-            "not every pair could be judged: {}; the {pairs_checked} pairs that could pair up",
-            why.join("; ")
-        )));
+        return evidence(Finding::new(
+            SaPairsKind::NotJudged,
+            format!(
+                "not every pair could be judged: {}; the {pairs_checked} pairs that could pair up",
+                why.join("; ")
+            ),
+        ));
     }
-    evidence(Finding::pass(format!(
-        "every outbound ESP SA of the {} nodes is on the node it points to, same SPI and algorithm ({pairs_checked} ordered pairs)",
-        tables.len()
-    )))
+    evidence(Finding::new(
+        SaPairsKind::Ok,
+        format!(
+            "every outbound ESP SA of the {} nodes is on the node it points to, same SPI and algorithm ({pairs_checked} ordered pairs)",
+            tables.len()
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -328,7 +387,12 @@ mod tests {
     use crate::cluster::testing::*;
     use crate::cluster::NodeAnswer;
     use crate::finding::Status;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// Every verdict these tests see is also checked against the schema.
+    fn judge(facts: &ClusterFacts) -> Finding {
+        crate::schema_check::valid("cluster.sa-pairs", super::judge(facts))
+    }
 
     const NAMES: [&str; 3] = ["n0", "n1", "n2"];
     const ALG: &str = "rfc4106(gcm(aes))";
@@ -350,7 +414,9 @@ mod tests {
     fn node(i: usize, sas: Vec<Value>, ipsec: bool) -> NodeAnswer {
         let checks = json!([{
             "id": "ipsec.xfrm", "title": "t", "status": "pass", "summary": "s",
-            "evidence": {"sa_count": sas.len(), "sas": sas}, "remediation": [], "duration_ms": 1
+            "evidence": {"sa_count": sas.len(), "expected_min": 4, "algorithms": [ALG], "sas": sas,
+                         "missing_pairs": [], "stale_pairs": [], "peers": null, "peer_source": "s"},
+            "remediation": [], "duration_ms": 1
         }]);
         answer(
             NAMES[i],

@@ -138,8 +138,8 @@ impl Check for CpuSoftirq {
         true
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

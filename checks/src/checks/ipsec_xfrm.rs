@@ -186,8 +186,8 @@ impl Check for IpsecXfrm {
          then `ip xfrm state flush proto esp`."
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

@@ -137,8 +137,8 @@ impl Check for NicOffloads {
          See also nic.tso, which measures whether TSO descriptors are actually used."
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

@@ -97,8 +97,8 @@ impl Check for NicRings {
          descriptor more is a packet not dropped."
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

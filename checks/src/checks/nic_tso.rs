@@ -172,8 +172,8 @@ impl Check for NicTso {
         true
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

@@ -139,8 +139,8 @@ impl Check for OverlayMtu {
          raise the bridge (NIC first), then stop and start the guests."
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

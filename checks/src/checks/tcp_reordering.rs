@@ -114,8 +114,8 @@ impl Check for TcpReordering {
         true
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

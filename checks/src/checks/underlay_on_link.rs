@@ -102,8 +102,8 @@ impl Check for UnderlayOnLink {
          onto one L2 segment (a VLAN spanning the nodes) first."
     }
 
-    fn declared(&self) -> Option<&'static Declared> {
-        Some(&DECLARED)
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {

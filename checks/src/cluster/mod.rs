@@ -6,28 +6,33 @@
 //! node can see: whether every node answered, whether their configs agree,
 //! the N×N path-MTU matrix, and whether every node's outbound ESP SAs exist
 //! on the node they point to. They read the reports as the public JSON v1
-//! contract, so a node's report is judged the same whether it came over
+//! contract, typed ([`NodeReport`]: each check's evidence as the check's
+//! own struct), so a node's report is judged the same whether it came over
 //! ssh or from this process.
 
+mod node_report;
 pub mod runbook;
+
+pub use node_report::{CheckResult, NodeReport, ReportedConfig, ReportedTool};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 
 /// Why a node has no report. `kind` is what an operator acts on; `detail`
 /// is what ssh, sudo or the remote doctor said, verbatim (one line).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unreached {
     pub kind: UnreachedKind,
     pub detail: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnreachedKind {
     /// The config names no `host` or `advertise` for the node.
@@ -106,38 +111,49 @@ pub struct NodeAnswer {
     pub name: String,
     /// The address ssh was given; `None` for this node (run in-process).
     pub host: Option<String>,
-    /// Its report, JSON v1, or why there is none.
+    /// Its report, JSON v1 as the node wrote it, or why there is none.
     pub report: Result<Value, Unreached>,
+    /// The same report, typed.
+    typed: Option<NodeReport>,
 }
 
 impl NodeAnswer {
-    pub fn report(&self) -> Option<&Value> {
-        self.report.as_ref().ok()
+    pub fn new(name: String, host: Option<String>, report: Result<Value, Unreached>) -> NodeAnswer {
+        let typed = report.as_ref().ok().and_then(NodeReport::read);
+        NodeAnswer {
+            name,
+            host,
+            report,
+            typed,
+        }
     }
 
-    /// This node's finding for check `id`, when its report has one.
-    pub fn check(&self, id: &str) -> Option<&Value> {
-        check_in(self.report()?, id)
+    /// Its report, typed; `None` when it did not answer (or answered with
+    /// something that does not read as a JSON v1 node report).
+    pub fn typed(&self) -> Option<&NodeReport> {
+        self.typed.as_ref()
+    }
+
+    /// This node's result for check `id`, when its report has one.
+    pub fn check(&self, id: &str) -> Option<&CheckResult> {
+        self.typed()?.check(id)
+    }
+
+    /// The evidence of check `id` in this node's report, read back as the
+    /// check's own type `E`.
+    pub fn evidence<E: Evidence>(&self, id: &str) -> Option<E> {
+        self.check(id)?.evidence_as()
     }
 
     /// `tool.version` of the doctor that wrote the report.
     pub fn version(&self) -> Option<&str> {
-        self.report()?.get("tool")?.get("version")?.as_str()
+        Some(&self.typed()?.tool.version)
     }
-}
 
-/// The finding for `id` in a JSON v1 report.
-pub fn check_in<'a>(report: &'a Value, id: &str) -> Option<&'a Value> {
-    report
-        .get("checks")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
-}
-
-/// A finding's status word (`pass`, `fail`, …).
-pub fn status_of(check: &Value) -> Option<&str> {
-    check.get("status")?.as_str()
+    /// The config the node ran with, as it reported it.
+    pub fn config(&self) -> Option<&ReportedConfig> {
+        self.typed()?.config.as_ref()
+    }
 }
 
 /// Everything the cluster checks judge.
@@ -187,8 +203,8 @@ impl ClusterFacts {
             }
         }
         for n in self.answered() {
-            for a in reported_addresses(n.report().expect("answered")) {
-                owner.entry(a).or_default().insert(n.name.clone());
+            for a in n.typed().map_or(&[][..], |r| &r.addresses) {
+                owner.entry(*a).or_default().insert(n.name.clone());
             }
         }
         AddressBook { owner }
@@ -206,15 +222,6 @@ impl ClusterFacts {
     pub fn names(&self) -> Vec<&str> {
         self.nodes.iter().map(|n| n.name.as_str()).collect()
     }
-}
-
-/// `addresses` in a report: the host's own unicast addresses.
-pub fn reported_addresses(report: &Value) -> Vec<IpAddr> {
-    report
-        .get("addresses")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
-        .unwrap_or_default()
 }
 
 /// Address → node.
@@ -249,7 +256,7 @@ pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
         "cluster.config-drift" => cluster_config_drift::judge(facts),
         "cluster.path-matrix" => cluster_path_matrix::judge(facts),
         "cluster.sa-pairs" => cluster_sa_pairs::judge(facts),
-        other => Finding::error(format!("{other} is not a cluster check")),
+        other => Finding::probe_failed(format!("{other} is not a cluster check")),
     }
 }
 
@@ -315,22 +322,18 @@ pub(crate) mod testing {
     }
 
     pub fn answer(name: &str, report: Value) -> NodeAnswer {
-        NodeAnswer {
-            name: name.into(),
-            host: Some(format!("{name}.lab")),
-            report: Ok(report),
-        }
+        NodeAnswer::new(name.into(), Some(format!("{name}.lab")), Ok(report))
     }
 
     pub fn unreached(name: &str, kind: UnreachedKind, detail: &str) -> NodeAnswer {
-        NodeAnswer {
-            name: name.into(),
-            host: Some(format!("{name}.lab")),
-            report: Err(Unreached {
+        NodeAnswer::new(
+            name.into(),
+            Some(format!("{name}.lab")),
+            Err(Unreached {
                 kind,
                 detail: detail.into(),
             }),
-        }
+        )
     }
 
     pub fn facts(nodes: Vec<NodeAnswer>, checks: &[&str]) -> ClusterFacts {

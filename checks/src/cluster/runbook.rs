@@ -135,7 +135,11 @@ mod tests {
         assert!(steps[0].starts_with("one node at a time, in this order: n0, n1, n2: raise"));
         assert!(steps.iter().any(|s| s.contains("`underlay_mtu = 9000`")));
         assert!(steps.iter().any(|s| s.contains("MTU 8908 (IPsec on)")));
-        let bad = Finding::fail("2 of 6 paths cannot carry 9000 bytes: n0<->n2").fix("x");
+        let bad = Finding::new(
+            crate::checks::cluster_path_matrix::PathMatrixKind::PathTooSmall,
+            "2 of 6 paths cannot carry 9000 bytes: n0<->n2",
+        )
+        .fix("x");
         let steps = runbook("enable-jumbo", &facts(Some(&bad)));
         assert!(steps[0].starts_with("STOP: not every pair carries 9000: 2 of 6 paths"));
     }
