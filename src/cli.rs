@@ -233,10 +233,12 @@ pub enum Change {
 }
 
 impl Change {
-    pub fn name(self) -> &'static str {
+    /// The library's preflight this flag value names.
+    pub fn preflight(self) -> spx_checks::profile::Preflight {
+        use spx_checks::profile::Preflight;
         match self {
-            Change::EnableJumbo => "enable-jumbo",
-            Change::DisableIpsec => "disable-ipsec",
+            Change::EnableJumbo => Preflight::EnableJumbo,
+            Change::DisableIpsec => Preflight::DisableIpsec,
         }
     }
 }

@@ -206,7 +206,7 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
     let mut report = report::build(
         outcomes,
         &settings.config,
-        settings.profile.map(|p| p.name),
+        spx_checks::profile::RunProfile(settings.profile.map(|p| p.preflight)),
         started_at,
         t0.elapsed(),
         &policy,

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use spx_checks::host::HostRef;
 use spx_checks::kind::SkipCategory;
+use spx_checks::profile::RunProfile;
 use spx_checks::spinifex::as_invoked;
 use spx_checks::{ConfigState, Status};
 
@@ -22,7 +23,7 @@ pub struct Report {
     pub tool: Tool,
     pub host: String,
     pub node: Option<String>,
-    pub profile: String,
+    pub profile: RunProfile,
     pub started_at: String,
     pub duration_ms: u64,
     pub exit_code: i32,
@@ -228,7 +229,7 @@ pub fn cluster_exit_code(
 pub fn build(
     outcomes: Vec<Outcome>,
     config: &ConfigState,
-    profile: Option<&str>,
+    profile: RunProfile,
     started: SystemTime,
     took: Duration,
     policy: &Policy,
@@ -255,7 +256,7 @@ pub fn build(
         },
         host: host.hostname(),
         node,
-        profile: profile.unwrap_or("default").to_owned(),
+        profile,
         started_at: humantime::format_rfc3339_millis(started).to_string(),
         duration_ms: took.as_millis() as u64,
         exit_code: exit_code(&checks, policy),

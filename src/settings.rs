@@ -3,7 +3,7 @@
 //! names validated, the config found and loaded, the checks selected.
 //! Every refusal here is a one-line message and exit 2.
 
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,10 +11,11 @@ use spx_checks::codes::{self, Level};
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
 use spx_checks::host::{Bundle, HostRef, LiveHost, Policy, RUN_SCOPE};
-use spx_checks::profile::Profile;
+use spx_checks::probe::peers::FlagPeer;
+use spx_checks::profile::{Preflight, Profile};
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
-use crate::cli::{ColorChoice, Format, RunArgs};
+use crate::cli::{Change, ColorChoice, Format, RunArgs};
 use crate::levels::{Entry, Levels, Source};
 
 /// A refusal of the command line or the config: exit 2.
@@ -102,17 +103,17 @@ impl Settings {
         let ovs_db = args
             .ovs_db
             .as_deref()
-            .map(|e| endpoints("--ovs-db", e).map(|_| e.to_owned()))
+            .map(|e| endpoints("--ovs-db", e))
             .transpose()?;
         let nb_db = args
             .nb_db
             .as_deref()
-            .map(|e| endpoints("--nb-db", e).map(|_| e.to_owned()))
+            .map(|e| endpoints("--nb-db", e))
             .transpose()?;
         let sb_db = args
             .sb_db
             .as_deref()
-            .map(|e| endpoints("--sb-db", e).map(|_| e.to_owned()))
+            .map(|e| endpoints("--sb-db", e))
             .transpose()?;
         let mut peers = Vec::new();
         for p in &args.peer {
@@ -126,9 +127,7 @@ impl Settings {
         include.retain(|s| !s.is_empty());
         let mut exclude = args.skip.clone();
         exclude.retain(|s| !s.is_empty());
-        let profile = args
-            .for_change
-            .map(|c| spx_checks::profile::find(c.name()).expect("every --for value has a profile"));
+        let profile = args.for_change.map(|c| c.preflight().profile());
         let mut checks = select_checks(&include, &exclude, profile)?;
         // Cluster checks belong to `--cluster`; a node run has them only
         // when asked for (they then skip, saying so).
@@ -174,7 +173,7 @@ impl Settings {
                 sb_db,
                 sample,
                 timeout,
-                profile: args.for_change.map(|c| c.name().to_owned()),
+                profile: args.for_change.map(Change::preflight),
                 ovn_read_by,
             },
             config,
@@ -216,10 +215,7 @@ impl Settings {
             deny: recorded.deny.iter().chain(&args.deny).cloned().collect(),
         };
         let config = bundle.header.config.clone();
-        let profile = options
-            .profile
-            .as_deref()
-            .and_then(spx_checks::profile::find);
+        let profile = options.profile.map(Preflight::profile);
         let mut include = args.check.clone();
         include.retain(|s| !s.is_empty());
         let mut exclude = args.skip.clone();
@@ -277,24 +273,18 @@ fn recorded_options(o: &Options) -> Result<(), String> {
     for name in &o.interfaces {
         validate::interface(name)?;
     }
-    for (name, text) in [
+    for (name, list) in [
         ("ovs_db", &o.ovs_db),
         ("nb_db", &o.nb_db),
         ("sb_db", &o.sb_db),
     ] {
-        if let Some(text) = text {
-            Endpoint::parse_list(text).map_err(|e| format!("{name}: {e}"))?;
+        if let Some(ssl) = list
+            .iter()
+            .flatten()
+            .find(|e| matches!(e, Endpoint::Ssl { .. }))
+        {
+            return Err(format!("{name}: {ssl}: ssl: endpoints are not supported"));
         }
-    }
-    for peer in &o.peers {
-        validate::host(peer.split('%').next().unwrap_or(peer))?;
-    }
-    if let Some(p) = o
-        .profile
-        .as_deref()
-        .filter(|p| spx_checks::profile::find(p).is_none())
-    {
-        return Err(format!("preflight {p:?}"));
     }
     Ok(())
 }
@@ -434,7 +424,7 @@ fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
 /// An address as given (a link-local one with the interface it is on,
 /// which must exist here), or a name resolved within a bound. A name that
 /// does not resolve is refused: probing nobody is not a pass.
-fn resolve_peer(text: &str) -> Result<Vec<String>, UsageError> {
+fn resolve_peer(text: &str) -> Result<Vec<FlagPeer>, UsageError> {
     validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
     let live = LiveHost::new();
     if let Some(addr) = spx_checks::probe::peers::flag_address(HostRef::new(&live, RUN_SCOPE), text)
@@ -452,7 +442,13 @@ fn resolve_peer(text: &str) -> Result<Vec<String>, UsageError> {
         );
     });
     match rx.recv_timeout(PEER_LOOKUP_BOUND) {
-        Ok(Ok(ips)) if !ips.is_empty() => Ok(ips.iter().map(IpAddr::to_string).collect()),
+        Ok(Ok(ips)) if !ips.is_empty() => Ok(ips
+            .into_iter()
+            .map(|address| FlagPeer {
+                address,
+                interface: None,
+            })
+            .collect()),
         Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!(
             "--peer {text:?}: the name does not resolve"
         ))),

@@ -372,8 +372,8 @@ fn the_underlay_family_is_read_from_ovn_encap_ip_else_the_sb() {
         Ctx::new(
             ConfigState::Missing { looked_at: vec![] },
             Options {
-                ovs_db: Some(ovs_db.to_owned()),
-                sb_db,
+                ovs_db: Some(spx_checks::endpoint::Endpoint::parse_list(ovs_db).unwrap()),
+                sb_db: sb_db.map(|t| spx_checks::endpoint::Endpoint::parse_list(&t).unwrap()),
                 ..Options::default()
             },
         )

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::endpoint::Endpoint;
 use crate::expect::Expectations;
 use crate::finding::{Finding, SkipReason};
 use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
@@ -19,7 +20,7 @@ use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Options {
     /// `--peer`, in the order given.
-    pub peers: Vec<String>,
+    pub peers: Vec<crate::probe::peers::FlagPeer>,
     /// `--mtu`: the target underlay MTU, overriding the config.
     pub mtu: Option<u32>,
     /// `--probe-timeout`: one probe round's bound.
@@ -27,15 +28,19 @@ pub struct Options {
     /// `--interface`: interfaces to inspect, overriding discovery.
     pub interfaces: Vec<String>,
     /// `--ovs-db`, `--nb-db`, `--sb-db`: OVSDB endpoints overriding the config.
-    pub ovs_db: Option<String>,
-    pub nb_db: Option<String>,
-    pub sb_db: Option<String>,
+    /// Parsed once, by the binary; kept as the text an operator writes.
+    #[serde(with = "crate::endpoint::opt_list", default)]
+    pub ovs_db: Option<Vec<Endpoint>>,
+    #[serde(with = "crate::endpoint::opt_list", default)]
+    pub nb_db: Option<Vec<Endpoint>>,
+    #[serde(with = "crate::endpoint::opt_list", default)]
+    pub sb_db: Option<Vec<Endpoint>>,
     /// `--sample`: the length of the shared sample window.
     pub sample: Duration,
     /// `--timeout`: the global deadline, from the start of the run.
     pub timeout: Duration,
     /// `--for`: the preflight profile, if any.
-    pub profile: Option<String>,
+    pub profile: Option<crate::profile::Preflight>,
     /// In a cluster run, the node that reads OVN NB and SB for the whole
     /// cluster; set on every other node, which then leaves them alone
     /// ([`crate::probe::ovsdb::endpoints`]).

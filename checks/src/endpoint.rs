@@ -97,6 +97,27 @@ impl<'de> serde::Deserialize<'de> for Endpoint {
     }
 }
 
+/// An optional endpoint list kept as one comma-separated text (as the
+/// flags take it and as bundles keep it), parsed on the way in: for
+/// `#[serde(with = "crate::endpoint::opt_list")]`.
+pub mod opt_list {
+    use super::{join, Endpoint};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Vec<Endpoint>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(list) => s.serialize_some(&join(list)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Endpoint>>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| Endpoint::parse_list(&t).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
 /// Join a list back into the form ovn-nbctl's `--db` takes.
 pub fn join(list: &[Endpoint]) -> String {
     list.iter()

@@ -4,6 +4,8 @@
 //! missing evidence: a required check that skips or errors makes the run
 //! inconclusive (the binary's exit policy reads [`Profile::required`]).
 
+use serde::{Deserialize, Serialize};
+
 use crate::checks::path_mtu::{PathMtuEvidence, PeerVerdict};
 use crate::ctx::Ctx;
 use crate::endpoint;
@@ -15,7 +17,57 @@ use crate::spinifex;
 /// Each check's id and finding, in report order.
 pub type Results<'a> = [(&'a str, &'a Finding)];
 
+/// A preflight change (`--for CHANGE`), typed: compared as a value, never
+/// as a string. Its JSON and bundle form is the kebab-case name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preflight {
+    /// Before raising `underlay_mtu`.
+    EnableJumbo,
+    /// Before setting `ipsec_enabled = false`.
+    DisableIpsec,
+}
+
+impl Preflight {
+    pub const ALL: [Preflight; 2] = [Preflight::EnableJumbo, Preflight::DisableIpsec];
+
+    /// Its profile: the checks it requires and its runbook.
+    pub fn profile(self) -> &'static Profile {
+        &PROFILES[self as usize]
+    }
+
+    /// `enable-jumbo`, `disable-ipsec`.
+    pub fn name(self) -> &'static str {
+        self.profile().name
+    }
+}
+
+/// A report's `profile` (JSON v1): the preflight's name, or `default`
+/// for a run without `--for`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunProfile(pub Option<Preflight>);
+
+impl RunProfile {
+    /// `default`, `enable-jumbo`, `disable-ipsec`.
+    pub fn name(self) -> &'static str {
+        self.0.map_or("default", Preflight::name)
+    }
+}
+
+impl std::fmt::Display for RunProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for RunProfile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 pub struct Profile {
+    pub preflight: Preflight,
     pub name: &'static str,
     /// The checks this preflight runs; each must conclude.
     pub required: &'static [&'static str],
@@ -27,22 +79,20 @@ pub struct Profile {
 
 pub static PROFILES: &[Profile] = &[
     Profile {
+        preflight: Preflight::EnableJumbo,
         name: "enable-jumbo",
         required: &["mtu.path"],
         default_mtu: Some(9000),
         runbook: enable_jumbo,
     },
     Profile {
+        preflight: Preflight::DisableIpsec,
         name: "disable-ipsec",
         required: &["underlay.on-link", "ipsec.flags", "ipsec.xfrm"],
         default_mtu: None,
         runbook: disable_ipsec,
     },
 ];
-
-pub fn find(name: &str) -> Option<&'static Profile> {
-    PROFILES.iter().find(|p| p.name == name)
-}
 
 fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
     results.iter().find(|(i, _)| *i == id).map(|(_, f)| *f)
@@ -143,7 +193,8 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
     let nb = ctx
         .opts
         .nb_db
-        .clone()
+        .as_deref()
+        .map(endpoint::join)
         .or_else(|| {
             ctx.config()
                 .ok()
@@ -233,6 +284,12 @@ mod tests {
 
     #[test]
     fn profiles_name_real_checks() {
+        for (i, p) in PROFILES.iter().enumerate() {
+            assert_eq!(p.preflight as usize, i);
+            assert_eq!(p.preflight.profile().name, p.name);
+            assert_eq!(serde_json::to_value(p.preflight).unwrap(), p.name);
+        }
+        assert_eq!(PROFILES.len(), Preflight::ALL.len());
         for p in PROFILES {
             for id in p.required {
                 assert!(

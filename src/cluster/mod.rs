@@ -157,7 +157,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             underlay_mtu: expectations.underlay_mtu,
             nb: opts
                 .nb_db
-                .clone()
+                .as_deref()
+                .map(endpoint::join)
                 .or_else(|| {
                     Some(endpoint::join(&plan.config.nb_endpoints())).filter(|s| !s.is_empty())
                 })
@@ -165,7 +166,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             path_matrix: matrix,
             routed,
         };
-        facts::runbook::runbook(p.name, &rb)
+        facts::runbook::runbook(p.preflight, &rb)
             .iter()
             .map(|s| as_invoked(s))
             .collect::<Vec<_>>()
@@ -213,7 +214,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             name: spx_checks::spinifex::BINARY,
             version: env!("CARGO_PKG_VERSION"),
         },
-        profile: plan.profile.map_or("default", |p| p.name).to_owned(),
+        profile: spx_checks::profile::RunProfile(plan.profile.map(|p| p.preflight)),
         started_at: humantime::format_rfc3339_millis(started_at).to_string(),
         duration_ms: t0.elapsed().as_millis() as u64,
         exit_code,

@@ -248,7 +248,7 @@ impl Plan {
         }
         for p in &settings.options.peers {
             words.push(("", "--peer".into()));
-            words.push(("--peer", p.clone()));
+            words.push(("--peer", p.to_string()));
         }
         for i in &settings.options.interfaces {
             words.push(("", "--interface".into()));
@@ -261,7 +261,7 @@ impl Plan {
         ] {
             if let Some(v) = v {
                 words.push(("", flag.into()));
-                words.push((flag, v.clone()));
+                words.push((flag, spx_checks::endpoint::join(v)));
             }
         }
         let mut quoted = Vec::with_capacity(words.len());

@@ -15,7 +15,7 @@ pub struct ClusterReport {
     pub schema_version: u32,
     pub kind: &'static str,
     pub tool: Tool,
-    pub profile: String,
+    pub profile: spx_checks::profile::RunProfile,
     pub started_at: String,
     pub duration_ms: u64,
     pub exit_code: i32,

@@ -380,10 +380,9 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         sm.skip,
         sm.error,
         r.exit_code,
-        if r.profile == "default" {
-            String::new()
-        } else {
-            format!(" (preflight {})", r.profile)
+        match r.profile.0 {
+            None => String::new(),
+            Some(p) => format!(" (preflight {})", p.name()),
         }
     ));
     out.push_str(&format!(
@@ -494,7 +493,7 @@ mod tests {
             schema_version: 1,
             kind: "cluster",
             tool: Tool { name: "spx-doctor", version: "0.1.0" },
-            profile: "default".into(),
+            profile: spx_checks::profile::RunProfile::default(),
             started_at: "2026-01-01T00:00:00.000Z".into(),
             duration_ms: 2000,
             exit_code: 1,

@@ -127,10 +127,9 @@ pub fn render(report: &Report, style: &Style) -> String {
         s.skip,
         s.error,
         report.exit_code,
-        if report.profile == "default" {
-            String::new()
-        } else {
-            format!(" (preflight {})", report.profile)
+        match report.profile.0 {
+            None => String::new(),
+            Some(p) => format!(" (preflight {})", p.name()),
         }
     ));
     for note in &report.notes {

@@ -5,6 +5,7 @@
 
 use crate::expect;
 use crate::finding::{Finding, Status};
+use crate::profile::Preflight;
 
 /// What the cluster runbooks are filled with.
 #[derive(Clone, Debug)]
@@ -25,12 +26,11 @@ pub struct RunbookFacts<'a> {
     pub routed: Vec<(String, String)>,
 }
 
-/// The steps of `profile` for the cluster, or none for an unknown profile.
-pub fn runbook(profile: &str, f: &RunbookFacts) -> Vec<String> {
-    match profile {
-        "enable-jumbo" => enable_jumbo(f),
-        "disable-ipsec" => disable_ipsec(f),
-        _ => Vec::new(),
+/// The steps of `preflight` for the cluster.
+pub fn runbook(preflight: Preflight, f: &RunbookFacts) -> Vec<String> {
+    match preflight {
+        Preflight::EnableJumbo => enable_jumbo(f),
+        Preflight::DisableIpsec => disable_ipsec(f),
     }
 }
 
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn jumbo_goes_through_the_nodes_in_order_and_stops_on_a_bad_matrix() {
-        let steps = runbook("enable-jumbo", &facts(None));
+        let steps = runbook(Preflight::EnableJumbo, &facts(None));
         assert!(steps[0].starts_with("one node at a time, in this order: n0, n1, n2: raise"));
         assert!(steps.iter().any(|s| s.contains("`underlay_mtu = 9000`")));
         assert!(steps.iter().any(|s| s.contains("MTU 8908 (IPsec on)")));
@@ -140,7 +140,7 @@ mod tests {
             "2 of 6 paths cannot carry 9000 bytes: n0<->n2",
         )
         .fix("x");
-        let steps = runbook("enable-jumbo", &facts(Some(&bad)));
+        let steps = runbook(Preflight::EnableJumbo, &facts(Some(&bad)));
         assert!(steps[0].starts_with("STOP: not every pair carries 9000: 2 of 6 paths"));
     }
 
@@ -149,13 +149,12 @@ mod tests {
         let mut f = facts(None);
         f.routed
             .push(("n1".into(), "198.18.1.2 is behind a router".into()));
-        let steps = runbook("disable-ipsec", &f);
+        let steps = runbook(Preflight::DisableIpsec, &f);
         assert!(steps[0].starts_with("STOP and decide: on n1, 198.18.1.2 is behind a router"));
         assert!(steps.iter().any(|s| s.contains("ovn-nbctl --db=\"tcp:198.18.0.1:6641,tcp:198.18.0.2:6641\" set NB_Global . ipsec=false")));
         assert!(steps
             .iter()
             .any(|s| s.starts_with("on every node (n0, n1, n2): `ovs-vsctl remove")));
         assert!(steps.iter().any(|s| s.contains("1408 -> 1442")));
-        assert!(runbook("nope", &f).is_empty());
     }
 }

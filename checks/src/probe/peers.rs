@@ -95,6 +95,79 @@ impl std::fmt::Display for PeerSource {
     }
 }
 
+/// A `--peer` as the binary resolved it, once: an address, and for a
+/// link-local IPv6 one the interface it is on (by name). A name was
+/// resolved to its addresses before the run. Written, in bundles too, as
+/// the operator writes it: `198.18.0.2`, `fe80::2%eth0`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FlagPeer {
+    pub address: IpAddr,
+    pub interface: Option<String>,
+}
+
+impl FlagPeer {
+    /// This peer on this host: its interface (if any) looked up.
+    fn candidate(&self, host: HostRef<'_>) -> Result<Candidate, String> {
+        let scope = match &self.interface {
+            Some(name) => Some(
+                resolve_scope(host, name).map_err(|e| format!("{:?}: {e}", self.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(Candidate {
+            address: self.address,
+            scope,
+            node: None,
+        })
+    }
+}
+
+impl std::fmt::Display for FlagPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.interface {
+            Some(i) => write!(f, "{}%{i}", self.address),
+            None => write!(f, "{}", self.address),
+        }
+    }
+}
+
+impl std::str::FromStr for FlagPeer {
+    type Err = String;
+
+    /// An address as [`FlagPeer`] writes it (never a name: names are
+    /// resolved before a run).
+    fn from_str(text: &str) -> Result<FlagPeer, String> {
+        if let Some(scoped) = crate::validate::scoped_ipv6(text) {
+            let (addr, interface) = scoped?;
+            return Ok(FlagPeer {
+                address: IpAddr::V6(addr),
+                interface: Some(interface.to_owned()),
+            });
+        }
+        let address: IpAddr = text
+            .parse()
+            .map_err(|_| format!("{text:?} is not an IP address"))?;
+        Ok(FlagPeer {
+            address,
+            interface: None,
+        })
+    }
+}
+
+impl Serialize for FlagPeer {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FlagPeer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FlagPeer, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// The interface a link-local IPv6 peer is reached on (the `%eth0` of
 /// `fe80::2%eth0`), resolved to its index. Serialized as the name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -258,15 +331,19 @@ pub fn needs_scope(address: IpAddr) -> bool {
 }
 
 /// A `--peer` value that is an address, checked as the flag parser must:
-/// Ok(Some(the address as the run will use it)), Ok(None) for a host name,
-/// or why it cannot be probed (a link-local address without its interface,
-/// a scope naming no interface here).
-pub fn flag_address(host: HostRef<'_>, text: &str) -> Result<Option<String>, String> {
+/// Ok(Some(the address as the run will use it, its interface looked up
+/// here)), Ok(None) for a host name, or why it cannot be probed (a
+/// link-local address without its interface, a scope naming no interface
+/// here).
+pub fn flag_address(host: HostRef<'_>, text: &str) -> Result<Option<FlagPeer>, String> {
     match parse_address(host, text)? {
         Some((ip, None)) if needs_scope(ip) => Err(format!(
             "{text:?} is link-local: name the interface it is on, e.g. {ip}%eth0"
         )),
-        Some((ip, scope)) => Ok(Some(display(ip, scope.as_ref()))),
+        Some((address, scope)) => Ok(Some(FlagPeer {
+            address,
+            interface: scope.map(|s| s.interface),
+        })),
         None => Ok(None),
     }
 }
@@ -284,24 +361,8 @@ pub fn discover_from(ctx: &Ctx, peers_nft: &Path) -> PeerSet {
     // better one named nobody.
     let flag = || -> SourceAnswer {
         let mut out = Vec::new();
-        for text in &ctx.opts.peers {
-            match parse_address(host, text) {
-                Ok(Some((address, scope))) => out.push(Candidate {
-                    address,
-                    scope,
-                    node: None,
-                }),
-                Err(e) => return Err(format!("--peer {e}")),
-                Ok(None) => {
-                    let mut answers =
-                        host.resolve(std::slice::from_ref(text), ctx.bounded(NAME_LOOKUP_BOUND));
-                    match answers.remove(text) {
-                        Some(Ok(ips)) => out.extend(ips.into_iter().map(Candidate::from)),
-                        Some(Err(e)) => return Err(format!("--peer {text:?}: {e}")),
-                        None => return Err(format!("--peer {text:?}: name lookup did not answer")),
-                    }
-                }
-            }
+        for peer in &ctx.opts.peers {
+            out.push(peer.candidate(host).map_err(|e| format!("--peer {e}"))?);
         }
         let n = out.len();
         Ok((out, format!("{n} given on the command line")))
@@ -431,7 +492,7 @@ pub fn assemble<const N: usize>(
 fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
     super::ovsdb::endpoints::read_elsewhere(ctx, "SB").map_err(|f| f.summary)?;
     let endpoints = match &ctx.opts.sb_db {
-        Some(text) => Endpoint::parse_list(text).map_err(|e| format!("--sb-db: {e}"))?,
+        Some(list) => list.clone(),
         None => match ctx.config() {
             Ok(config) => config.sb_endpoints(),
             Err(_) => return Err("no config, so no ovn_sb_addr (pass --sb-db)".into()),
@@ -459,12 +520,7 @@ fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
 /// endpoint that said so; Err when the local OVS database is absent or did
 /// not answer.
 fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
-    let text = ctx
-        .opts
-        .ovs_db
-        .as_deref()
-        .unwrap_or(super::ovsdb::DEFAULT_OVS_ENDPOINT);
-    let endpoint = Endpoint::parse(text).map_err(|e| e.to_string())?;
+    let (endpoint, _) = super::ovsdb::endpoints::ovs(ctx).map_err(|f| f.summary)?;
     if let Endpoint::Unix(path) = &endpoint {
         if !ctx.host().exists(path) {
             return Err(format!("no local OVS database at {endpoint}"));
@@ -983,7 +1039,10 @@ mod tests {
     #[test]
     fn flag_peers_are_used_alone() {
         let opts = crate::ctx::Options {
-            peers: vec!["198.19.254.2".into(), "fd00:5bd:a::2".into()],
+            peers: vec![
+                "198.19.254.2".parse().unwrap(),
+                "fd00:5bd:a::2".parse().unwrap(),
+            ],
             ..Default::default()
         };
         let ctx = Ctx::new(crate::ctx::ConfigState::Missing { looked_at: vec![] }, opts);
@@ -1024,7 +1083,7 @@ mod tests {
                 config: Box::new(config),
             },
             crate::ctx::Options {
-                ovs_db: Some(format!("unix:{}", dir.path().join("no-ovs.sock").display())),
+                ovs_db: Some(vec![Endpoint::Unix(dir.path().join("no-ovs.sock"))]),
                 ..Default::default()
             },
         );
@@ -1135,12 +1194,14 @@ mod tests {
         assert_eq!(
             flag_address(crate::host::live(), "fe80::2%lo")
                 .unwrap()
+                .map(|p| p.to_string())
                 .as_deref(),
             Some("fe80::2%lo")
         );
         assert_eq!(
             flag_address(crate::host::live(), "198.18.0.2")
                 .unwrap()
+                .map(|p| p.to_string())
                 .as_deref(),
             Some("198.18.0.2")
         );

@@ -46,7 +46,7 @@ fn route(to: &str, gateway: Option<&str>) -> (Request, Fact) {
 /// What this host's peers and addresses are: `--peer` each of `peers`, no
 /// local OVS database.
 fn peers(facts: Facts, peers: &[&str]) -> Facts {
-    let list: Vec<String> = peers.iter().map(|p| (*p).to_owned()).collect();
+    let list = peers.iter().map(|p| p.parse().unwrap()).collect();
     facts
         .opts(|o| o.peers = list)
         .ok(
@@ -227,7 +227,7 @@ fn a_routed_peer_warns_before_ipsec_is_turned_off() {
     let f = peers(
         Facts::new()
             .config("[network]\nipsec_enabled = true\n")
-            .opts(|o| o.profile = Some("disable-ipsec".into())),
+            .opts(|o| o.profile = Some(crate::profile::Preflight::DisableIpsec)),
         &["198.18.3.182", "198.18.9.7"],
     )
     .ok(r1, f1)

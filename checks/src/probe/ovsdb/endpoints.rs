@@ -62,8 +62,8 @@ pub fn read_elsewhere(ctx: &Ctx, db: &str) -> Result<(), Finding> {
 /// check cannot know the cluster's NB: it skips, saying how to give one.
 pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
     read_elsewhere(ctx, "NB")?;
-    if let Some(text) = &ctx.opts.nb_db {
-        return Ok((parse("--nb-db", text)?, Source::Flag));
+    if let Some(list) = &ctx.opts.nb_db {
+        return Ok((list.clone(), Source::Flag));
     }
     let list = ctx.config()?.nb_endpoints();
     if list.is_empty() {
@@ -77,8 +77,8 @@ pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
 /// The southbound raft list, as [`nb`].
 pub fn sb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
     read_elsewhere(ctx, "SB")?;
-    if let Some(text) = &ctx.opts.sb_db {
-        return Ok((parse("--sb-db", text)?, Source::Flag));
+    if let Some(list) = &ctx.opts.sb_db {
+        return Ok((list.clone(), Source::Flag));
     }
     let list = ctx.config()?.sb_endpoints();
     if list.is_empty() {
@@ -91,14 +91,14 @@ pub fn sb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
 
 /// This node's Open_vSwitch database.
 pub fn ovs(ctx: &Ctx) -> Result<(Endpoint, Source), Finding> {
-    let (text, source) = match &ctx.opts.ovs_db {
-        Some(t) => (t.as_str(), Source::Flag),
-        None => (DEFAULT_OVS_ENDPOINT, Source::Default),
+    let (mut list, source) = match &ctx.opts.ovs_db {
+        Some(list) => (list.clone(), Source::Flag),
+        None => (parse("--ovs-db", DEFAULT_OVS_ENDPOINT)?, Source::Default),
     };
-    let mut list = parse("--ovs-db", text)?;
     if list.len() != 1 {
         return Err(Finding::probe_failed(format!(
-            "--ovs-db: {text:?} names {} servers; the local Open_vSwitch database is one",
+            "--ovs-db: {:?} names {} servers; the local Open_vSwitch database is one",
+            crate::endpoint::join(&list),
             list.len()
         )));
     }
