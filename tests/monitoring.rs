@@ -160,7 +160,7 @@ fn every_declared_series_appears_in_a_real_run() {
     // The same run as JSON: the series are its evidence, typed.
     let (_, doc) = run_json(&mut doctor());
     let udp = support::check(&doc, "udp.rcvbuf-errors");
-    let ev: spx_checks::checks::rcvbuf_errors::RcvbufErrorsEvidence =
+    let ev: spx_checks::checks::udp_rcvbuf_errors::RcvbufErrorsEvidence =
         serde_json::from_value(udp["evidence"].clone()).expect("typed evidence reads back");
     assert_eq!(
         sample(&text, "spx_doctor_udp_rcvbuf_errors_total"),
@@ -168,7 +168,7 @@ fn every_declared_series_appears_in_a_real_run() {
         "this namespace's counter does not move between the two runs"
     );
     let buffers = support::check(&doc, "sysctl.udp-buffers");
-    let ev: spx_checks::checks::udp_buffers::UdpBuffersEvidence =
+    let ev: spx_checks::checks::sysctl_udp_buffers::UdpBuffersEvidence =
         serde_json::from_value(buffers["evidence"].clone()).unwrap();
     assert_eq!(
         sample(&text, "spx_doctor_udp_wmem_max_bytes"),

@@ -47,10 +47,10 @@ pub use kind::{KindDoc, Kinds};
 /// Every check, in the order reports list them: the node checks, then the
 /// cluster checks ([`Scope::Cluster`]).
 pub static CHECKS: &[&dyn Check] = &[
-    &checks::udp_buffers::UdpBuffers,
-    &checks::rcvbuf_errors::RcvbufErrors,
-    &checks::path_mtu::PathMtu,
-    &checks::overlay_mtu::OverlayMtu,
+    &checks::sysctl_udp_buffers::UdpBuffers,
+    &checks::udp_rcvbuf_errors::RcvbufErrors,
+    &checks::mtu_path::PathMtu,
+    &checks::mtu_overlay::OverlayMtu,
     &checks::underlay_on_link::UnderlayOnLink,
     &checks::ipsec_flags::IpsecFlags,
     &checks::ipsec_xfrm::IpsecXfrm,

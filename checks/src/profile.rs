@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::checks::path_mtu::{PathMtuEvidence, PeerVerdict};
+use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
 use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
@@ -242,7 +242,7 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::path_mtu::PathMtuKind;
+    use crate::checks::mtu_path::PathMtuKind;
     use crate::ctx::{ConfigState, Options};
     use serde_json::json;
 

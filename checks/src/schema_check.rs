@@ -65,10 +65,12 @@ pub fn valid(id: &str, f: Finding) -> Finding {
 
 #[test]
 fn the_schema_refuses_stray_evidence_and_foreign_codes() {
-    let f = crate::checks::udp_buffers::judge(crate::checks::udp_buffers::BufferCeilings {
-        rmem_max: 1,
-        wmem_max: 1,
-    });
+    let f = crate::checks::sysctl_udp_buffers::judge(
+        crate::checks::sysctl_udp_buffers::BufferCeilings {
+            rmem_max: 1,
+            wmem_max: 1,
+        },
+    );
     let mut typo = f.clone();
     typo.evidence.insert("typo".into(), 1.into());
     let stray = std::panic::catch_unwind(|| valid("sysctl.udp-buffers", typo));

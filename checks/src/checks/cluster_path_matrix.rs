@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared, Scope};
-use crate::checks::path_mtu::{PathMtuEvidence, PeerVerdict};
+use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
 use crate::cluster::{self, and_list, pair, ClusterFacts};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;

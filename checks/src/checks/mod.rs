@@ -9,14 +9,36 @@ pub mod cluster_sa_pairs;
 pub mod cpu_softirq;
 pub mod ipsec_flags;
 pub mod ipsec_xfrm;
+pub mod mtu_overlay;
+pub mod mtu_path;
 pub mod nic_offloads;
 pub mod nic_queues;
 pub mod nic_rings;
 pub mod nic_tso;
-pub mod overlay_mtu;
-pub mod path_mtu;
 pub mod qemu_tuning;
-pub mod rcvbuf_errors;
+pub mod sysctl_udp_buffers;
 pub mod tcp_reordering;
-pub mod udp_buffers;
+pub mod udp_rcvbuf_errors;
 pub mod underlay_on_link;
+
+#[cfg(test)]
+mod tests {
+    /// Each check lives in the file (or folder) its id names: `mtu.path`
+    /// in `mtu_path.rs`, `qemu.tuning` in `qemu_tuning/`.
+    #[test]
+    fn file_names_follow_check_ids() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/checks");
+        for check in crate::CHECKS {
+            let stem = check.id().replace(['.', '-'], "_");
+            assert!(
+                dir.join(format!("{stem}.rs")).is_file()
+                    || dir.join(&stem).join("mod.rs").is_file(),
+                "{} is not in src/checks/{stem}.rs or src/checks/{stem}/",
+                check.id()
+            );
+        }
+        let files = std::fs::read_dir(&dir).unwrap().count();
+        // mod.rs and one file or folder per check.
+        assert_eq!(files, crate::CHECKS.len() + 1);
+    }
+}

@@ -188,8 +188,9 @@ mod tests {
 
     #[test]
     fn a_question_the_facts_do_not_answer_fails_the_test() {
-        let run =
-            std::panic::catch_unwind(|| Facts::new().run(&crate::checks::udp_buffers::UdpBuffers));
+        let run = std::panic::catch_unwind(|| {
+            Facts::new().run(&crate::checks::sysctl_udp_buffers::UdpBuffers)
+        });
         let message = run.expect_err("unanswered");
         let message = message
             .downcast_ref::<String>()

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::Facts;
-use crate::checks::overlay_mtu::OverlayMtu;
-use crate::checks::path_mtu::PathMtu;
+use crate::checks::mtu_overlay::OverlayMtu;
+use crate::checks::mtu_path::PathMtu;
 use crate::checks::underlay_on_link::UnderlayOnLink;
 use crate::endpoint::Endpoint;
 use crate::finding::Status;

@@ -1,8 +1,8 @@
 //! `sysctl.udp-buffers` and `udp.rcvbuf-errors` on recorded /proc files.
 
 use super::{capture, set_counter, Facts};
-use crate::checks::rcvbuf_errors::RcvbufErrors;
-use crate::checks::udp_buffers::UdpBuffers;
+use crate::checks::sysctl_udp_buffers::UdpBuffers;
+use crate::checks::udp_rcvbuf_errors::RcvbufErrors;
 use crate::finding::Status;
 use crate::host::{Fact, Request};
 use crate::probe::journal::JournalLookup;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared};
-use crate::checks::udp_buffers;
+use crate::checks::sysctl_udp_buffers;
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
@@ -183,7 +183,7 @@ pub fn judge(s: &Sample) -> Finding {
                 "no drops counted, but spinifex-predastore logged quic-go's '{QUIC_WARNING}' warning this boot: {line}"
             ),
         )
-        .fixes(udp_buffers::remediation())
+        .fixes(sysctl_udp_buffers::remediation())
     } else {
         Finding::new(
             RcvbufErrorsKind::Ok,
@@ -209,8 +209,8 @@ fn dropping(s: &Sample, delta: u64, total: u64, window_ms: u64) -> Finding {
             "{delta} UDP datagrams dropped for want of receive buffer in {window_ms} ms ({rate:.0}/s; {total} since boot): every one is a lost QUIC datagram"
         ),
     );
-    let f = if s.rmem_max.is_some_and(|m| m < udp_buffers::REQUIRED) {
-        f.fixes(udp_buffers::remediation())
+    let f = if s.rmem_max.is_some_and(|m| m < sysctl_udp_buffers::REQUIRED) {
+        f.fixes(sysctl_udp_buffers::remediation())
     } else {
         f.fix(
             "the buffer ceiling is already raised: find the dropping socket with `ss -uamp` (skmem d<N> counts its drops) and fix its reader or its SO_RCVBUF",
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn raised_ceiling_points_at_the_socket_instead() {
         let mut s = sample(0, 10);
-        s.rmem_max = Some(udp_buffers::REQUIRED);
+        s.rmem_max = Some(sysctl_udp_buffers::REQUIRED);
         let f = judge(&s);
         assert_eq!(f.status, Status::Fail);
         assert!(f.remediation[0].contains("ss -uamp"));
