@@ -15,7 +15,6 @@
 
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use netlink_packet_core::{
@@ -307,7 +306,7 @@ fn request(inner: RouteNetlinkMessage, dump: bool) -> io::Result<Vec<RouteNetlin
     let mut socket = Socket::new(NETLINK_ROUTE)?;
     socket.bind_auto()?;
     socket.connect(&SocketAddr::new(0, 0))?;
-    set_receive_timeout(&socket, NETLINK_TIMEOUT)?;
+    super::set_receive_timeout(&socket, NETLINK_TIMEOUT)?;
 
     let mut header = NetlinkHeader::default();
     header.flags = NLM_F_REQUEST | if dump { NLM_F_DUMP } else { 0 };
@@ -361,28 +360,6 @@ fn request(inner: RouteNetlinkMessage, dump: bool) -> io::Result<Vec<RouteNetlin
                 _ => {}
             }
         }
-    }
-}
-
-fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: timeout.subsec_micros() as libc::suseconds_t,
-    };
-    // SAFETY: a valid fd and a correctly sized timeval.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            &tv as *const libc::timeval as *const libc::c_void,
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

@@ -179,3 +179,19 @@ pub fn sysctl_path(name: &str) -> PathBuf {
     path.extend(name.split('.'));
     path
 }
+
+/// Bound every receive on a netlink socket (`SO_RCVTIMEO`), so that a
+/// kernel that does not finish a dump cannot hold the run past its
+/// deadline. Never zero: a zero timeout means none at all.
+pub(crate) fn set_receive_timeout(
+    socket: &impl std::os::fd::AsFd,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
+    use nix::sys::time::TimeVal;
+    let tv = TimeVal::new(
+        timeout.as_secs() as libc::time_t,
+        timeout.subsec_micros().max(1) as libc::suseconds_t,
+    );
+    Ok(setsockopt(socket, ReceiveTimeout, &tv)?)
+}

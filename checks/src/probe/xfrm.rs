@@ -13,7 +13,6 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use netlink_packet_core::{
@@ -223,7 +222,7 @@ pub fn states(bound: Duration) -> Result<Vec<SecurityAssociation>, ProbeError> {
         if left.is_zero() {
             return Err(io_err(io::ErrorKind::TimedOut.into()));
         }
-        set_receive_timeout(&socket, left).map_err(io_err)?;
+        super::set_receive_timeout(&socket, left).map_err(io_err)?;
         let n = socket.recv(&mut &mut rx[..], 0).map_err(io_err)?;
         if n == 0 {
             return Err(ProbeError::Other(
@@ -235,28 +234,6 @@ pub fn states(bound: Duration) -> Result<Vec<SecurityAssociation>, ProbeError> {
         if chunk.done {
             return Ok(out);
         }
-    }
-}
-
-fn set_receive_timeout(socket: &Socket, timeout: Duration) -> io::Result<()> {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: timeout.subsec_micros().max(1) as libc::suseconds_t,
-    };
-    // SAFETY: a valid fd and a correctly sized timeval.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 
