@@ -19,7 +19,7 @@ use crate::evidence::Evidence;
 use crate::finding::{Finding, Subject};
 use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::ovsdb::{self, endpoints};
+use crate::probe::peers;
 use crate::probe::xfrm::SecurityAssociation;
 
 pub struct IpsecXfrm;
@@ -225,36 +225,23 @@ impl Check for IpsecXfrm {
     }
 }
 
+/// The peers IPsec must cover: the other chassis' tunnel addresses, read
+/// by peer discovery's own SB source ([`peers::sb_encap_ips`]), less this
+/// node's ovn-encap-ip.
 fn gather_peers(ctx: &Ctx) -> PeerView {
-    let budget = endpoints::budget(ctx);
     let unknown = |why: String| PeerView::Unknown { why };
-    let (sb, _) = match endpoints::sb(ctx) {
-        Ok(x) => x,
-        Err(f) => return unknown(f.summary),
+    let local = match peers::local_encap(ctx) {
+        Ok((ips, _)) if !ips.is_empty() => ips,
+        Ok((_, ovs)) => return unknown(format!("{ovs} has no external_ids:ovn-encap-ip")),
+        Err(e) => return unknown(e),
     };
-    let (ovs, _) = match endpoints::ovs(ctx) {
-        Ok(x) => x,
-        Err(f) => return unknown(f.summary),
-    };
-    let local = match ovsdb::ovs_row(ctx.host(), &ovs, budget) {
-        Ok(a) => match a.value.ovn_encap_ip.as_deref().map(ovsdb::parse_ip_list) {
-            Some(Ok(ips)) if !ips.is_empty() => ips,
-            Some(Err(e)) => return unknown(e.to_string()),
-            _ => return unknown(format!("{ovs} has no external_ids:ovn-encap-ip")),
-        },
-        Err(e) => return unknown(e.to_string()),
-    };
-    match ovsdb::sb_encap_ips_within(ctx.host(), &sb, budget) {
-        Ok(a) => PeerView::Known {
-            peers: a
-                .value
-                .into_iter()
-                .filter(|ip| !local.contains(ip))
-                .collect(),
+    match peers::sb_encap_ips(ctx) {
+        Ok((ips, endpoint)) => PeerView::Known {
+            peers: ips.into_iter().filter(|ip| !local.contains(ip)).collect(),
             local,
-            source: format!("OVN_Southbound Encap at {}", a.endpoint),
+            source: format!("OVN_Southbound Encap at {endpoint}"),
         },
-        Err(e) => unknown(e.to_string()),
+        Err(e) => unknown(e),
     }
 }
 

@@ -490,6 +490,19 @@ pub fn assemble<const N: usize>(
 }
 
 fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
+    let (ips, endpoint) = sb_encap_ips(ctx)?;
+    let n = ips.len();
+    Ok((
+        ips.into_iter().map(Candidate::from).collect(),
+        format!("{n} Encap rows at {endpoint}"),
+    ))
+}
+
+/// Every chassis' tunnel address in the OVN_Southbound `Encap` table, and
+/// the member that answered: the peer source of discovery and of
+/// ipsec.xfrm's expected SA pairs alike. Err says why not (OVN read by
+/// another node in a cluster run, no SB endpoint, no answer).
+pub fn sb_encap_ips(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
     super::ovsdb::endpoints::read_elsewhere(ctx, "SB").map_err(|f| f.summary)?;
     let endpoints = match &ctx.opts.sb_db {
         Some(list) => list.clone(),
@@ -505,13 +518,7 @@ fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
     let deadline = (Instant::now() + per_member * 2).min(ctx.deadline());
     let budget = super::ovsdb::Budget::within(per_member, deadline);
     match super::ovsdb::sb_encap_ips_within(ctx.host(), &endpoints, budget) {
-        Ok(ans) => {
-            let n = ans.value.len();
-            Ok((
-                ans.value.into_iter().map(Candidate::from).collect(),
-                format!("{n} Encap rows at {}", ans.endpoint),
-            ))
-        }
+        Ok(ans) => Ok((ans.value, ans.endpoint)),
         Err(e) => Err(format!("{} ({e})", crate::endpoint::join(&endpoints))),
     }
 }
@@ -519,7 +526,7 @@ fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
 /// This node's `ovn-encap-ip` (empty when the key is unset) and the
 /// endpoint that said so; Err when the local OVS database is absent or did
 /// not answer.
-fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
+pub fn local_encap(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
     let (endpoint, _) = super::ovsdb::endpoints::ovs(ctx).map_err(|f| f.summary)?;
     if let Endpoint::Unix(path) = &endpoint {
         if !ctx.host().exists(path) {

@@ -139,6 +139,8 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
             Request::Addresses,
             Fact::Addresses(vec![ip("127.0.0.1"), ip("198.18.3.181")]),
         )
+        // Peer discovery's SB source looks for the local OVS socket first.
+        .exists("/var/run/openvswitch/db.sock", true)
         .ok(ovs, ovs_rows)
         .ok(sb, sb_rows)
         .run(&IpsecXfrm);
