@@ -1,0 +1,164 @@
+//! What to do about it: the commands that fix a local link below the
+//! target, and what to ask of the fabric for a path that does not carry it.
+
+use super::*;
+
+pub(super) fn remediation(
+    facts: &PathFacts,
+    reports: &[PeerReport],
+    local: &[&LocalLink],
+) -> Vec<String> {
+    let target = facts.target_mtu;
+    let config = &facts.config_file;
+    let failing: Vec<&PeerReport> = reports.iter().filter(|r| r.failing()).collect();
+    let mut steps = Vec::new();
+    // Local interfaces first: nothing else matters until they are raised.
+    let mut raise: Vec<String> = Vec::new();
+    let mut capped: Vec<String> = Vec::new();
+    for r in failing
+        .iter()
+        .filter(|r| r.verdict == PeerVerdict::LocalMtu)
+    {
+        let Some(l) = local
+            .iter()
+            .find(|l| Some(&l.interface) == r.interface.as_ref())
+        else {
+            continue;
+        };
+        // Ports before the bridge they belong to.
+        for dev in l.ports.iter().chain(std::iter::once(*l)) {
+            if dev.mtu < target && !raise.contains(&dev.interface) {
+                raise.push(dev.interface.clone());
+            }
+        }
+        for dev in l.capped(target) {
+            let note = format!(
+                "{} cannot be raised to {target}: its driver's maximum MTU (IFLA_MAX_MTU) is {}",
+                dev.interface,
+                dev.max_mtu.unwrap_or(0)
+            );
+            if !capped.contains(&note) {
+                capped.push(note);
+            }
+        }
+    }
+    let fabric: Vec<&PeerReport> = failing
+        .iter()
+        .copied()
+        .filter(|r| r.fabric_limited())
+        .collect();
+    if !raise.is_empty() {
+        let mut step = format!(
+            "raise this host's side first, bridge ports before the bridge: {}; both ends and {} must carry {target} before the path can be tested",
+            spinifex::set_mtus(&raise, target, ", then "),
+            spinifex::VPC_BRIDGE
+        );
+        if fabric.iter().any(|r| r.verdict == PeerVerdict::LocalMtu) {
+            step.push_str(
+                " (that alone does not fix the path: something beyond this host drops less, see below)",
+            );
+        }
+        steps.push(step);
+    }
+    for note in capped {
+        steps.push(format!(
+            "{note}: keep underlay_mtu at or below that maximum"
+        ));
+    }
+    for r in &fabric {
+        let mtu = r
+            .path_mtu
+            .map_or("its path MTU".to_owned(), |m| m.to_string());
+        let at = match (r.verdict, r.local_mtu) {
+            (PeerVerdict::LocalMtu, Some(l)) => format!(" even at this host's {l} bytes,"),
+            _ => String::new(),
+        };
+        let what = match r.fabric_verdict() {
+            PeerVerdict::TooBig => format!(
+                "{at} the router {} forwards at most {mtu} bytes towards {}",
+                r.reported_by
+                    .map_or("on the path".to_owned(), |a| a.to_string()),
+                r.label()
+            ),
+            _ => format!(
+                "{at} a switch port or the peer's own interface on the path to {} silently drops frames above {mtu} bytes",
+                r.label()
+            ),
+        };
+        steps.push(format!(
+            "either make the path carry {target} ({}; every switch port, VLAN and router on it, and the peer's own interface, must carry {target}), or revert as below",
+            what.trim_start()
+        ));
+    }
+    // Revert to what every path carries, as a usable setting.
+    let carried = failing.iter().filter_map(|r| r.usable_mtu).min();
+    let measured = failing
+        .iter()
+        .filter(|r| r.usable_mtu == carried)
+        .filter_map(|r| r.path_mtu)
+        .min();
+    if let Some(carried) = carried {
+        let mut devs: Vec<String> = Vec::new();
+        for l in local {
+            for dev in l.ports.iter().chain(std::iter::once(*l)) {
+                if dev.mtu > carried && !devs.contains(&dev.interface) {
+                    devs.push(dev.interface.clone());
+                }
+            }
+        }
+        let why = match measured {
+            Some(m) if m > carried => format!(
+                " (probes of {m} bytes passed: a {carried}-byte link lets a VLAN tag's {VLAN_SLACK} bytes more through, so {carried} is the setting that explains them)"
+            ),
+            _ => String::new(),
+        };
+        if carried < UNDERLAY_MTU_FLOOR {
+            steps.push(format!(
+                "the path carries only {carried} bytes, below the {UNDERLAY_MTU_FLOOR} Spinifex accepts for underlay_mtu (smaller values are taken as 1500): the overlay cannot run over it until the fabric is fixed"
+            ));
+        } else if !fabric.is_empty() {
+            let here = if devs.is_empty() {
+                String::new()
+            } else {
+                format!(" (here: {})", spinifex::set_mtus(&devs, carried, ", "))
+            };
+            steps.push(format!(
+                "to revert: `{}` on both ends and on {}{here}, then {} on every node{why}",
+                spinifex::set_mtu("<dev>", carried),
+                spinifex::VPC_BRIDGE,
+                spinifex::set_network_key("underlay_mtu", carried, config)
+            ));
+        } else {
+            steps.push(format!(
+                "until then keep `underlay_mtu` at {carried} (what the path carries) under [network] in {config}{why}"
+            ));
+        }
+    }
+    steps.push("re-check: `spx doctor --check mtu.path`".to_owned());
+    steps
+}
+
+/// One step per peer that answered nothing, in its family's words.
+pub(super) fn unreachable_fixes(unreachable: &[&PeerReport]) -> Vec<String> {
+    let mut steps = Vec::new();
+    for r in unreachable {
+        let detail = r.detail.as_deref().unwrap_or("no echo reply");
+        if detail == "no route" {
+            steps.push(format!(
+                "{} (no route): this host has no route to it (`ip route get {}` finds none); fix the routing table or the peer list",
+                r.label(),
+                r.label()
+            ));
+            continue;
+        }
+        let w = words(r.address);
+        steps.push(format!(
+            "{} ({detail}): the node firewall there must accept {} for DF probes to prove the path, e.g. {}, and `sysctl {}` must be 0",
+            r.label(),
+            w.icmp_types,
+            w.nft_rule,
+            w.echo_sysctl
+        ));
+    }
+    steps
+}
