@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::support::sshd::{nft, Binary, LabNode, SshLab, Sudo};
 use crate::support::{self, run, run_cluster_json, spx, write_config};
+use spx_test_harness::root_test;
 
 /// The entry of `list` in `doc` whose `key` is `value`.
 pub(crate) fn entry<'a>(doc: &'a Value, list: &str, key: &str, value: &str) -> &'a Value {
@@ -53,11 +54,8 @@ fn pairs_through(n: &str, names: &[String]) -> BTreeSet<String> {
 
 const CHECKS: [&str; 2] = ["--check", "mtu.path,ipsec.xfrm"];
 
-#[test]
+#[root_test]
 fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
-    if !support::root_or_skip("cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift") {
-        return;
-    }
     let lab = SshLab::new(vec![LabNode::jumbo(); 6]);
     let names = lab.names.clone();
 
@@ -333,11 +331,8 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
     assert_eq!(cluster_check(&doc, "cluster.path-matrix")["status"], "pass");
 }
 
-#[test]
+#[root_test]
 fn cluster_names_every_way_a_node_does_not_answer() {
-    if !support::root_or_skip("cluster_names_every_way_a_node_does_not_answer") {
-        return;
-    }
     let mut nodes = vec![LabNode::jumbo(); 6];
     nodes[4].binary = Binary::Missing;
     nodes[5].binary = Binary::Hangs;
@@ -503,11 +498,8 @@ fn cluster_names_every_way_a_node_does_not_answer() {
     );
 }
 
-#[test]
+#[root_test]
 fn cluster_over_sudo_and_a_sudo_that_wants_a_password() {
-    if !support::root_or_skip("cluster_over_sudo_and_a_sudo_that_wants_a_password") {
-        return;
-    }
     let mut nodes = vec![LabNode::jumbo(); 3];
     for n in nodes.iter_mut() {
         n.user = Some(Sudo::NoPassword);

@@ -10,6 +10,7 @@ use serde_json::Value;
 use spx_checks::kind::Origin;
 
 use crate::support::{self, check, run, run_json, spx, write_config, Netns};
+use spx_test_harness::root_test;
 
 const PAST_DROPS: &str = "udp.rcvbuf-errors/past-drops";
 
@@ -153,11 +154,8 @@ fn udp_check(doc: &Value) -> &Value {
     check(doc, "udp.rcvbuf-errors")
 }
 
-#[test]
+#[root_test]
 fn allow_and_deny_turn_a_real_warning_from_flags_and_config() {
-    if !support::root_or_skip("allow_and_deny_turn_a_real_warning_from_flags_and_config") {
-        return;
-    }
     let ns = Netns::new();
     drops_in_the_past(&ns);
     let base = ["--check", "udp", "--sample", "200ms"];
@@ -222,11 +220,8 @@ fn allow_and_deny_turn_a_real_warning_from_flags_and_config() {
     assert_eq!(udp_check(&doc)["status"], "fail");
 }
 
-#[test]
+#[root_test]
 fn a_stale_allow_is_a_note_and_not_an_exit_code() {
-    if !support::root_or_skip("a_stale_allow_is_a_note_and_not_an_exit_code") {
-        return;
-    }
     let ns = Netns::new();
     let args = [
         "--check",

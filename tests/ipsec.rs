@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::ovsdb_server::{refused_port, silent_listener, OvsdbServer};
 use crate::support::{self, check, run_json, run_remediation, spx, Netns};
+use spx_test_harness::root_test;
 
 struct Cluster {
     nb: OvsdbServer,
@@ -291,11 +292,8 @@ fn ssl_endpoints_are_refused_clearly() {
     );
 }
 
-#[test]
+#[root_test]
 fn dhcp_at_1408_with_ipsec_off_fails_expecting_1442() {
-    if !support::root_or_skip("dhcp_at_1408_with_ipsec_off_fails_expecting_1442") {
-        return;
-    }
     let c = Cluster::new();
     c.nb.nbctl(&["dhcp-options-create", "198.18.10.0/24"]);
     let uuid = c.nb.nbctl(&[
@@ -351,11 +349,8 @@ fn dhcp_at_1408_with_ipsec_off_fails_expecting_1442() {
     assert_eq!(check(&doc, "mtu.overlay")["status"], "pass", "{doc:#}");
 }
 
-#[test]
+#[root_test]
 fn taps_with_wrong_mtus_and_a_low_bridge_are_named() {
-    if !support::root_or_skip("taps_with_wrong_mtus_and_a_low_bridge_are_named") {
-        return;
-    }
     let c = Cluster::new();
     c.nb.nbctl(&["dhcp-options-create", "198.18.10.0/24"]);
     let uuid = c.nb.nbctl(&[
@@ -415,11 +410,8 @@ fn xfrm_config(c: &Cluster, sb: &OvsdbServer, ipsec: bool) -> PathBuf {
     c.config(ipsec, 4, &c.nb.unix(), &extra)
 }
 
-#[test]
+#[root_test]
 fn xfrm_counts_the_real_kernel_zero_when_not_wanted() {
-    if !support::root_or_skip("xfrm_counts_the_real_kernel_zero_when_not_wanted") {
-        return;
-    }
     let c = Cluster::new();
     let sb = OvsdbServer::sb();
     let ns = Netns::new();
@@ -434,12 +426,9 @@ fn xfrm_counts_the_real_kernel_zero_when_not_wanted() {
     assert_eq!(f["evidence"]["expected_min"], 0);
 }
 
-#[test]
+#[root_test]
 #[allow(clippy::disallowed_macros)] // says why half the test did not run
 fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
-    if !support::root_or_skip("xfrm_wanted_names_every_missing_pair_from_sb_encap") {
-        return;
-    }
     let c = Cluster::new();
     let sb = OvsdbServer::sb();
     for n in 1..=4 {
@@ -571,11 +560,8 @@ fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
     assert_eq!(code, 0);
 }
 
-#[test]
+#[root_test]
 fn xfrm_without_cap_net_admin_skips_naming_it() {
-    if !support::root_or_skip("xfrm_without_cap_net_admin_skips_naming_it") {
-        return;
-    }
     // A config nobody can read, in a directory nobody can enter.
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -8,6 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::{self, run, run_json, write_config, Netns};
+use spx_test_harness::root_test;
 
 /// Reads a JUnit file with junitparser and prints what it understood, as
 /// JSON: per suite its counts as written and every case's result.
@@ -138,10 +139,10 @@ fn assert_junit_is_the_report(junit: &Value, doc: &Value, suite_name: &str, stri
     }
 }
 
-#[test]
+#[root_test]
 fn junit_read_by_junitparser_equals_the_json_summary() {
     const TEST: &str = "junit_read_by_junitparser_equals_the_json_summary";
-    if !support::root_or_skip(TEST) || !junitparser_or_skip(TEST) {
+    if !junitparser_or_skip(TEST) {
         return;
     }
     // A four-queue veth cut to one queue (nic.queues warns), at 1500 to a

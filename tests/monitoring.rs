@@ -5,6 +5,7 @@ use std::process::Command;
 
 use crate::support::fabric::{Fabric, NodeSpec};
 use crate::support::{self, run, run_json, spx, Netns};
+use spx_test_harness::root_test;
 
 pub(crate) fn promtool_check(text: &str) {
     let out = support::run_with_stdin(Command::new("promtool").args(["check", "metrics"]), text);
@@ -79,11 +80,8 @@ fn prometheus_output_passes_promtool_and_carries_the_series() {
 /// namespace's SAs), the host's counters for the rest. Each value is the
 /// one the JSON evidence of the same run carries, read through the typed
 /// evidence, never by key.
-#[test]
+#[root_test]
 fn every_declared_series_appears_in_a_real_run() {
-    if !support::root_or_skip("every_declared_series_appears_in_a_real_run") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let me = fabric.add_node(NodeSpec::jumbo());
     let peer = fabric.add_node(NodeSpec::jumbo());
@@ -253,11 +251,8 @@ fn setup_stage_maps_exit_codes_to_go_and_stop() {
     assert!(err.contains("stop: inconclusive"), "{err}");
 }
 
-#[test]
+#[root_test]
 fn setup_stage_goes_on_a_clean_namespace() {
-    if !support::root_or_skip("setup_stage_goes_on_a_clean_namespace") {
-        return;
-    }
     let ns = Netns::new();
     let (code, out, err) = stage(
         Some(&ns),

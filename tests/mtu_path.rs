@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::support::fabric::{Fabric, Node, NodeSpec, FAR_V4, FAR_V6, ROUTER_V4, ROUTER_V6};
 use crate::support::{self, check, run_json};
+use spx_test_harness::root_test;
 
 fn peer<'a>(check: &'a Value, addr: &str) -> &'a Value {
     check["evidence"]["peers"]
@@ -43,11 +44,8 @@ impl Config {
     }
 }
 
-#[test]
+#[root_test]
 fn mtu_path_names_every_failure_mode_exactly() {
-    if !support::root_or_skip("mtu_path_names_every_failure_mode_exactly") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
@@ -166,11 +164,8 @@ fn mtu_path_names_every_failure_mode_exactly() {
     );
 }
 
-#[test]
+#[root_test]
 fn mtu_path_local_link_below_target_is_local_mtu() {
-    if !support::root_or_skip("mtu_path_local_link_below_target_is_local_mtu") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec {
         mtu: 1500,
@@ -204,11 +199,8 @@ fn mtu_path_local_link_below_target_is_local_mtu() {
         .contains("`ip link set dev eth0 mtu 9000`"));
 }
 
-#[test]
+#[root_test]
 fn mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big() {
-    if !support::root_or_skip("mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
@@ -239,11 +231,8 @@ fn mtu_path_ipv6_peers_ok_black_hole_and_packet_too_big() {
     assert_eq!(far["rounds"], 1, "packet too big names the MTU at once");
 }
 
-#[test]
+#[root_test]
 fn mtu_path_healthy_fabric_passes_with_ping_sockets() {
-    if !support::root_or_skip("mtu_path_healthy_fabric_passes_with_ping_sockets") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let a = fabric.add_node(NodeSpec::jumbo());
@@ -269,11 +258,8 @@ fn mtu_path_healthy_fabric_passes_with_ping_sockets() {
     }
 }
 
-#[test]
+#[root_test]
 fn mtu_path_without_peers_skips() {
-    if !support::root_or_skip("mtu_path_without_peers_skips") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let s = fabric.node(src);
@@ -293,11 +279,8 @@ fn mtu_path_without_peers_skips() {
     );
 }
 
-#[test]
+#[root_test]
 fn mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs() {
-    if !support::root_or_skip("mtu_path_unprivileged_uses_ping_sockets_or_says_what_it_needs") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
@@ -337,12 +320,8 @@ fn mtu_path_refuses_a_target_outside_576_65535() {
     }
 }
 
-#[test]
+#[root_test]
 fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
-    if !support::root_or_skip("mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host")
-    {
-        return;
-    }
     use crate::support::ovsdb_server::OvsdbServer;
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
@@ -405,15 +384,12 @@ fn mtu_path_takes_peers_from_the_sb_encap_table_and_excludes_this_host() {
     assert_eq!(c["evidence"]["peer_discovery"].as_array().unwrap().len(), 1);
 }
 
-#[test]
+#[root_test]
 fn mtu_path_discovery_falls_back_in_order_to_the_config() {
     // peers.nft is read from a fixed path tests must not write, so parsing
     // it is covered by the library (probe::peers unit tests); here: with no
     // SB and no peers.nft, the binary says it looked at each, in order, and
     // took the config's nodes.
-    if !support::root_or_skip("mtu_path_discovery_falls_back_in_order_to_the_config") {
-        return;
-    }
     if std::path::Path::new("/etc/spinifex/firewall/peers.nft").exists() {
         return; // a real Spinifex node: its peers.nft would rightly win
     }
@@ -450,13 +426,8 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
+#[root_test]
 fn mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_their_fix() {
-    if !support::root_or_skip(
-        "mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_their_fix",
-    ) {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let hole = fabric.add_node(NodeSpec::BLACK_HOLE);
@@ -547,13 +518,8 @@ fn mtu_path_a_black_hole_and_silent_peers_of_both_families_are_each_named_with_t
     assert_eq!(peer(check(&doc, "mtu.path"), &d6)["verdict"], "ok");
 }
 
-#[test]
+#[root_test]
 fn mtu_path_a_half_raised_host_names_its_link_and_the_black_hole_beyond() {
-    if !support::root_or_skip(
-        "mtu_path_a_half_raised_host_names_its_link_and_the_black_hole_beyond",
-    ) {
-        return;
-    }
     // This host's link raised to 4000, its switch port still at 1500.
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec {
@@ -611,13 +577,8 @@ fn mtu_path_a_half_raised_host_names_its_link_and_the_black_hole_beyond() {
     );
 }
 
-#[test]
+#[root_test]
 fn mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is_usable() {
-    if !support::root_or_skip(
-        "mtu_path_the_peers_own_interface_is_not_blamed_on_a_switch_and_the_setting_is_usable",
-    ) {
-        return;
-    }
     // The peer's own NIC at 1500 behind a jumbo switch: a veth at 1500
     // takes 1504 bytes in, so the path measures 1504.
     let mut fabric = Fabric::new();
@@ -688,12 +649,8 @@ fn link_local(ns: &crate::support::Netns, dev: &str) -> String {
         .to_owned()
 }
 
-#[test]
+#[root_test]
 fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
-    if !support::root_or_skip("mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names")
-    {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());

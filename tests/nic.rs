@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{self, run_json, Netns};
+use spx_test_harness::root_test;
 
 /// `ethtool -k IF` inside `ns` as kernel feature name → state.
 fn ethtool_k(ns: &Netns, ifname: &str) -> BTreeMap<String, String> {
@@ -72,11 +73,8 @@ fn missing(check: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
+#[root_test]
 fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
-    if !support::root_or_skip("tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth("nicva", &b, "nicvb");
@@ -141,11 +139,8 @@ fn tunnel_segmentation_off_fails_then_on_passes_as_ethtool_k_says() {
     assert_eq!(missing(c), ["rx-gro"]);
 }
 
-#[test]
+#[root_test]
 fn underlay_is_found_as_the_port_of_br_vpc() {
-    if !support::root_or_skip("underlay_is_found_as_the_port_of_br_vpc") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth("nicport", &b, "nicpeer");
@@ -196,11 +191,8 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
     assert_eq!(code, 0);
 }
 
-#[test]
+#[root_test]
 fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
-    if !support::root_or_skip("a_four_queue_veth_reduced_to_one_warns_current_1_max_4") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth_queues("nicq", &b, "nicqp", 4);
@@ -258,11 +250,8 @@ fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
     );
 }
 
-#[test]
+#[root_test]
 fn veth_rings_are_not_reported_never_a_fail() {
-    if !support::root_or_skip("veth_rings_are_not_reported_never_a_fail") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth("nicr", &b, "nicrp");
@@ -297,11 +286,8 @@ fn veth_rings_are_not_reported_never_a_fail() {
     }
 }
 
-#[test]
+#[root_test]
 fn a_udp_flood_between_namespaces_shows_in_net_rx() {
-    if !support::root_or_skip("a_udp_flood_between_namespaces_shows_in_net_rx") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth("nicfa", &b, "nicfb");
@@ -373,11 +359,8 @@ fn a_udp_flood_between_namespaces_shows_in_net_rx() {
     assert!(rx_after - rx_before > 1000, "the flood reached nicfb");
 }
 
-#[test]
+#[root_test]
 fn tcp_reordering_reads_the_namespace_counters() {
-    if !support::root_or_skip("tcp_reordering_reads_the_namespace_counters") {
-        return;
-    }
     // A fresh namespace has sent no TCP: idle is a skip that says so, never
     // a pass.
     let a = Netns::new();
@@ -396,11 +379,8 @@ fn tcp_reordering_reads_the_namespace_counters() {
     assert_eq!(code, 0);
 }
 
-#[test]
+#[root_test]
 fn nic_tso_on_veth_skips_for_want_of_counters() {
-    if !support::root_or_skip("nic_tso_on_veth_skips_for_want_of_counters") {
-        return;
-    }
     let a = Netns::new();
     let b = Netns::new();
     a.veth("nict", &b, "nictp");
@@ -426,12 +406,8 @@ fn nic_tso_on_veth_skips_for_want_of_counters() {
     );
 }
 
-#[test]
+#[root_test]
 fn a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues() {
-    if !support::root_or_skip("a_stacked_port_is_followed_down_to_the_device_that_owns_the_queues")
-    {
-        return;
-    }
     // A macvlan stands in for a VLAN or bond port (sysfs lower_* links
     // alike; this CI kernel has no 8021q or bonding module).
     let a = Netns::new();

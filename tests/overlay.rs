@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::support::ovsdb_server::OvsdbServer;
 use crate::support::{self, check, run_json, run_remediation, Netns};
+use spx_test_harness::root_test;
 
 /// IPsec off, two nodes, underlay 1500: guests get 1442 (1422 over IPv6).
 fn config(dir: &std::path::Path, nb: &OvsdbServer, extra: &str) -> PathBuf {
@@ -55,11 +56,8 @@ fn a_missing_ovs(dir: &std::path::Path) -> String {
     format!("unix:{}", dir.join("no-ovs.sock").display())
 }
 
-#[test]
+#[root_test]
 fn a_dual_stack_nb_judges_ipv4_dhcp_and_ipv6_router_advertisements() {
-    if !support::root_or_skip("a_dual_stack_nb_judges_ipv4_dhcp_and_ipv6_router_advertisements") {
-        return;
-    }
     let nb = OvsdbServer::nb();
     let dir = tempfile::tempdir().unwrap();
     let v4 = dhcp_row(&nb, "198.18.10.0/24", &["mtu=1442", "router=198.18.10.1"]);
@@ -151,11 +149,8 @@ fn a_dual_stack_nb_judges_ipv4_dhcp_and_ipv6_router_advertisements() {
     let _ = v4;
 }
 
-#[test]
+#[root_test]
 fn an_ipv6_underlay_expects_the_guest_mtu_20_bytes_smaller() {
-    if !support::root_or_skip("an_ipv6_underlay_expects_the_guest_mtu_20_bytes_smaller") {
-        return;
-    }
     let nb = OvsdbServer::nb();
     let ovs = OvsdbServer::ovs();
     let dir = tempfile::tempdir().unwrap();

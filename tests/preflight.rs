@@ -4,6 +4,7 @@
 
 use crate::support::fabric::{Fabric, NodeSpec, FAR_V4, ROUTER_V4};
 use crate::support::{self, check, run, run_json};
+use spx_test_harness::root_test;
 
 fn runbook(doc: &serde_json::Value) -> Vec<String> {
     doc["runbook"]
@@ -14,11 +15,8 @@ fn runbook(doc: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
+#[root_test]
 fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
-    if !support::root_or_skip("enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let healthy = fabric.add_node(NodeSpec::jumbo());
@@ -67,11 +65,8 @@ fn enable_jumbo_stops_on_a_black_hole_and_goes_on_a_jumbo_path() {
     assert!(!runbook(&doc).iter().any(|s| s.starts_with("STOP")));
 }
 
-#[test]
+#[root_test]
 fn enable_jumbo_without_peers_is_inconclusive() {
-    if !support::root_or_skip("enable_jumbo_without_peers_is_inconclusive") {
-        return;
-    }
     let fabric = {
         let mut f = Fabric::new();
         f.add_node(NodeSpec::jumbo());
@@ -86,11 +81,8 @@ fn enable_jumbo_without_peers_is_inconclusive() {
     assert!(!runbook(&doc).is_empty());
 }
 
-#[test]
+#[root_test]
 fn disable_ipsec_names_a_peer_behind_a_router() {
-    if !support::root_or_skip("disable_ipsec_names_a_peer_behind_a_router") {
-        return;
-    }
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());
     let lan = fabric.add_node(NodeSpec::jumbo());
@@ -162,13 +154,8 @@ fn a_preflight_refuses_to_skip_what_it_requires() {
 /// The runbooks name the config this run read, revert to its underlay_mtu
 /// (not a hard-coded 1500), and give the guest MTU of this node's underlay
 /// family (IPv6: 20 bytes less).
-#[test]
+#[root_test]
 fn runbooks_name_the_loaded_config_its_underlay_mtu_and_the_ipv6_guest_mtu() {
-    if !support::root_or_skip(
-        "runbooks_name_the_loaded_config_its_underlay_mtu_and_the_ipv6_guest_mtu",
-    ) {
-        return;
-    }
     use crate::support::ovsdb_server::OvsdbServer;
     let mut fabric = Fabric::new();
     let src = fabric.add_node(NodeSpec::jumbo());

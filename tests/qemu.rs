@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::qemu::{vhost_net_available, QemuGuest};
 use crate::support::{self, run_json, strings, write_config, Netns};
+use spx_test_harness::root_test;
 
 /// One node, IPsec off, underlay 1500: guest MTU 1442, queues min(vCPUs, 8)
 /// = 2 for the 2-vCPU guests below.
@@ -44,11 +45,8 @@ pub fn instance(doc: &Value, pid: u32) -> Value {
         .clone()
 }
 
-#[test]
+#[root_test]
 fn an_untuned_guest_fails_on_every_item() {
-    if !support::root_or_skip("an_untuned_guest_fails_on_every_item") {
-        return;
-    }
     let ns = Netns::new();
     // The tap an old daemon made: single queue (QEMU cannot open a
     // multi_queue tap with one queue; the kernel refuses with EINVAL).
@@ -175,11 +173,8 @@ fn an_untuned_guest_fails_on_every_item() {
 /// Everything this machine allows. vhost needs /dev/vhost-net: without it
 /// QEMU refuses vhost=on, so the guest runs without and the check must name
 /// exactly that one problem.
-#[test]
+#[root_test]
 fn a_tuned_guest_has_no_problem_but_what_the_host_lacks() {
-    if !support::root_or_skip("a_tuned_guest_has_no_problem_but_what_the_host_lacks") {
-        return;
-    }
     let vhost = vhost_net_available();
     let ns = Netns::new();
     ns.ip(&[
@@ -314,11 +309,8 @@ fn a_tuned_guest_has_no_problem_but_what_the_host_lacks() {
 
 /// host_mtu is the guest MTU, which this node's overlay endpoint family
 /// decides: 1442 over IPv4, 1422 over IPv6 (IPsec off, underlay 1500).
-#[test]
+#[root_test]
 fn host_mtu_follows_the_family_of_this_nodes_encap_ip() {
-    if !support::root_or_skip("host_mtu_follows_the_family_of_this_nodes_encap_ip") {
-        return;
-    }
     use crate::support::ovsdb_server::OvsdbServer;
     let ns = Netns::new();
     ns.ip(&["tuntap", "add", "dev", "tapeni-v6a0", "mode", "tap"]);

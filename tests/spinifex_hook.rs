@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::support::{self, run, write_config, Netns};
+use spx_test_harness::root_test;
 
 const PKG: &str = "github.com/mulgadc/spinifex/cmd/spinifex";
 const DEFAULT_PATH: &str = "/usr/local/bin/spx-doctor";
@@ -240,10 +241,10 @@ fn the_hook_execs_the_doctor_and_signals_reach_it() {
 
 /// 0, 1 and 2 reach the caller of `spx doctor` unchanged, and equal the
 /// doctor's own.
-#[test]
+#[root_test]
 fn exit_codes_pass_through() {
     const TEST: &str = "exit_codes_pass_through";
-    if !support::root_or_skip(TEST) || !go_and_cobra_or_skip(TEST) {
+    if !go_and_cobra_or_skip(TEST) {
         return;
     }
     let ns = Netns::new();

@@ -8,12 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{self, run_json, Netns};
+use spx_test_harness::root_test;
 
-#[test]
+#[root_test]
 fn flood_into_a_full_socket_fails_with_a_positive_delta() {
-    if !support::root_or_skip("flood_into_a_full_socket_fails_with_a_positive_delta") {
-        return;
-    }
     let ns = Netns::new();
     // A receiver with the smallest buffer the kernel allows, never read,
     // and a sender flooding it for a bounded time: both on a thread inside
@@ -59,11 +57,8 @@ fn flood_into_a_full_socket_fails_with_a_positive_delta() {
     assert!(!c["remediation"].as_array().unwrap().is_empty());
 }
 
-#[test]
+#[root_test]
 fn a_fresh_namespace_has_no_drops() {
-    if !support::root_or_skip("a_fresh_namespace_has_no_drops") {
-        return;
-    }
     let ns = Netns::new();
     let (code, doc) = run_json(ns.spx().args(["--check", "udp", "--sample", "200ms"]));
     assert_eq!(support::check(&doc, "udp.rcvbuf-errors")["status"], "pass");

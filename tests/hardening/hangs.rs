@@ -2,6 +2,7 @@
 //! `--timeout` + 500 ms, each reported as an error with its reason.
 
 use super::*;
+use spx_test_harness::root_test;
 
 /// A TCP listener inside `ns` that accepts every connection and never
 /// writes a byte, until dropped.
@@ -65,11 +66,8 @@ fn dead_port(ns: &Netns) -> u16 {
     .unwrap()
 }
 
-#[test]
+#[root_test]
 fn every_outside_party_misbehaving_at_once_ends_within_the_deadline() {
-    if !support::root_or_skip("every_outside_party_misbehaving_at_once_ends_within_the_deadline") {
-        return;
-    }
     let node = Netns::new();
     let peer = Netns::new();
     node.veth("eth1", &peer, "eth1p");

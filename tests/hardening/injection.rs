@@ -2,6 +2,7 @@
 //! naming the key, and a full run under strace executes nothing but spx.
 
 use super::*;
+use spx_test_harness::root_test;
 
 /// Values that a shell would act on, plus the other hostile shapes.
 fn hostile_values(canary: &Path) -> Vec<(&'static str, String)> {
@@ -126,11 +127,8 @@ fn hostile_flags_are_refused_or_inert() {
 /// look at every program it executed. Values that pass validation but
 /// would mean something to a shell (an interface name with a backtick, a
 /// socket path with `$(…)`) are used as the names they are.
-#[test]
+#[root_test]
 fn a_full_run_executes_no_shell() {
-    if !support::root_or_skip("a_full_run_executes_no_shell") {
-        return;
-    }
     assert!(
         Path::new("/usr/bin/strace").exists(),
         "/usr/bin/strace missing: install strace"

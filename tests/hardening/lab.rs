@@ -2,6 +2,7 @@
 //! channels, rings, sysctls, xfrm, OVSDB contents, the config file.
 
 use super::*;
+use spx_test_harness::root_test;
 
 /// The lab node: a namespace with a bridge, veths, a tap, sysctls set, xfrm
 /// policies (and states where the kernel has ESP), and real NB, SB and
@@ -332,12 +333,9 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
     out
 }
 
-#[test]
+#[root_test]
 #[allow(clippy::disallowed_macros)] // says what part of xfrm this kernel can hold
 fn a_full_run_in_a_lab_node_changes_nothing() {
-    if !support::root_or_skip("a_full_run_in_a_lab_node_changes_nothing") {
-        return;
-    }
     let lab = Lab::new();
     if !lab.has_esp {
         println!(

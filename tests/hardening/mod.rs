@@ -34,6 +34,7 @@ use serde_json::Value;
 use crate::support::ovsdb_server::OvsdbServer;
 use crate::support::qemu::QemuGuest;
 use crate::support::{self, run, run_json, spx, Netns};
+use spx_test_harness::root_test;
 
 mod bad_input;
 mod hangs;
@@ -104,7 +105,7 @@ fn toml_str(s: &str) -> String {
     out
 }
 
-#[test]
+#[root_test]
 fn bad_input_table_is_what_spx_says() {
     bad_input::bad_input_table_is_what_spx_says();
 }

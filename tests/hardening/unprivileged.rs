@@ -3,6 +3,7 @@
 
 use super::lab::Lab;
 use super::*;
+use spx_test_harness::root_test;
 
 /// The binary where uid 65534 can execute it (the build tree may not be).
 pub(super) fn nobody_binary(dir: &Path) -> PathBuf {
@@ -37,11 +38,8 @@ const PERMISSION_WORDS: &[&str] = &[
     "eacces",
 ];
 
-#[test]
+#[root_test]
 fn unprivileged_run_is_complete_and_skips_naming_the_privilege() {
-    if !support::root_or_skip("unprivileged_run_is_complete_and_skips_naming_the_privilege") {
-        return;
-    }
     let lab = Lab::new();
     let bin = nobody_binary(lab.dir.path());
     // A guest whose QMP socket only root can reach, as on a real node.

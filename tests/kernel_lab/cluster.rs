@@ -21,6 +21,7 @@ use crate::cluster::{cluster_check, node};
 use crate::support::sshd::{node_config, SshFiles};
 use crate::support::vm::{self, Vm, VmOptions, GUEST_FILES};
 use crate::support::{self, strings};
+use spx_test_harness::root_test;
 
 const NODES: [u32; 3] = [1, 2, 3];
 
@@ -150,7 +151,7 @@ fn delete(s: u32, d: u32, spi: &str) -> String {
     )
 }
 
-#[test]
+#[root_test]
 fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
     let test = "cluster_sa_pairs_on_real_esp_over_real_sshd";
     let Some(image) = vm::lab_or_skip(test) else {

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::vm::{self, Vm, VmOptions};
 use crate::support::{check, strings};
+use spx_test_harness::root_test;
 
 pub(super) const KEY: &str = "0x0102030405060708090a0b0c0d0e0f1011121314";
 
@@ -180,7 +181,7 @@ pub(super) fn esp_mesh() -> String {
     setup
 }
 
-#[test]
+#[root_test]
 fn xfrm_on_real_esp_sas_between_three_nodes() {
     let test = "xfrm_on_real_esp_sas_between_three_nodes";
     let Some(image) = vm::lab_or_skip(test) else {

@@ -8,6 +8,7 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::support::vm::{self, Vm};
+use spx_test_harness::root_test;
 
 mod cluster;
 mod ipsec;
@@ -19,7 +20,7 @@ mod udp;
 /// The harness itself: what a guest command prints and returns comes back
 /// unchanged, a command past its bound fails the test, and the QEMU behind
 /// a panicking test is gone once the panic has unwound.
-#[test]
+#[root_test]
 fn the_lab_returns_output_and_never_leaves_qemu_behind() {
     let Some(image) = vm::lab_or_skip("the_lab_returns_output_and_never_leaves_qemu_behind") else {
         return;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::nic::parse_ethtool_k;
 use crate::support::vm::{self, Vm, VmOptions};
 use crate::support::{check, strings};
+use spx_test_harness::root_test;
 
 /// IPsec on (the default), two nodes, underlay 1500: guests get 1408.
 const CONFIG: &str = "node = \"spx1\"\n[network]\nunderlay_mtu = 1500\n\
@@ -52,7 +53,7 @@ fn rings(vm: &Vm, ifname: &str) -> (i32, Value) {
     (code, check(&doc, "nic.rings").clone())
 }
 
-#[test]
+#[root_test]
 fn a_node_with_ovs_geneve_and_virtio_nics() {
     let test = "a_node_with_ovs_geneve_and_virtio_nics";
     let Some(image) = vm::lab_or_skip(test) else {

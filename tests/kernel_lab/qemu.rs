@@ -9,6 +9,7 @@ use crate::qemu::instance;
 use crate::support::qemu::PAUSED;
 use crate::support::vm::{self, quote, Vm, VmOptions};
 use crate::support::{check, strings};
+use spx_test_harness::root_test;
 
 /// One node, IPsec off, underlay 1500: guests get 1442 and min(vCPUs, 8)
 /// = 2 queue pairs for the 2-vCPU guests below.
@@ -64,7 +65,7 @@ fn start_guest(vm: &Vm, name: &str, tap: &str, mg: &str, vhost: &str) -> u32 {
     pid
 }
 
-#[test]
+#[root_test]
 fn a_daemon_started_guest_with_vhost_net_passes_and_vhost_off_is_named() {
     let test = "a_daemon_started_guest_with_vhost_net_passes_and_vhost_off_is_named";
     let Some(image) = vm::lab_or_skip(test) else {

@@ -8,6 +8,7 @@ use crate::support::check;
 use crate::support::vm::{self, Vm, VmOptions};
 
 use super::{start_helper, stop_helper};
+use spx_test_harness::root_test;
 
 /// The sender's TcpExt counters straight from /proc (the oracle).
 fn netstat(vm: &Vm, ns: &str, counter: &str) -> u64 {
@@ -42,7 +43,7 @@ fn sample_transfer(vm: &Vm) -> (i32, Value, u64) {
     (code, check(&doc, "tcp.reordering").clone(), oracle)
 }
 
-#[test]
+#[root_test]
 fn netem_reordering_is_seen_and_a_clean_path_is_not() {
     let test = "netem_reordering_is_seen_and_a_clean_path_is_not";
     let Some(image) = vm::lab_or_skip(test) else {

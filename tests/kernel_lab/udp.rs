@@ -10,6 +10,7 @@ use crate::support::check;
 use crate::support::vm::{self, Vm, VmOptions};
 
 use super::{start_helper, stop_helper};
+use spx_test_harness::root_test;
 
 /// 2000 datagrams of 1200 bytes: about 4.6 MB of receive-buffer charge on
 /// loopback, over ten times the 416 KiB a default kernel grants, well
@@ -37,7 +38,7 @@ fn rmem_max(vm: &Vm) -> u64 {
         .unwrap()
 }
 
-#[test]
+#[root_test]
 fn udp_buffers_fail_at_the_default_and_pass_at_16_mib_under_real_bursts() {
     let test = "udp_buffers_fail_at_the_default_and_pass_at_16_mib_under_real_bursts";
     let Some(image) = vm::lab_or_skip(test) else {
