@@ -33,13 +33,13 @@ crate::kinds! {
         Ok = pass("ok"),
         /// tx-udp_tnl-segmentation (or its csum variant) is off but can be turned on: geneve is segmented in software by the host CPU (measured 17.6 against 92.6 Gbit/s, 5.3x).
         TunnelOffloadOff = fail("tunnel-offload-off"),
-        /// The driver cannot segment UDP tunnels (the feature is off [fixed], or unknown to this kernel): geneve stays segmented in software on this NIC; only another NIC or jumbo frames help.
+        /// The driver cannot segment UDP tunnels (the feature is off `[fixed]`, or unknown to this kernel): geneve stays segmented in software on this NIC; only another NIC or jumbo frames help.
         TunnelOffloadFixed = fail("tunnel-offload-fixed"),
         /// The tunnel features show on, but the driver segments UDP tunnels through tx-gso-partial, which is off (ixgbe): geneve is segmented in software.
         GsoPartialOff = fail("gso-partial-off"),
         /// GRO, TSO, GSO, scatter-gather or checksumming is off but can be turned on.
         OffloadOff = warn("offload-off"),
-        /// GRO, TSO, GSO, scatter-gather or checksumming is off [fixed] by the driver (ena: TSO, receive checksumming): no `ethtool -K` helps.
+        /// GRO, TSO, GSO, scatter-gather or checksumming is off `[fixed]` by the driver (ena: TSO, receive checksumming): no `ethtool -K` helps.
         OffloadFixed = warn("offload-fixed"),
     }
 }

@@ -19,7 +19,9 @@ use proc_macro::{Delimiter, Group, Literal, Punct, Spacing, TokenStream, TokenTr
 ///
 /// ```ignore
 /// #[root_test]
-/// fn a_veth_pair_carries_jumbo() { let ns = Netns::new(); … }
+/// fn a_veth_pair_carries_jumbo() {
+///     let ns = Netns::new();
+/// }
 /// ```
 #[proc_macro_attribute]
 pub fn root_test(attr: TokenStream, item: TokenStream) -> TokenStream {
