@@ -79,3 +79,20 @@ fn the_schema_refuses_stray_evidence_and_foreign_codes() {
     assert!(foreign.is_err(), "a code of another check");
     valid("sysctl.udp-buffers", f);
 }
+
+#[test]
+fn a_result_without_a_code_is_refused() {
+    let doc = json!({
+        "id": "sysctl.udp-buffers",
+        "title": "t",
+        "status": "pass",
+        "summary": "s",
+        "evidence": {},
+        "remediation": [],
+        "duration_ms": 0,
+    });
+    assert!(!validator().is_valid(&doc), "every result has a code");
+    let mut with = doc.clone();
+    with["code"] = json!("sysctl.udp-buffers/ok");
+    assert!(validator().is_valid(&with));
+}
