@@ -437,10 +437,21 @@ fn cluster_names_every_way_a_node_does_not_answer() {
             assert_eq!(s["cases"][0]["name"], "mtu.path");
             assert_eq!(s["system_err"], Value::Null);
         }
-        for (s, n) in suites[2..6].iter().zip(["n2", "n3", "n4", "n5"]) {
+        for (s, n) in suites[2..6].iter().zip(["n2", "n3", "n4"]) {
             assert_eq!(s["tests"], 0, "{s:#}");
             assert_eq!(s["system_err"], node(&doc, n)["error"], "{s:#}");
         }
+        // n5's words depend on who saw its deadline first in this second
+        // run (its worker killing ssh, or the collector giving up on the
+        // worker under load): both name the deadline.
+        assert_eq!(suites[5]["tests"], 0, "{:#}", suites[5]);
+        assert!(
+            suites[5]["system_err"]
+                .as_str()
+                .is_some_and(|e| e.contains("deadline")),
+            "{:#}",
+            suites[5]
+        );
         let cluster = &suites[6];
         let ids: Vec<&str> = doc["checks"]
             .as_array()
