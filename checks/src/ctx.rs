@@ -136,9 +136,10 @@ impl Ctx {
         }
     }
 
-    /// The host, as this check (or the run) asks it.
+    /// The host, as this check (or the run) asks it, bounded by the run's
+    /// deadline where the source allows ([`HostRef::until`]).
     pub fn host(&self) -> HostRef<'_> {
-        HostRef::new(self.host.as_ref(), self.scope)
+        HostRef::new(self.host.as_ref(), self.scope).until(self.deadline)
     }
 
     /// The host itself, to ask in another scope.

@@ -53,13 +53,17 @@ impl Host for LiveHost {
             Request::Journal { unit, needle } => {
                 Fact::Journal(journal::grep_unit(unit, needle, bound)?)
             }
+            // rtnetlink: each request within its own bound, and never past
+            // the deadline it was given (`limit.deadline`, the run's).
             Request::Route { destination, oif } => {
-                Fact::Route(links::route_via(*destination, *oif)?)
+                Fact::Route(links::route_via(*destination, *oif, limit.deadline)?)
             }
-            Request::LinkByName { name } => Fact::Link(links::link_by_name(name)?),
-            Request::LinkByIndex { index } => Fact::Link(links::link_by_index(*index)?),
-            Request::Links => Fact::Links(links::links()?),
-            Request::Addresses => Fact::Addresses(links::local_addresses()?),
+            Request::LinkByName { name } => Fact::Link(links::link_by_name(name, limit.deadline)?),
+            Request::LinkByIndex { index } => {
+                Fact::Link(links::link_by_index(*index, limit.deadline)?)
+            }
+            Request::Links => Fact::Links(links::links(limit.deadline)?),
+            Request::Addresses => Fact::Addresses(links::local_addresses(limit.deadline)?),
             Request::XfrmStates => Fact::Xfrm(xfrm::states(bound)?),
             Request::Ethtool { ioctl, interface } => {
                 let e = Ethtool::open()?;

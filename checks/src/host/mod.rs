@@ -109,11 +109,15 @@ pub trait Host: Send + Sync {
 }
 
 /// A host as one check (or the run) sees it: every accessor asks within
-/// that scope and returns a typed fact.
+/// that scope and returns a typed fact. A check's `HostRef`
+/// ([`crate::Ctx::host`]) carries the run's deadline too: the rtnetlink
+/// reads (routes, links, addresses) are given it, so none of them waits past
+/// it ([`crate::probe::links`] says how the bound works).
 #[derive(Clone, Copy)]
 pub struct HostRef<'a> {
     host: &'a dyn Host,
     scope: &'a str,
+    deadline: Option<Instant>,
 }
 
 /// The answer of the wrong shape: a bundle whose facts this version reads
@@ -137,8 +141,30 @@ macro_rules! ask {
 }
 
 impl<'a> HostRef<'a> {
+    /// Asking in `scope`, with no deadline but each source's own bound.
     pub fn new(host: &'a dyn Host, scope: &'a str) -> HostRef<'a> {
-        HostRef { host, scope }
+        HostRef {
+            host,
+            scope,
+            deadline: None,
+        }
+    }
+
+    /// The same, with nothing bounded by a deadline waiting past `deadline`.
+    pub fn until(self, deadline: Instant) -> HostRef<'a> {
+        HostRef {
+            deadline: Some(deadline),
+            ..self
+        }
+    }
+
+    /// How long an rtnetlink read may take: its own bound
+    /// ([`crate::probe::links::NETLINK_TIMEOUT`]), cut to the deadline.
+    fn netlink(&self) -> Limit {
+        Limit {
+            bound: Some(crate::probe::links::NETLINK_TIMEOUT),
+            deadline: self.deadline,
+        }
     }
 
     /// The scope questions are asked in.
@@ -214,34 +240,38 @@ impl<'a> HostRef<'a> {
         ask!(
             self,
             Request::Route { destination, oif },
-            Limit::NONE,
+            self.netlink(),
             Route
         )
     }
 
+    /// One device's link facts, by name ([`crate::probe::links`]: where
+    /// one device is enough). A missing device is `NotFound`.
     pub fn link_by_name(&self, name: &str) -> Result<Link, ProbeError> {
         ask!(
             self,
             Request::LinkByName {
                 name: name.to_owned()
             },
-            Limit::NONE,
+            self.netlink(),
             Link
         )
     }
 
+    /// One device's link facts, by index.
     pub fn link_by_index(&self, index: u32) -> Result<Link, ProbeError> {
-        ask!(self, Request::LinkByIndex { index }, Limit::NONE, Link)
+        ask!(self, Request::LinkByIndex { index }, self.netlink(), Link)
     }
 
-    /// Every link, in index order.
+    /// Every link, in index order: one dump, where a check needs several
+    /// devices or a bridge's ports ([`crate::probe::links`]).
     pub fn links(&self) -> Result<Vec<Link>, ProbeError> {
-        ask!(self, Request::Links, Limit::NONE, Links)
+        ask!(self, Request::Links, self.netlink(), Links)
     }
 
     /// Every address configured on this host (loopback included).
     pub fn addresses(&self) -> Result<Vec<IpAddr>, ProbeError> {
-        ask!(self, Request::Addresses, Limit::NONE, Addresses)
+        ask!(self, Request::Addresses, self.netlink(), Addresses)
     }
 
     /// Every IPsec security association (no keys).

@@ -33,7 +33,7 @@ use crate::probe::xfrm::SecurityAssociation;
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Request {
     /// The text of a procfs, sysfs or config file (`/proc/net/snmp`,
-    /// `/sys/class/net/eth0/mtu`, peers.nft).
+    /// `/sys/class/net/eth0/statistics/tx_bytes`, peers.nft).
     File { path: PathBuf },
     /// The entry names of a directory, sorted.
     Dir { path: PathBuf },

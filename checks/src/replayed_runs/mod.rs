@@ -24,6 +24,7 @@ use crate::check::Check;
 use crate::ctx::{ConfigState, Ctx, Options};
 use crate::finding::Finding;
 use crate::host::{Bundle, Fact, Header, Host, Replay, Request, ANY_SCOPE};
+use crate::probe::links::Link;
 use crate::probe::ProbeError;
 
 /// A capture in `checks/testdata/proc/` (`net_snmp` for /proc/net/snmp)
@@ -61,6 +62,26 @@ pub fn set_counter(text: &str, prefix: &str, name: &str, value: u64) -> String {
     values[column] = value.to_string();
     out[at + 1] = values.join(" ");
     out.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// A device as a link dump lists it: up, a physical NIC (no kind), no
+/// master, no MTU bounds.
+pub fn link(index: u32, name: &str, mtu: u32) -> Link {
+    Link {
+        index,
+        name: name.into(),
+        mtu,
+        min_mtu: None,
+        max_mtu: None,
+        master: None,
+        kind: None,
+        up: true,
+    }
+}
+
+/// Loopback, as every link dump starts.
+pub fn lo() -> Link {
+    link(1, "lo", 65536)
 }
 
 /// The facts of one imagined (or captured) host, and the run's settings.
@@ -144,6 +165,11 @@ impl Facts {
 
     pub fn exists(self, path: &str, exists: bool) -> Facts {
         self.ok(Request::Exists { path: path.into() }, Fact::Bool(exists))
+    }
+
+    /// The link dump (`RTM_GETLINK`): every device, in index order.
+    pub fn links(self, links: &[Link]) -> Facts {
+        self.ok(Request::Links, Fact::Links(links.to_vec()))
     }
 
     /// The clock at the start and the end of the sample window.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Facts;
+use super::{link, lo, Facts};
 use crate::checks::mtu_overlay::OverlayMtu;
 use crate::checks::mtu_path::PathMtu;
 use crate::checks::underlay_on_link::UnderlayOnLink;
@@ -92,19 +92,14 @@ fn a_switch_port_at_1500_is_a_black_hole_measured_to_the_byte() {
     )
     .ok(r1, f1)
     .ok(r2, f2)
-    .ok(
-        Request::LinkByIndex { index: 2 },
-        Fact::Link(Link {
-            index: 2,
-            name: "enp65s0f0np0".into(),
-            mtu: 9000,
+    .links(&[
+        lo(),
+        Link {
             min_mtu: Some(68),
             max_mtu: Some(9978),
-            master: None,
-            kind: None,
-            up: true,
-        }),
-    )
+            ..link(2, "enp65s0f0np0", 9000)
+        },
+    ])
     .ok(
         Request::Icmp {
             targets,

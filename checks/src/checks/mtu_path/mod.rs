@@ -26,7 +26,6 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::expect::UNDERLAY_MTU_FLOOR;
 use crate::finding::{Finding, SkipReason, Subject};
-use crate::host::HostRef;
 use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target, COMMON_MTUS};
@@ -213,7 +212,7 @@ pub struct LocalLink {
 }
 
 impl LocalLink {
-    fn from_link(link: &Link, ports: &[Link]) -> LocalLink {
+    fn from_link(link: &Link, ports: &[&Link]) -> LocalLink {
         LocalLink {
             interface: link.name.clone(),
             mtu: link.mtu,
@@ -430,12 +429,18 @@ pub fn gather(
 ) -> Result<PathFacts, ProbeError> {
     let host = ctx.host();
     let mut local: BTreeMap<u32, Result<LocalLink, String>> = BTreeMap::new();
+    // Every egress link and its ports from one link dump, read at the first
+    // route that has an egress.
+    let mut dump: Option<Result<Vec<Link>, String>> = None;
     let mut egress = Vec::with_capacity(discovery.peers.len());
     for peer in &discovery.peers {
         let e = match host.route(peer.address, peer.scope.as_ref().map(|s| s.index)) {
             Ok(route) => local
                 .entry(route.oif)
-                .or_insert_with(|| local_link(host, route.oif))
+                .or_insert_with(|| {
+                    let dump = dump.get_or_insert_with(|| host.links().map_err(|e| e.to_string()));
+                    local_link(dump, route.oif)
+                })
                 .clone(),
             Err(ProbeError::NotFound(_)) => Err("no route".to_owned()),
             Err(e) => Err(e.to_string()),
@@ -486,14 +491,19 @@ pub fn gather(
     })
 }
 
-fn local_link(host: HostRef<'_>, oif: u32) -> Result<LocalLink, String> {
-    let link = host.link_by_index(oif).map_err(|e| e.to_string())?;
+/// Interface `oif` and, for a bridge, its ports (`IFLA_MASTER`), from the
+/// link dump.
+fn local_link(dump: &Result<Vec<Link>, String>, oif: u32) -> Result<LocalLink, String> {
+    let dump = dump.as_ref().map_err(Clone::clone)?;
+    let link = links::by_index(dump, oif).ok_or_else(|| {
+        ProbeError::NotFound(format!("network device interface index {oif}")).to_string()
+    })?;
     let ports = if link.is_bridge() {
-        links::ports_of(host, &link).map_err(|e| e.to_string())?
+        links::ports_of(dump, link)
     } else {
         Vec::new()
     };
-    Ok(LocalLink::from_link(&link, &ports))
+    Ok(LocalLink::from_link(link, &ports))
 }
 
 /// The verdict on everything measured.
