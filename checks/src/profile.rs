@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
 use crate::finding::{Finding, Status};
-use crate::probe::{peers, sysfs_net};
+use crate::probe::{links, peers};
 use crate::spinifex;
 
 /// Each check's id and finding, in report order.
@@ -99,14 +99,16 @@ fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
 }
 
 /// The underlay devices to raise on this node: the vpc-plane bridge and its
-/// ports, or `<nic>` and `br-vpc` placeholders when there is no bridge here.
+/// ports (one link dump: `IFLA_MASTER` names a port's bridge), or `<nic>`
+/// and `br-vpc` placeholders when there is no bridge here (or the links
+/// could not be read).
 fn underlay_devices(ctx: &Ctx) -> Vec<String> {
-    let host = ctx.host();
-    match sysfs_net::underlay_bridge(host) {
+    let dump = ctx.host().links().unwrap_or_default();
+    match links::underlay_bridge(&dump) {
         Some(bridge) => {
-            let mut devs = sysfs_net::bridge_ports(host, bridge).unwrap_or_default();
+            let mut devs = links::port_names(&dump, bridge);
             devs.retain(|d| !spinifex::is_guest_tap(d));
-            devs.push(bridge.to_owned());
+            devs.push(bridge.name.clone());
             devs
         }
         None => vec!["<nic>".to_owned(), spinifex::VPC_BRIDGE.to_owned()],

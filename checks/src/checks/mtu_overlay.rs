@@ -28,7 +28,7 @@ use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::{most_severe, Kinds};
 use crate::probe::ovsdb::{self, endpoints, Answer, DhcpOptions, NbGuestMtus};
 use crate::probe::peers::{self, UnderlayFamily};
-use crate::probe::{sysfs_net, ProbeError};
+use crate::probe::{links, ProbeError};
 use crate::spinifex;
 
 pub struct OverlayMtu;
@@ -169,36 +169,27 @@ impl Check for OverlayMtu {
             }
             Err(f) => (Vec::new(), DhcpFacts::NotConfigured(f.summary)),
         };
-        let host = ctx.host();
-        let names = match sysfs_net::interfaces(host) {
-            Ok(n) => n,
+        // The taps, the bridge and its ports: one link dump, one moment.
+        let dump = match ctx.host().links() {
+            Ok(l) => l,
             Err(e) => return e.into(),
         };
-        let mut taps = Vec::new();
-        for name in names.iter().filter(|n| n.starts_with(VPC_TAP_PREFIX)) {
-            match sysfs_net::mtu(host, name) {
-                Ok(mtu) => taps.push(Device {
-                    name: name.clone(),
-                    mtu,
-                }),
-                // Gone between listing and reading: a guest stopped.
-                Err(ProbeError::NotFound(_)) => {}
-                Err(e) => return e.into(),
-            }
-        }
-        let underlay_bridge = match sysfs_net::underlay_bridge(host) {
-            Some(b) => match sysfs_net::mtu(host, b) {
-                Ok(mtu) => Some(Device {
-                    name: b.to_owned(),
-                    mtu,
-                }),
-                Err(e) => return e.into(),
-            },
-            None => None,
-        };
-        let bridge_ports = underlay_bridge
-            .as_ref()
-            .and_then(|b| sysfs_net::bridge_ports(host, &b.name).ok())
+        let mut taps: Vec<Device> = dump
+            .iter()
+            .filter(|l| l.name.starts_with(VPC_TAP_PREFIX))
+            .map(|l| Device {
+                name: l.name.clone(),
+                mtu: l.mtu,
+            })
+            .collect();
+        taps.sort_by(|a, b| a.name.cmp(&b.name));
+        let bridge = links::underlay_bridge(&dump);
+        let underlay_bridge = bridge.map(|b| Device {
+            name: b.name.clone(),
+            mtu: b.mtu,
+        });
+        let bridge_ports = bridge
+            .map(|b| links::port_names(&dump, b))
             .unwrap_or_default()
             .into_iter()
             .filter(|p| !spinifex::is_guest_tap(p))

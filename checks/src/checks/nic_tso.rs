@@ -213,8 +213,8 @@ fn read_counters(
         }
     };
     Ok(TxCounters {
-        packets: sysfs_net::attr_u64(host, name, "statistics/tx_packets")?,
-        bytes: sysfs_net::attr_u64(host, name, "statistics/tx_bytes")?,
+        packets: sysfs_net::statistic(host, name, "tx_packets")?,
+        bytes: sysfs_net::statistic(host, name, "tx_bytes")?,
         tso,
     })
 }
@@ -226,8 +226,8 @@ fn first_reading(host: HostRef<'_>, sel: &Selection) -> Result<Vec<InterfaceSamp
         let driver = underlay_nics::driver(host, name);
         let tso_counters = tso_counter_names(driver.as_deref(), &stats);
         let start = TxCounters {
-            packets: sysfs_net::attr_u64(host, name, "statistics/tx_packets")?,
-            bytes: sysfs_net::attr_u64(host, name, "statistics/tx_bytes")?,
+            packets: sysfs_net::statistic(host, name, "tx_packets")?,
+            bytes: sysfs_net::statistic(host, name, "tx_bytes")?,
             tso: tso_sum(&stats, &tso_counters),
         };
         out.push(InterfaceSample {

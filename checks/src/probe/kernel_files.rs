@@ -1,5 +1,6 @@
-//! Single-value kernel files: sysctls under /proc/sys and attributes under
-//! /sys/class/net.
+//! Single-value kernel files: sysctls under /proc/sys. (A network device's
+//! facts are rtnetlink's, [`super::links`]; the few sysfs keeps are in
+//! [`super::sysfs_net`].)
 
 use super::{sysctl_path, ProbeError};
 use crate::host::HostRef;

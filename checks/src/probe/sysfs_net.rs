@@ -1,5 +1,28 @@
-//! Network devices as sysfs shows them (/sys/class/net): names, MTUs,
-//! bridge ports, and the underlay bridge Spinifex uses for the vpc plane.
+//! What sysfs (`/sys/class/net/IF/…`) knows of a network device that
+//! rtnetlink does not carry, and nothing else.
+//!
+//! A device's name, existence, MTU, bridge kind, bridge ports and up state
+//! are link facts, read over rtnetlink only ([`super::links`]): one source,
+//! one dump per check. What stays here is what no `RTM_GETLINK` answer
+//! holds:
+//!
+//! * the driver behind a device, the `device/driver` link (ethtool's
+//!   `ETHTOOL_GDRVINFO` is asked first; this is for devices that do not
+//!   answer it);
+//! * the `lower_<dev>` links of VLANs, bonds, macvlans and team devices,
+//!   which name every lower device (rtnetlink gives a VLAN or macvlan one
+//!   `IFLA_LINK` and a bond's ports their `IFLA_MASTER`, not one answer for
+//!   all of them);
+//! * a tap's `queues/` directory (one `rx-N`/`tx-N` per *enabled* queue;
+//!   `IFLA_NUM_RX_QUEUES` is the number allocated) and its `tun_flags`
+//!   (IFF_MULTI_QUEUE), which only the tun driver's sysfs attribute shows;
+//! * `statistics/tx_packets` and `statistics/tx_bytes`, which `nic.tso`
+//!   reads at both ends of its window: the same 64-bit counters as
+//!   `IFLA_STATS64`, two small files instead of a link fact that would
+//!   carry every counter of every device into each bundle.
+//!
+//! Reads go through the host seam ([`crate::host`]) as file, directory and
+//! symbolic-link requests; they answer from memory, so they take no bound.
 //! Sysfs is per network namespace (of the process that mounted it; `ip
 //! netns exec` remounts it), so a run inside a namespace sees its devices.
 
@@ -10,63 +33,45 @@ use crate::host::HostRef;
 
 const CLASS_NET: &str = "/sys/class/net";
 
-/// The vpc plane's bridge, best first: planes collapse vpc → lan → wan on
-/// nodes with fewer NICs.
-pub use crate::spinifex::UNDERLAY_BRIDGES;
-
 fn dev_path(name: &str) -> PathBuf {
     Path::new(CLASS_NET).join(name)
 }
 
-pub fn exists(host: HostRef<'_>, name: &str) -> bool {
-    crate::validate::interface(name).is_ok() && host.exists(dev_path(name))
-}
-
-/// All network device names, sorted.
-pub fn interfaces(host: HostRef<'_>) -> Result<Vec<String>, ProbeError> {
-    host.read_dir(CLASS_NET)
-}
-
-/// An unsigned attribute of a device, e.g. `mtu` or `tx_queue_len`.
-pub fn attr_u64(host: HostRef<'_>, name: &str, attr: &str) -> Result<u64, ProbeError> {
-    let path = dev_path(name).join(attr);
+/// A counter under `statistics/` (`tx_packets`, `tx_bytes`).
+pub fn statistic(host: HostRef<'_>, name: &str, counter: &str) -> Result<u64, ProbeError> {
+    crate::validate::interface(name).map_err(ProbeError::Other)?;
+    let path = dev_path(name).join("statistics").join(counter);
     let text = host.read_file(&path)?;
     text.trim()
         .parse()
         .map_err(|_| ProbeError::parse(path.display().to_string(), format!("{:?}", text.trim())))
 }
 
-pub fn mtu(host: HostRef<'_>, name: &str) -> Result<u32, ProbeError> {
-    attr_u64(host, name, "mtu").map(|m| m as u32)
-}
-
-pub fn is_bridge(host: HostRef<'_>, name: &str) -> bool {
-    host.is_dir(dev_path(name).join("bridge"))
-}
-
-/// The ports of a Linux bridge (/sys/class/net/BR/brif/), sorted.
-pub fn bridge_ports(host: HostRef<'_>, bridge: &str) -> Result<Vec<String>, ProbeError> {
-    host.read_dir(dev_path(bridge).join("brif"))
-}
-
-/// The first of br-vpc, br-lan, br-wan that exists here.
-pub fn underlay_bridge(host: HostRef<'_>) -> Option<&'static str> {
-    UNDERLAY_BRIDGES.into_iter().find(|b| exists(host, b))
-}
-
 /// The device's driver name (the `device/driver` link), if it has one.
 pub fn driver(host: HostRef<'_>, name: &str) -> Option<String> {
+    crate::validate::interface(name).ok()?;
     host.read_link(dev_path(name).join("device/driver"))
         .ok()
         .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
 }
 
-/// Number of rx and tx queues (`queues/rx-*`, `queues/tx-*`).
+/// Number of enabled rx and tx queues (`queues/rx-*`, `queues/tx-*`).
 pub fn queue_counts(host: HostRef<'_>, name: &str) -> Result<(usize, usize), ProbeError> {
     let entries = host.read_dir(dev_path(name).join("queues"))?;
     let rx = entries.iter().filter(|e| e.starts_with("rx-")).count();
     let tx = entries.iter().filter(|e| e.starts_with("tx-")).count();
     Ok((rx, tx))
+}
+
+/// The text of a tun/tap's `tun_flags`; `None` when the device has none
+/// (it is no tun/tap).
+pub fn tun_flags(host: HostRef<'_>, name: &str) -> Result<Option<(PathBuf, String)>, ProbeError> {
+    let path = dev_path(name).join("tun_flags");
+    match host.read_file(&path) {
+        Ok(text) => Ok(Some((path, text))),
+        Err(ProbeError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The direct lower devices of `name`: the `lower_<dev>` links sysfs keeps
@@ -93,14 +98,15 @@ mod tests {
     #[test]
     fn loopback_is_always_there() {
         let host = crate::host::live();
-        assert!(interfaces(host).unwrap().contains(&"lo".to_owned()));
-        assert!(mtu(host, "lo").unwrap() >= 1500);
-        assert!(!is_bridge(host, "lo"));
         assert!(queue_counts(host, "lo").unwrap().0 >= 1);
+        assert!(statistic(host, "lo", "tx_packets").is_ok());
         assert!(matches!(
-            mtu(host, "nosuchdev0"),
+            statistic(host, "nosuchdev0", "tx_bytes"),
             Err(ProbeError::NotFound(_))
         ));
-        assert!(!exists(host, "../../etc"));
+        assert!(statistic(host, "../../etc", "tx_bytes").is_err());
+        assert_eq!(tun_flags(host, "lo").unwrap(), None);
+        assert_eq!(driver(host, "lo"), None);
+        assert!(lower_devices(host, "lo").is_empty());
     }
 }

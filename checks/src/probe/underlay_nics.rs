@@ -13,6 +13,12 @@
 //!    distro-dependent: enp0s16, eth0…).
 //!
 //! Nothing found is a skip that says how to name one.
+//!
+//! Which devices exist, which is a Linux bridge and what its ports are come
+//! from one rtnetlink link dump per choice ([`super::links`]: `IFLA_MASTER`
+//! names a port's bridge); only the lower devices of a stacked interface
+//! and a driver that ethtool does not name come from sysfs
+//! ([`super::sysfs_net`]).
 
 use std::net::IpAddr;
 
@@ -20,6 +26,7 @@ use crate::ctx::{Ctx, Options};
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 
+use super::links::{self, Link};
 use super::{sysfs_net, ProbeError};
 
 /// The interfaces chosen and why.
@@ -34,11 +41,17 @@ pub const NOTHING_FOUND: &str = "no underlay interface found (pass --interface I
 
 /// The underlay NICs (sources 1–3).
 pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
+    let dump = ctx.host().links().map_err(Finding::from)?;
+    underlay_in(ctx, &dump)
+}
+
+/// [`underlay`], on the link dump `dump`.
+fn underlay_in(ctx: &Ctx, dump: &[Link]) -> Result<Selection, Finding> {
     let host = ctx.host();
-    if let Some(sel) = from_flag(host, &ctx.opts)? {
+    if let Some(sel) = from_flag(dump, &ctx.opts)? {
         return Ok(sel);
     }
-    if let Some(sel) = from_bridge(host)? {
+    if let Some(sel) = from_bridge(dump)? {
         return Ok(sel);
     }
     // Discovery is consulted only when no bridge answered: it may ask OVN.
@@ -47,7 +60,7 @@ pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
         .into_iter()
         .map(|p| p.address)
         .collect();
-    if let Some(sel) = from_peer_routes(host, &peers)? {
+    if let Some(sel) = from_peer_routes(host, dump, &peers)? {
         return Ok(sel);
     }
     Err(Finding::skip(SkipReason::NotApplicable(
@@ -57,9 +70,10 @@ pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
 
 /// The underlay NICs, else (in a guest) the default route's interface.
 pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
-    match underlay(ctx) {
+    let dump = ctx.host().links().map_err(Finding::from)?;
+    match underlay_in(ctx, &dump) {
         Ok(sel) => Ok(sel),
-        Err(skip) => match default_route_interface(ctx.host()) {
+        Err(skip) => match default_route_interface(ctx.host(), &dump) {
             Some(name) => Ok(Selection {
                 interfaces: vec![name],
                 source: "default route".to_owned(),
@@ -69,7 +83,7 @@ pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
     }
 }
 
-fn from_flag(host: HostRef<'_>, opts: &Options) -> Result<Option<Selection>, Finding> {
+fn from_flag(dump: &[Link], opts: &Options) -> Result<Option<Selection>, Finding> {
     if opts.interfaces.is_empty() {
         return Ok(None);
     }
@@ -77,7 +91,7 @@ fn from_flag(host: HostRef<'_>, opts: &Options) -> Result<Option<Selection>, Fin
     for name in &opts.interfaces {
         crate::validate::interface(name)
             .map_err(|e| Finding::probe_failed(format!("--interface: {e}")))?;
-        if !sysfs_net::exists(host, name) {
+        if links::named(dump, name).is_none() {
             return Err(Finding::probe_failed(format!(
                 "--interface {name}: no such interface in this network namespace"
             )));
@@ -92,26 +106,33 @@ fn from_flag(host: HostRef<'_>, opts: &Options) -> Result<Option<Selection>, Fin
     }))
 }
 
-fn from_bridge(host: HostRef<'_>) -> Result<Option<Selection>, Finding> {
-    let Some(bridge) = sysfs_net::underlay_bridge(host) else {
+fn from_bridge(dump: &[Link]) -> Result<Option<Selection>, Finding> {
+    let Some(bridge) = links::underlay_bridge(dump) else {
         return Ok(None);
     };
-    match sysfs_net::bridge_ports(host, bridge) {
-        Ok(ports) if !ports.is_empty() => Ok(Some(Selection {
-            interfaces: ports,
-            source: format!("ports of {bridge}"),
-        })),
-        Ok(_) => Err(Finding::skip(SkipReason::NotApplicable(format!(
-            "{bridge} has no ports, so there is no underlay NIC to inspect (pass --interface IF)"
-        )))),
-        // Not a Linux bridge (an OVS bridge of that name has no brif/):
-        // fall through to the routes.
-        Err(ProbeError::NotFound(_)) => Ok(None),
-        Err(e) => Err(e.into()),
+    // Not a Linux bridge (an OVS bridge of that name, whose ports are the
+    // datapath's): fall through to the routes.
+    if !bridge.is_bridge() {
+        return Ok(None);
     }
+    let ports = links::port_names(dump, bridge);
+    if ports.is_empty() {
+        return Err(Finding::skip(SkipReason::NotApplicable(format!(
+            "{} has no ports, so there is no underlay NIC to inspect (pass --interface IF)",
+            bridge.name
+        ))));
+    }
+    Ok(Some(Selection {
+        interfaces: ports,
+        source: format!("ports of {}", bridge.name),
+    }))
 }
 
-fn from_peer_routes(host: HostRef<'_>, peers: &[IpAddr]) -> Result<Option<Selection>, Finding> {
+fn from_peer_routes(
+    host: HostRef<'_>,
+    dump: &[Link],
+    peers: &[IpAddr],
+) -> Result<Option<Selection>, Finding> {
     let mut names: Vec<String> = Vec::new();
     for &addr in peers {
         let route = match host.route(addr, None) {
@@ -123,10 +144,9 @@ fn from_peer_routes(host: HostRef<'_>, peers: &[IpAddr]) -> Result<Option<Select
             continue;
         }
         // A route through a bridge means its ports carry the traffic.
-        let egress = if sysfs_net::is_bridge(host, &route.interface) {
-            sysfs_net::bridge_ports(host, &route.interface).unwrap_or_default()
-        } else {
-            vec![route.interface]
+        let egress = match links::by_index(dump, route.oif) {
+            Some(link) if link.is_bridge() => links::port_names(dump, link),
+            _ => vec![route.interface],
         };
         for name in egress {
             if !names.contains(&name) {
@@ -144,8 +164,9 @@ fn from_peer_routes(host: HostRef<'_>, peers: &[IpAddr]) -> Result<Option<Select
 }
 
 /// The interface of the IPv4 default route with the lowest metric
-/// (/proc/net/route, through procfs's parser).
-pub fn default_route_interface(host: HostRef<'_>) -> Option<String> {
+/// (/proc/net/route, through procfs's parser), when it is in the link dump
+/// `dump`.
+pub fn default_route_interface(host: HostRef<'_>, dump: &[Link]) -> Option<String> {
     use procfs::FromBufRead;
     let text = host.read_file("/proc/net/route").ok()?;
     let routes = procfs::net::RouteEntries::from_buf_read(text.as_bytes()).ok()?;
@@ -155,7 +176,7 @@ pub fn default_route_interface(host: HostRef<'_>) -> Option<String> {
         .filter(|r| r.destination.is_unspecified() && r.mask.is_unspecified())
         .min_by_key(|r| r.metrics)
         .map(|r| r.iface)
-        .filter(|name| sysfs_net::exists(host, name))
+        .filter(|name| links::named(dump, name).is_some())
 }
 
 /// The devices under each selected interface: a VLAN, bond or macvlan
@@ -233,8 +254,8 @@ mod tests {
             interfaces: vec!["lo".into(), "lo".into()],
             ..Options::default()
         };
-        let host = crate::host::live();
-        let sel = from_flag(host, &opts).unwrap().unwrap();
+        let dump = crate::host::live().links().unwrap();
+        let sel = from_flag(&dump, &opts).unwrap().unwrap();
         assert_eq!(sel.interfaces, ["lo"]);
         assert_eq!(sel.source, "--interface");
         for bad in ["a/b", "this-is-too-long0", "eth0\n"] {
@@ -243,7 +264,7 @@ mod tests {
                 ..Options::default()
             };
             assert_eq!(
-                from_flag(host, &opts).unwrap_err().status,
+                from_flag(&dump, &opts).unwrap_err().status,
                 Status::Error,
                 "{bad:?}"
             );
@@ -252,17 +273,19 @@ mod tests {
             interfaces: vec!["nosuchdev0".into()],
             ..Options::default()
         };
-        assert_eq!(from_flag(host, &opts).unwrap_err().status, Status::Error);
-        assert_eq!(from_flag(host, &Options::default()).unwrap(), None);
+        assert_eq!(from_flag(&dump, &opts).unwrap_err().status, Status::Error);
+        assert_eq!(from_flag(&dump, &Options::default()).unwrap(), None);
     }
 
     #[test]
     fn peers_on_loopback_are_not_underlay() {
         // A route to one of our own addresses is local: not a NIC.
+        let host = crate::host::live();
+        let dump = host.links().unwrap();
         assert_eq!(
-            from_peer_routes(crate::host::live(), &["127.0.0.1".parse().unwrap()]).unwrap(),
+            from_peer_routes(host, &dump, &["127.0.0.1".parse().unwrap()]).unwrap(),
             None
         );
-        assert_eq!(from_peer_routes(crate::host::live(), &[]).unwrap(), None);
+        assert_eq!(from_peer_routes(host, &dump, &[]).unwrap(), None);
     }
 }

@@ -2,7 +2,7 @@
 //! /proc, recorded, with the seed's measured figures written into captures
 //! of the real files.
 
-use super::{capture, set_counter, Facts};
+use super::{capture, link, lo, set_counter, Facts};
 use crate::checks::cpu_softirq::CpuSoftirq;
 use crate::checks::tcp_reordering::TcpReordering;
 use crate::finding::Status;
@@ -86,7 +86,7 @@ fn channels(combined: u32) -> (Request, Fact) {
 fn on_the_nic(facts: Facts) -> Facts {
     facts
         .opts(|o| o.interfaces = vec![NIC.into()])
-        .exists(&format!("/sys/class/net/{NIC}"), true)
+        .links(&[lo(), link(2, NIC, 1500)])
         .dir(
             &format!("/sys/class/net/{NIC}"),
             &["address", "device", "mtu"],

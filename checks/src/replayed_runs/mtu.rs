@@ -196,17 +196,22 @@ fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
         .exists(OVS_SOCKET, false)
         .ok(sb, sb_rows)
         .ok(nb, nb_rows)
-        .dir(
-            "/sys/class/net",
-            &["br-vpc", "enp65s0f0np0", "lo", "tapeni-7b3c1f"],
-        )
-        .file("/sys/class/net/tapeni-7b3c1f/mtu", "1442\n")
-        .exists("/sys/class/net/br-vpc", true)
-        .file("/sys/class/net/br-vpc/mtu", "9000\n")
-        .dir(
-            "/sys/class/net/br-vpc/brif",
-            &["enp65s0f0np0", "tapeni-7b3c1f"],
-        )
+        .links(&[
+            lo(),
+            Link {
+                master: Some(4),
+                ..link(2, "enp65s0f0np0", 9000)
+            },
+            Link {
+                master: Some(4),
+                kind: Some("tun".into()),
+                ..link(3, "tapeni-7b3c1f", 1442)
+            },
+            Link {
+                kind: Some("bridge".into()),
+                ..link(4, "br-vpc", 9000)
+            },
+        ])
         .run(&OverlayMtu);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert!(f.summary.contains("8942"), "{}", f.summary);

@@ -4,7 +4,7 @@
 //! there) answered through the seam, as a bundle recorded on that host
 //! would answer them, and each check's real `run()` judging them.
 
-use super::Facts;
+use super::{link, lo, Facts};
 use crate::checks::nic_offloads::NicOffloads;
 use crate::checks::nic_queues::NicQueues;
 use crate::checks::nic_rings::NicRings;
@@ -64,7 +64,7 @@ impl Nic {
         };
         Facts::new()
             .opts(|o| o.interfaces = vec![self.name.into()])
-            .exists(&dev, true)
+            .links(&[lo(), link(2, self.name, 1500)])
             .dir(&dev, &["address", "device", "mtu", "queues", "statistics"])
             .ok(
                 self.ethtool(EthtoolGet::Drvinfo),

@@ -38,16 +38,11 @@ impl TapFacts {
 pub fn tap(host: HostRef<'_>, name: &str) -> Result<TapFacts, ProbeError> {
     crate::validate::interface(name).map_err(ProbeError::Other)?;
     let (rx_queues, tx_queues) = sysfs_net::queue_counts(host, name)?;
-    let flags_path = Path::new("/sys/class/net").join(name).join("tun_flags");
-    let tun_flags = match host.read_file(&flags_path) {
-        Ok(text) => Some(parse_tun_flags(&text).ok_or_else(|| {
-            ProbeError::parse(
-                flags_path.display().to_string(),
-                format!("{:?}", text.trim()),
-            )
+    let tun_flags = match sysfs_net::tun_flags(host, name)? {
+        Some((path, text)) => Some(parse_tun_flags(&text).ok_or_else(|| {
+            ProbeError::parse(path.display().to_string(), format!("{:?}", text.trim()))
         })?),
-        Err(ProbeError::NotFound(_)) => None,
-        Err(e) => return Err(e),
+        None => None,
     };
     Ok(TapFacts {
         rx_queues,
