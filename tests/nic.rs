@@ -191,6 +191,101 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
     assert_eq!(code, 0);
 }
 
+/// The ports of bridge `bridge` in `ns` as `ip -j link show master`
+/// lists them (the oracle), sorted by name.
+fn ports_by_ip(ns: &Netns, bridge: &str) -> Vec<String> {
+    let text = ns.ip(&["-j", "link", "show", "master", bridge]);
+    let links: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let mut names: Vec<String> = links
+        .iter()
+        .map(|l| l["ifname"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Bridge facts are rtnetlink's: a device is a bridge by its
+/// `IFLA_INFO_KIND` and a port by its `IFLA_MASTER`, all from one link
+/// dump. A route through a bridge that is not a Spinifex plane's is judged
+/// on its ports, listed by name whatever order they were enslaved in; a
+/// device named br-vpc that is no Linux bridge (as an Open vSwitch bridge
+/// is not) is passed over for the routes; and `mtu.path` finds the port
+/// narrower than its bridge as this host's own limit.
+#[root_test]
+fn a_route_through_a_bridge_is_judged_on_the_ports_its_links_name() {
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicbz", &b, "nicbzp");
+    a.veth("nicba", &b, "nicbap");
+    // A device named br-vpc that is no Linux bridge (the kernel here has
+    // no dummy driver; a veth end will do).
+    a.veth("br-vpc", &b, "nicbvp");
+    a.ip(&["link", "add", "nicbr", "type", "bridge"]);
+    // z first: index order and name order differ.
+    a.ip(&["link", "set", "nicbz", "master", "nicbr"]);
+    a.ip(&["link", "set", "nicba", "master", "nicbr", "mtu", "1400"]);
+    a.ip(&["link", "set", "nicbr", "mtu", "1500", "up"]);
+    a.ip(&["addr", "add", "198.18.11.1/24", "dev", "nicbr"]);
+    // The peer answers behind nicba only.
+    b.ip(&["addr", "add", "198.18.11.2/24", "dev", "nicbap"]);
+    let ports = ports_by_ip(&a, "nicbr");
+    assert_eq!(ports, ["nicba", "nicbz"]);
+
+    let (_, doc) = run_json(a.spx().args([
+        "--check",
+        "nic.offloads,nic.queues",
+        "--peer",
+        "198.18.11.2",
+    ]));
+    for id in ["nic.offloads", "nic.queues"] {
+        let c = support::check(&doc, id);
+        assert_eq!(
+            c["evidence"]["interface_source"], "routes to peers",
+            "{c:#}"
+        );
+        let names: Vec<&str> = c["evidence"]["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ports, "{c:#}");
+    }
+
+    let (code, doc) = run_json(a.spx().args([
+        "--check",
+        "mtu.path",
+        "--mtu",
+        "1500",
+        "--peer",
+        "198.18.11.2",
+    ]));
+    let c = support::check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    let local = &c["evidence"]["local"][0];
+    assert_eq!(local["interface"], "nicbr", "{c:#}");
+    assert_eq!(local["kind"], "bridge", "{c:#}");
+    let mut seen: Vec<(String, u64)> = local["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["interface"].as_str().unwrap().to_owned(),
+                p["mtu"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [("nicba".to_owned(), 1400), ("nicbz".to_owned(), 1500)]
+    );
+    let peer = &c["evidence"]["peers"][0];
+    assert_eq!(peer["verdict"], "local-mtu", "{c:#}");
+    assert_eq!(peer["local_mtu"], 1400, "{c:#}");
+}
+
 #[root_test]
 fn a_four_queue_veth_reduced_to_one_warns_current_1_max_4() {
     let a = Netns::new();

@@ -209,14 +209,6 @@ impl<'a> HostRef<'a> {
         answer.unwrap_or(false)
     }
 
-    /// Whether `path` is a directory.
-    pub fn is_dir(&self, path: impl AsRef<Path>) -> bool {
-        let path = path.as_ref().to_owned();
-        let answer: Result<bool, ProbeError> =
-            ask!(self, Request::IsDir { path }, Limit::NONE, Bool);
-        answer.unwrap_or(false)
-    }
-
     /// This boot's journal lines of `unit` containing `needle`.
     pub fn journal(
         &self,

@@ -41,7 +41,9 @@ pub enum Request {
     Readlink { path: PathBuf },
     /// Whether a path exists (links followed).
     Exists { path: PathBuf },
-    /// Whether a path is a directory (links followed).
+    /// Whether a path is a directory (links followed). No check asks it
+    /// any more (a bridge is known by its link kind); kept so that bundles
+    /// holding it still read.
     IsDir { path: PathBuf },
     /// This boot's journal lines of `unit` that contain `needle`.
     Journal { unit: String, needle: String },
