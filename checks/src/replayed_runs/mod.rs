@@ -184,14 +184,26 @@ impl Facts {
     /// Run `check` on these facts. Fails the test if the check asked
     /// anything they do not answer.
     pub fn run(self, check: &dyn Check) -> Finding {
+        let id = check.id();
+        let (finding, missing) = self.replay(check);
+        if let Some(missing) = missing {
+            panic!("{id} asked what the test's facts do not answer: {missing}");
+        }
+        finding
+    }
+
+    /// What `check` asked that these facts do not answer (what makes a
+    /// replay of them a `not-recorded` skip), if anything.
+    pub fn unanswered(self, check: &dyn Check) -> Option<String> {
+        self.replay(check).1
+    }
+
+    fn replay(self, check: &dyn Check) -> (Finding, Option<String>) {
         let replay = Arc::new(Replay::new(&self.bundle));
         let ctx = Ctx::with_host(self.config, self.opts, Arc::clone(&replay) as Arc<dyn Host>);
         let id: &'static str = crate::find(check.id()).expect("a listed check").id();
         let finding = check.run(&ctx.for_check(id));
-        if let Some(missing) = replay.unanswered(id) {
-            panic!("{id} asked what the test's facts do not answer: {missing}");
-        }
-        finding
+        (finding, replay.unanswered(id))
     }
 }
 

@@ -157,10 +157,9 @@ fn ovsdb(
     )
 }
 
-#[test]
-fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
-    // The cluster raised underlay_mtu to 9000 (IPsec off: guests get
-    // 8942); the NB's DHCP row and a running guest's tap still say 1442.
+/// The cluster raised underlay_mtu to 9000 (IPsec off: guests get 8942);
+/// the NB's DHCP row still says 1442. The config, the SB and the NB rows.
+fn raised_to_9000() -> Facts {
     let config = format!(
         "node = \"spx1\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 9000\n\
          [nodes.spx1]\nhost = \"198.18.3.181\"\n[nodes.spx1.vpcd]\n\
@@ -191,11 +190,17 @@ fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
             Vec::new(),
         ],
     );
-    let f = Facts::new()
+    Facts::new()
         .config(&config)
         .exists(OVS_SOCKET, false)
         .ok(sb, sb_rows)
         .ok(nb, nb_rows)
+}
+
+#[test]
+fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
+    // ... and a running guest's tap still says 1442.
+    let f = raised_to_9000()
         .links(&[
             lo(),
             Link {
@@ -218,6 +223,23 @@ fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
     assert!(f.summary.contains("10.0.1.0/24"), "{}", f.summary);
     assert!(f.summary.contains("tapeni-7b3c1f"), "{}", f.summary);
     assert_eq!(f.evidence["underlay_family"]["family"], "ipv4");
+}
+
+#[test]
+fn a_bundle_that_holds_link_facts_as_sysfs_files_is_not_recorded() {
+    // What a doctor that read link facts from sysfs recorded of the same
+    // host: no link dump, so nothing is judged on part of the facts.
+    let missing = raised_to_9000()
+        .dir(
+            "/sys/class/net",
+            &["br-vpc", "enp65s0f0np0", "lo", "tapeni-7b3c1f"],
+        )
+        .file("/sys/class/net/tapeni-7b3c1f/mtu", "1442\n")
+        .exists("/sys/class/net/br-vpc", true)
+        .file("/sys/class/net/br-vpc/mtu", "9000\n")
+        .unanswered(&OverlayMtu)
+        .expect("the link dump is not in the bundle");
+    assert!(missing.starts_with("no answer to link dump"), "{missing}");
 }
 
 #[test]
