@@ -13,6 +13,7 @@ use crate::endpoint::Endpoint;
 use crate::expect::Expectations;
 use crate::finding::{Finding, SkipReason};
 use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
+use crate::probe::ProbeError;
 
 /// Settings from the command line that checks read. Parsed and validated by
 /// the binary; checks trust them. A bundle keeps them, and a replay runs
@@ -73,6 +74,15 @@ pub enum ConfigState {
     Loaded { path: PathBuf, config: Box<Config> },
     Missing { looked_at: Vec<PathBuf> },
     Unreadable { path: PathBuf, reason: String },
+}
+
+/// What [`Ctx::across_window`] measured.
+pub struct Sampled<T, D> {
+    pub start: T,
+    pub end: T,
+    pub window: Duration,
+    /// What the work done inside the window gave.
+    pub during: D,
 }
 
 #[derive(Clone)]
@@ -187,6 +197,35 @@ impl Ctx {
     /// soon as they start, call this, and take the second.
     pub fn wait_for_window_end(&self) {
         self.host().sleep_until(self.window_end.min(self.deadline));
+    }
+
+    /// A sampling check's two readings: `read` now and again at the end of
+    /// the shared window. `during` runs inside the window, beside the wait,
+    /// so that it costs no extra time. The window is the host clock's time
+    /// between the two readings (a replay's recorded clock).
+    pub fn across_window<T, D: Send>(
+        &self,
+        read: impl Fn(HostRef<'_>) -> Result<T, ProbeError>,
+        during: impl FnOnce() -> D + Send,
+    ) -> Result<Sampled<T, D>, ProbeError> {
+        let host = self.host();
+        let start = read(host)?;
+        let t0 = host.clock();
+        let (during, end) = std::thread::scope(|s| {
+            let during = s.spawn(during);
+            self.wait_for_window_end();
+            let end = read(host);
+            (during.join(), end)
+        });
+        let end = end?;
+        let window = host.clock().saturating_sub(t0);
+        let during = during.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok(Sampled {
+            start,
+            end,
+            window,
+            during,
+        })
     }
 
     /// Time left before the global deadline.

@@ -143,29 +143,21 @@ impl Check for CpuSoftirq {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let host = ctx.host();
-        let start = match read_cpu_counters(host) {
-            Ok(c) => c,
+        // The interfaces are only for the commands in the remediation.
+        let sampled = match ctx.across_window(read_cpu_counters, || {
+            underlay_nics::underlay(ctx)
+                .map(|s| s.interfaces)
+                .unwrap_or_default()
+        }) {
+            Ok(s) => s,
             Err(e) => return e.into(),
         };
-        let t0 = host.clock();
-        // Only for the commands in the remediation; looked up inside the
-        // window so that it costs no extra time.
-        let interfaces = underlay_nics::underlay(ctx)
-            .map(|s| s.interfaces)
-            .unwrap_or_default();
-        ctx.wait_for_window_end();
-        let end = match read_cpu_counters(host) {
-            Ok(c) => c,
-            Err(e) => return e.into(),
-        };
-        let window = host.clock().saturating_sub(t0);
         judge(&Sample {
-            start,
-            end,
-            window,
+            start: sampled.start,
+            end: sampled.end,
+            window: sampled.window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
-            interfaces,
+            interfaces: sampled.during,
             config_file: crate::spinifex::config_file(ctx),
         })
     }

@@ -119,26 +119,16 @@ impl Check for TcpReordering {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let host = ctx.host();
-        let start = match read_tcp_counters(host) {
-            Ok(c) => c,
+        let sampled = match ctx.across_window(read_tcp_counters, || multiqueue_interfaces(ctx)) {
+            Ok(s) => s,
             Err(e) => return e.into(),
         };
-        let t0 = host.clock();
-        // Read inside the window so that it costs no extra time.
-        let multiqueue = multiqueue_interfaces(ctx);
-        ctx.wait_for_window_end();
-        let end = match read_tcp_counters(host) {
-            Ok(c) => c,
-            Err(e) => return e.into(),
-        };
-        let window = host.clock().saturating_sub(t0);
         judge(&Sample {
-            start,
-            end,
-            window,
+            start: sampled.start,
+            end: sampled.end,
+            window: sampled.window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
-            multiqueue,
+            multiqueue: sampled.during,
         })
     }
 }

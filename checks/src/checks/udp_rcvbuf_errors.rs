@@ -129,32 +129,21 @@ impl Check for RcvbufErrors {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let host = ctx.host();
-        let start = match read_udp_rcvbuf_errors(host) {
-            Ok(c) => c,
-            Err(e) => return e.into(),
-        };
-        let t0 = host.clock();
         let journal_bound = ctx.bounded(Duration::from_secs(2));
-        let (journal, end) = std::thread::scope(|s| {
-            let journal =
-                s.spawn(move || host.journal(PREDASTORE_UNIT, QUIC_WARNING, journal_bound));
-            ctx.wait_for_window_end();
-            let end = read_udp_rcvbuf_errors(host);
-            (journal.join(), end)
-        });
-        let end = match end {
-            Ok(c) => c,
+        let sampled = match ctx.across_window(read_udp_rcvbuf_errors, || {
+            host.journal(PREDASTORE_UNIT, QUIC_WARNING, journal_bound)
+        }) {
+            Ok(s) => s,
             Err(e) => return e.into(),
         };
-        let window = host.clock().saturating_sub(t0);
-        let journal = match journal {
-            Ok(Ok(JournalLookup::Lines(lines))) => Some(lines),
+        let journal = match sampled.during {
+            Ok(JournalLookup::Lines(lines)) => Some(lines),
             _ => None,
         };
         judge(&Sample {
-            start,
-            end,
-            window,
+            start: sampled.start,
+            end: sampled.end,
+            window: sampled.window,
             rmem_max: sysctl_u64(host, "net.core.rmem_max").ok(),
             journal,
         })
