@@ -10,6 +10,7 @@ use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix::CellVerdict;
 use spx_checks::{Scope, Status, CHECKS};
 
+use super::inert::{cell, cell_lines, Screen};
 use super::table::{color, mark, new_table};
 use super::Style;
 use crate::cluster::report::{ClusterReport, NodeEntry};
@@ -30,7 +31,7 @@ fn status(word: &str) -> Status {
 }
 
 fn marked(s: Status, style: &Style) -> Cell {
-    let c = Cell::new(mark(s));
+    let c = cell(mark(s));
     if style.color {
         c.fg(color(s)).add_attribute(Attribute::Bold)
     } else {
@@ -111,24 +112,22 @@ struct Grid<'a> {
 impl Grid<'_> {
     fn draw(
         &self,
-        out: &mut String,
+        out: &mut Screen,
         style: &Style,
         rows: impl Fn(std::ops::Range<usize>) -> Vec<Vec<Cell>>,
     ) {
         if let Some(note) = &self.note {
-            out.push_str(note);
-            out.push('\n');
+            out.line(note);
         }
         for block in blocks(self.first, self.widths, self.width) {
             let mut t = new_table(style);
-            let mut header = vec![Cell::new(self.corner)];
-            header.extend(self.heads[block.clone()].iter().map(Cell::new));
+            let mut header = vec![cell(self.corner)];
+            header.extend(self.heads[block.clone()].iter().map(cell));
             t.set_header(header);
             for row in rows(block) {
                 t.add_row(row);
             }
-            out.push_str(&t.to_string());
-            out.push('\n');
+            out.table(&t);
         }
     }
 }
@@ -168,7 +167,7 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
 pub fn table(r: &ClusterReport, style: &Style) -> String {
     let width = style.width.map_or(DEFAULT_WIDTH, usize::from);
     let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
-    let mut out = String::new();
+    let mut out = Screen::new();
 
     // 1. check x node
     let ids = node_check_ids(&r.nodes);
@@ -186,20 +185,20 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
     grid.draw(&mut out, style, |block| {
         let mut rows = Vec::new();
         if ids.is_empty() {
-            let mut row = vec![Cell::new("(no node check)")];
+            let mut row = vec![cell("(no node check)")];
             row.extend(
                 r.nodes[block.clone()]
                     .iter()
-                    .map(|n| Cell::new(if n.report.is_some() { "" } else { NO_REPORT })),
+                    .map(|n| cell(if n.report.is_some() { "" } else { NO_REPORT })),
             );
             rows.push(row);
         }
         for id in &ids {
-            let mut row = vec![Cell::new(id)];
+            let mut row = vec![cell(id)];
             for n in &r.nodes[block.clone()] {
                 row.push(match (&n.report, finding(n, id)) {
-                    (None, _) => Cell::new(NO_REPORT),
-                    (Some(_), None) => Cell::new(""),
+                    (None, _) => cell(NO_REPORT),
+                    (Some(_), None) => cell(""),
                     (Some(_), Some(c)) => marked(status(s(c, "status")), style),
                 });
             }
@@ -211,22 +210,21 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
     // 2. the cluster checks
     if !r.checks.is_empty() {
         let mut t = new_table(style);
-        t.set_header(vec!["", "cluster check", "summary"]);
+        t.set_header(vec![cell(""), cell("cluster check"), cell("summary")]);
         for c in &r.checks {
-            let mut detail = c.summary.clone();
+            let mut detail = vec![c.summary.clone()];
             if style.verbose {
                 for (k, v) in &c.evidence {
-                    detail.push_str(&format!("\n  {k}: {v}"));
+                    detail.push(format!("  {k}: {v}"));
                 }
             }
             t.add_row(vec![
                 marked(c.status, style),
-                Cell::new(c.id),
-                Cell::new(detail),
+                cell(c.id),
+                cell_lines(&detail),
             ]);
         }
-        out.push_str(&t.to_string());
-        out.push('\n');
+        out.table(&t);
     }
 
     // 3. the path-MTU matrix
@@ -264,7 +262,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             .iter()
             .map(|h| h.chars().count().max(widest_cell))
             .collect();
-        out.push_str("path MTU, rows from, columns to:\n");
+        out.line("path MTU, rows from, columns to:");
         let grid = Grid {
             corner: "from \\ to",
             heads: &heads,
@@ -277,25 +275,27 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             names
                 .iter()
                 .map(|from| {
-                    let mut row = vec![Cell::new(from)];
+                    let mut row = vec![cell(from)];
                     for to in &names[block.clone()] {
                         let text = cell_text(from, to);
-                        let cell = Cell::new(&text);
+                        let c = cell(&text);
                         row.push(if style.color && text.ends_with('✘') {
-                            cell.fg(Color::Red).add_attribute(Attribute::Bold)
+                            c.fg(Color::Red).add_attribute(Attribute::Bold)
                         } else {
-                            cell
+                            c
                         });
                     }
                     row
                 })
                 .collect()
         });
-        out.push_str("  N✘: carries only N, below the target (blackhole, too-big, local-mtu)\n  N+: N proven, more not ruled out; no-echo: the peer answered no echo\n  n/p: not probed; ?: not measured\n");
+        out.line("  N✘: carries only N, below the target (blackhole, too-big, local-mtu)");
+        out.line("  N+: N proven, more not ruled out; no-echo: the peer answered no echo");
+        out.line("  n/p: not probed; ?: not measured");
     }
 
     // 4. what needs attention, grouped by check
-    let mut attention = String::new();
+    let mut attention: Vec<String> = Vec::new();
     for id in &ids {
         let bad: Vec<(&NodeEntry, &Value)> = r
             .nodes
@@ -317,7 +317,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
                 by_status.push(format!("{st} on {}", who.join(", ")));
             }
         }
-        attention.push_str(&format!("{id}: {}\n", by_status.join("; ")));
+        attention.push(format!("{id}: {}", by_status.join("; ")));
         // Nodes that said exactly the same thing are listed together.
         let mut groups: Vec<(Vec<&str>, &Value)> = Vec::new();
         for (n, c) in &bad {
@@ -329,14 +329,14 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             }
         }
         for (who, c) in groups {
-            attention.push_str(&format!("  {}: {}\n", who.join(", "), s(c, "summary")));
+            attention.push(format!("  {}: {}", who.join(", "), s(c, "summary")));
             for fix in c
                 .get("remediation")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                attention.push_str(&format!("    fix: {}\n", fix.as_str().unwrap_or("")));
+                attention.push(format!("    fix: {}", fix.as_str().unwrap_or("")));
             }
         }
     }
@@ -345,22 +345,25 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         .iter()
         .filter(|c| crate::cluster::needs_attention(c.status.as_str()))
     {
-        attention.push_str(&format!("{}: {}\n  {}\n", c.id, c.status, c.summary));
+        attention.push(format!("{}: {}", c.id, c.status));
+        attention.push(format!("  {}", c.summary));
         for fix in &c.remediation {
-            attention.push_str(&format!("    fix: {fix}\n"));
+            attention.push(format!("    fix: {fix}"));
         }
     }
     let unreachable: Vec<&NodeEntry> = r.nodes.iter().filter(|n| n.report.is_none()).collect();
     if !attention.is_empty() {
-        out.push_str("\nNeeds attention:\n");
-        for line in attention.lines() {
-            out.push_str(&wrap(line, width));
+        out.line("");
+        out.line("Needs attention:");
+        for line in &attention {
+            out.wrapped(line, width);
         }
     }
 
     let sm = &r.summary;
-    out.push_str(&format!(
-        "\n{} nodes ({} answered{}); OVN NB/SB read once, by {}\n{} results: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
+    out.line("");
+    out.line(format!(
+        "{} nodes ({} answered{}); OVN NB/SB read once, by {}",
         sm.nodes,
         sm.nodes - sm.unreachable,
         if unreachable.is_empty() {
@@ -369,10 +372,17 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             format!(
                 ", {} did not: {}",
                 unreachable.len(),
-                unreachable.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+                unreachable
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         },
         r.ovn_read_by,
+    ));
+    out.line(format!(
+        "{} results: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}",
         sm.pass + sm.warn + sm.fail + sm.skip + sm.error,
         sm.pass,
         sm.warn,
@@ -385,8 +395,8 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             Some(p) => format!(" (preflight {})", p.name()),
         }
     ));
-    out.push_str(&format!(
-        "marks: {} pass  {} warn  {} fail  {} skip  {} error  {NO_REPORT} no report\n",
+    out.line(format!(
+        "marks: {} pass  {} warn  {} fail  {} skip  {} error  {NO_REPORT} no report",
         mark(Status::Pass),
         mark(Status::Warn),
         mark(Status::Fail),
@@ -394,37 +404,13 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         mark(Status::Error)
     ));
     if let Some(runbook) = &r.runbook {
-        out.push_str("\nRunbook:\n");
+        out.line("");
+        out.line("Runbook:");
         for (i, step) in runbook.iter().enumerate() {
-            out.push_str(&wrap(&format!("{:>3}. {step}", i + 1), width));
+            out.wrapped(format!("{:>3}. {step}", i + 1), width);
         }
     }
-    out
-}
-
-/// `line` wrapped at `width` columns on spaces, continuation lines
-/// indented two more than the line's own indent.
-fn wrap(line: &str, width: usize) -> String {
-    let indent = line.len() - line.trim_start().len();
-    let pad = " ".repeat(indent + 2);
-    let mut out = String::new();
-    let mut current = String::new();
-    for word in line.trim_start().split(' ') {
-        let len = current.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width.max(40) {
-            out.push_str(&current);
-            out.push('\n');
-            current = format!("{pad}{word}");
-        } else if current.is_empty() {
-            current = format!("{}{word}", &line[..indent]);
-        } else {
-            current.push(' ');
-            current.push_str(word);
-        }
-    }
-    out.push_str(&current);
-    out.push('\n');
-    out
+    out.into_string()
 }
 
 #[cfg(test)]
@@ -548,16 +534,6 @@ mod tests {
             );
             assert!(text.contains("│ spx-node-08 ┆ 1500✘"), "{text}");
         }
-    }
-
-    #[test]
-    fn long_lines_wrap_with_a_hanging_indent() {
-        let text = wrap("  n1: one two three four five six seven eight nine ten", 40);
-        assert_eq!(
-            text,
-            "  n1: one two three four five six seven\n    eight nine ten\n"
-        );
-        assert_eq!(wrap("short", 40), "short\n");
     }
 
     #[test]

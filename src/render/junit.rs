@@ -12,6 +12,12 @@
 //! [`render_suites`] takes any list of (suite name, checks), so a cluster
 //! report renders one suite per node plus one for its cluster checks with
 //! the same code.
+//!
+//! Text from outside (a node's report, interface names…) is written as
+//! the table shows it ([`super::inert`]): a control character, which XML
+//! mostly forbids and a CI page or log would act on, as `\x1b`, `\r`…
+//! rather than dropped (quick-junit would drop a whole escape sequence,
+//! and with it part of a name).
 
 use std::time::Duration;
 
@@ -21,6 +27,7 @@ use spx_checks::Status;
 
 use serde_json::Value;
 
+use super::inert::inert;
 use crate::cluster::report::ClusterReport;
 use crate::report::{CheckReport, Report};
 
@@ -161,7 +168,7 @@ fn case_of_json(c: &Value) -> Option<Case<'_>> {
 fn build<'a>(suites: impl IntoIterator<Item = Suite<'a>>, strict: bool) -> quick_junit::Report {
     let mut junit = quick_junit::Report::new(REPORT_NAME);
     for s in suites {
-        let mut suite = TestSuite::new(s.name);
+        let mut suite = TestSuite::new(inert(s.name).into_owned());
         suite.set_time(
             s.cases
                 .iter()
@@ -170,7 +177,7 @@ fn build<'a>(suites: impl IntoIterator<Item = Suite<'a>>, strict: bool) -> quick
                 .unwrap_or_default(),
         );
         if let Some(err) = s.system_err {
-            suite.set_system_err(err);
+            suite.set_system_err(inert(err).into_owned());
         }
         suite.add_test_cases(s.cases.iter().map(|c| case(c, strict)));
         junit.add_test_suite(suite);
@@ -179,33 +186,39 @@ fn build<'a>(suites: impl IntoIterator<Item = Suite<'a>>, strict: bool) -> quick
 }
 
 fn case(check: &Case<'_>, strict: bool) -> TestCase {
+    let summary = inert(check.summary).into_owned();
+    let remediation = check
+        .remediation
+        .iter()
+        .map(|r| inert(r))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut out = None;
     let status = match check.status {
         Status::Pass => TestCaseStatus::success(),
         Status::Warn if !strict => {
-            out = Some(check.summary);
+            out = Some(summary);
             TestCaseStatus::success()
         }
         Status::Warn | Status::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_message(check.summary)
+            s.set_message(summary)
                 .set_type(status_name(check.status))
-                .set_description(check.remediation.join("\n"));
+                .set_description(remediation);
             s
         }
         Status::Error => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(check.summary)
-                .set_type(status_name(check.status));
+            s.set_message(summary).set_type(status_name(check.status));
             s
         }
         Status::Skip => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(check.summary);
+            s.set_message(summary);
             s
         }
     };
-    let mut case = TestCase::new(check.id, status);
+    let mut case = TestCase::new(inert(check.id).into_owned(), status);
     case.set_classname(category(check.id))
         .set_time(Duration::from_millis(check.duration_ms));
     if let Some(out) = out {

@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod inert;
 pub mod json;
 pub mod junit;
 pub mod prometheus;
@@ -80,11 +81,13 @@ pub fn to_stdout(text: &str) -> io::Result<()> {
     }
 }
 
-/// One line on stderr, the only form errors take.
+/// One line on stderr, the only form errors take (what it quotes from
+/// outside shown inert, a line break in it included).
 pub fn error_line(msg: &str) {
     let _ = writeln!(
         io::stderr(),
-        "{}: error: {msg}",
-        spx_checks::spinifex::doctor_command()
+        "{}: error: {}",
+        spx_checks::spinifex::doctor_command(),
+        inert::inert(msg)
     );
 }

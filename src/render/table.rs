@@ -3,9 +3,10 @@
 //! evidence with -v, then a line of counts and the run's notes.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table};
+use comfy_table::{Attribute, Color, ContentArrangement, Table};
 use spx_checks::Status;
 
+use super::inert::{cell, cell_lines, Screen};
 use super::Style;
 use crate::report::Report;
 
@@ -48,32 +49,36 @@ pub(super) fn new_table(style: &Style) -> Table {
 
 pub fn render(report: &Report, style: &Style) -> String {
     let mut table = new_table(style);
-    table.set_header(vec!["", "check", "status", "summary"]);
+    table.set_header(vec![
+        cell(""),
+        cell("check"),
+        cell("status"),
+        cell("summary"),
+    ]);
     for c in &report.checks {
-        let mut detail = c.summary.clone();
+        let mut detail = vec![c.summary.clone()];
         if !c.allowed.is_empty() {
-            detail.push_str(&format!("\n  allowed: {}", c.allowed.join(", ")));
+            detail.push(format!("  allowed: {}", c.allowed.join(", ")));
         }
         if !c.denied.is_empty() {
-            detail.push_str(&format!(
-                "\n  denied: {} (warnings of this kind fail)",
+            detail.push(format!(
+                "  denied: {} (warnings of this kind fail)",
                 c.denied.join(", ")
             ));
         }
         if let Some(was) = c.status_was {
-            detail.push_str(&format!("\n  was {was}; now {} ({})", c.status, c.code));
+            detail.push(format!("  was {was}; now {} ({})", c.status, c.code));
         }
         if matches!(c.status, Status::Fail | Status::Warn | Status::Error) || style.verbose {
             for step in &c.remediation {
-                detail.push_str("\n  fix: ");
-                detail.push_str(step);
+                detail.push(format!("  fix: {step}"));
             }
         }
         if style.verbose {
-            detail.push_str(&format!("\n  code: {}", c.code));
+            detail.push(format!("  code: {}", c.code));
             for f in &c.findings {
-                detail.push_str(&format!(
-                    "\n  {} {} {}: {}",
+                detail.push(format!(
+                    "  {} {} {}: {}",
                     f.status, f.code, f.subject, f.summary
                 ));
             }
@@ -84,11 +89,11 @@ pub fn render(report: &Report, style: &Style) -> String {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                detail.push_str(&format!("\n  {k}: {v}"));
+                detail.push(format!("  {k}: {v}"));
             }
         }
         let allowed = c.status == Status::Pass && c.status_was.is_some();
-        let status = Cell::new(if allowed {
+        let status = cell(if allowed {
             "allowed"
         } else {
             c.status.as_str()
@@ -104,17 +109,17 @@ pub fn render(report: &Report, style: &Style) -> String {
             status
         };
         table.add_row(vec![
-            Cell::new(mark(c.status)),
-            Cell::new(c.id),
+            cell(mark(c.status)),
+            cell(c.id),
             status,
-            Cell::new(detail),
+            cell_lines(&detail),
         ]);
     }
     let s = &report.summary;
-    let mut out = table.to_string();
-    out.push('\n');
-    out.push_str(&format!(
-        "{} checks: {} pass{}, {} warn, {} fail, {} skip, {} error; exit {}{}\n",
+    let mut out = Screen::new();
+    out.table(&table);
+    out.line(format!(
+        "{} checks: {} pass{}, {} warn, {} fail, {} skip, {} error; exit {}{}",
         report.checks.len(),
         s.pass,
         if s.allowed > 0 {
@@ -133,22 +138,23 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     ));
     for note in &report.notes {
-        out.push_str(&format!("note: {note}\n"));
+        out.line(format!("note: {note}"));
     }
     if let Some(from) = &report.replayed_from {
-        out.push_str(&format!(
-            "replayed from {}: recorded on {} at {} by spx-doctor {}\n",
+        out.line(format!(
+            "replayed from {}: recorded on {} at {} by spx-doctor {}",
             from.bundle, report.host, report.started_at, from.recorded_by
         ));
         for note in &from.notes {
-            out.push_str(&format!("replay: {note}\n"));
+            out.line(format!("replay: {note}"));
         }
     }
     if let Some(runbook) = &report.runbook {
-        out.push_str("\nRunbook:\n");
+        out.line("");
+        out.line("Runbook:");
         for (i, step) in runbook.iter().enumerate() {
-            out.push_str(&format!("{:>3}. {step}\n", i + 1));
+            out.line(format!("{:>3}. {step}", i + 1));
         }
     }
-    out
+    out.into_string()
 }

@@ -13,7 +13,10 @@
 //! - never hangs: every outside party misbehaving at once still ends
 //!   within `--timeout` + 500 ms, each reported as `error` with its reason;
 //! - clear refusals: `docs/bad-input.md` is generated from the table below
-//!   and every row is run.
+//!   and every row is run;
+//! - text from outside is data: an interface name made of escape
+//!   sequences reaches the table shown inert (`terminal.rs`; a node's
+//!   forged report is `cluster::a_node_report_of_terminal_control_is_shown_inert`).
 //!
 //! (A panicking check becoming an `error` while the others still report is
 //! proven in `src/runner.rs`'s unit tests.)
@@ -40,6 +43,7 @@ mod bad_input;
 mod hangs;
 mod injection;
 mod lab;
+mod terminal;
 mod unprivileged;
 
 const NOBODY: &str = "65534";
