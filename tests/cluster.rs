@@ -701,9 +701,24 @@ fn the_remote_command_is_single_quoted_words_and_host_keys_stay_checked() {
     assert_eq!(code, 2, "{doc:#}");
     assert_eq!(node(&doc, "n1")["reason"], "connection-refused");
     assert_eq!(doc["ovn_read_by"], "n1");
-    let mut runs = fake.runs();
+    // Per node: `ssh OPTIONS -G HOST` (what the ssh_config makes of it:
+    // the stand-in answers nothing, so host keys are checked strictly),
+    // then the run itself.
+    let (mut asked, mut runs): (Vec<_>, Vec<_>) = fake
+        .runs()
+        .into_iter()
+        .partition(|r| r.contains(&"-G".to_owned()));
     assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(asked.len(), 2, "{asked:?}");
     runs.sort_by_key(|r| r.contains(&"198.18.0.3".to_owned()));
+    asked.sort_by_key(|r| r.contains(&"198.18.0.3".to_owned()));
+    for (g, run) in asked.iter().zip(&runs) {
+        let at = run.iter().position(|w| w == "--").unwrap();
+        let mut expected = run[..at - 3].to_vec();
+        expected.push("-G".into());
+        expected.push(run[at - 1].clone());
+        assert_eq!(g, &expected, "the same options, nothing run remotely");
+    }
     let cfg_word = format!("'{}'", cfg.display());
     for (argv, host, reader) in [
         (&runs[0], "198.18.0.2", false),
@@ -714,15 +729,19 @@ fn the_remote_command_is_single_quoted_words_and_host_keys_stay_checked() {
             ["-o", "BatchMode=yes", "-o", "ConnectTimeout=4", "-T"],
             "{argv:?}"
         );
+        // Host keys are checked strictly whatever the ssh_config says,
+        // and known_hosts is the operator's.
         assert!(
-            !argv
-                .iter()
-                .any(|w| w.contains("StrictHostKeyChecking") || w.contains("KnownHosts")),
+            !argv.iter().any(|w| w.contains("KnownHosts")
+                || (w.contains("StrictHostKeyChecking") && w != "StrictHostKeyChecking=yes")),
             "{argv:?}"
         );
         let at = argv.iter().position(|w| w == "--").unwrap();
         assert_eq!(argv[at - 1], host, "the port is ssh_config's business");
-        assert_eq!(&argv[at - 3..at - 1], ["-l", "spinifex"]);
+        assert_eq!(
+            &argv[at - 5..at - 1],
+            ["-l", "spinifex", "-o", "StrictHostKeyChecking=yes"]
+        );
         let remote = &argv[at + 1..];
         for w in remote {
             assert!(
@@ -799,4 +818,394 @@ fn cluster_checks_belong_to_cluster_runs() {
             "{text}"
         );
     }
+}
+
+/// The fixes of `cluster.reachable`, one per node that did not answer.
+fn fixes(doc: &Value) -> Vec<String> {
+    support::strings(&cluster_check(doc, "cluster.reachable")["remediation"])
+}
+
+/// The fix naming `name` (`name: …`).
+fn fix_for(doc: &Value, name: &str) -> String {
+    let prefix = format!("{name}: ");
+    fixes(doc)
+        .into_iter()
+        .find(|f| f.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no fix for {name}: {:#?}", fixes(doc)))
+}
+
+#[root_test]
+fn a_lax_ssh_config_never_lets_a_changed_host_key_through() {
+    let lab = SshLab::new(vec![LabNode::jumbo(); 4]);
+    lab.change_known_host_key(1);
+    lab.forget_known_host(2);
+    let known = std::fs::read_to_string(&lab.known_hosts).unwrap();
+    // The operator's ssh_config turns host-key checking off: OpenSSH would
+    // warn about n1's changed key and log in anyway, and add n2's.
+    let lax = lab.ssh_config_with("lax_ssh_config", &["StrictHostKeyChecking no"]);
+    let (code, doc) = run_cluster_json(
+        lab.coordinator_with(0, &lax)
+            .args(["--check", "ipsec.xfrm"]),
+    );
+    assert_eq!(code, 2, "{doc:#}");
+    let n1 = node(&doc, "n1");
+    assert_eq!(n1["reason"], "host-key-changed", "{n1:#}");
+    assert_eq!(n1["report"], Value::Null);
+    assert_eq!(
+        n1["error"],
+        format!(
+            "host key changed: Host key for {} has changed and you have requested strict checking.",
+            lab.addr(1)
+        )
+    );
+    let n2 = node(&doc, "n2");
+    assert_eq!(n2["reason"], "host-key-unknown", "{n2:#}");
+    assert_eq!(n2["report"], Value::Null);
+    assert_eq!(node(&doc, "n3")["status"], "ok");
+    // Nothing was accepted: known_hosts is as it was, and neither sshd
+    // authenticated anyone.
+    assert_eq!(std::fs::read_to_string(&lab.known_hosts).unwrap(), known);
+    for i in [1, 2] {
+        assert!(!lab.sshd_log(i).contains("Accepted"), "{}", lab.sshd_log(i));
+    }
+    // The fixes name the known_hosts file and the host as ssh has them.
+    let kh = lab.known_hosts.display().to_string();
+    let f1 = fix_for(&doc, "n1");
+    assert!(
+        f1.contains(&format!("`ssh-keygen -f {kh} -R {}`", lab.addr(1)))
+            && f1.contains(&format!("`ssh-keyscan {} | ssh-keygen -lf -`", lab.addr(1)))
+            && f1.contains("never accepts a changed key"),
+        "{f1}"
+    );
+    let f2 = fix_for(&doc, "n2");
+    assert!(
+        f2.contains(&format!("{kh} has no key for {}", lab.addr(2)))
+            && f2.contains(&format!("`ssh-keyscan {} >> {kh}`", lab.addr(2))),
+        "{f2}"
+    );
+
+    // `accept-new` adds a key never seen (n2's), as OpenSSH documents, and
+    // still refuses a changed one (n1's).
+    let new = lab.ssh_config_with(
+        "accept_new_ssh_config",
+        &["StrictHostKeyChecking accept-new"],
+    );
+    let (code, doc) = run_cluster_json(
+        lab.coordinator_with(0, &new)
+            .args(["--check", "ipsec.xfrm"]),
+    );
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n1")["reason"], "host-key-changed");
+    assert_eq!(node(&doc, "n2")["status"], "ok", "{doc:#}");
+    let now = std::fs::read_to_string(&lab.known_hosts).unwrap();
+    assert!(now.starts_with(&known), "only added to: {now}");
+    assert!(
+        now[known.len()..].starts_with(&format!("{} ", lab.addr(2))),
+        "{now}"
+    );
+    assert!(!lab.sshd_log(1).contains("Accepted"), "{}", lab.sshd_log(1));
+}
+
+#[root_test]
+fn fixes_name_the_remote_bin_and_the_user_this_run_used() {
+    let mut nodes = vec![LabNode::jumbo(); 5];
+    for n in nodes.iter_mut() {
+        n.user = Some(Sudo::NoPassword);
+    }
+    nodes[2].user = Some(Sudo::Password);
+    let lab = SshLab::new(nodes);
+    // The doctor where this site installs it, /etc/spinifex/bin: there on
+    // n1 and n2, missing on n3, not executable on n4.
+    const BIN: &str = "/etc/spinifex/bin/spx-doctor";
+    for i in 1..5 {
+        std::fs::create_dir_all(lab.node_spinifex(i, "bin")).unwrap();
+    }
+    for i in [1, 2] {
+        std::os::unix::fs::symlink(support::bin(), lab.node_spinifex(i, "bin/spx-doctor")).unwrap();
+    }
+    std::fs::write(lab.node_spinifex(4, "bin/spx-doctor"), "#!/bin/sh\n").unwrap();
+    let no_usual_words = |f: &str| {
+        assert!(
+            !f.contains("/usr/local/bin") && !f.contains("pass --remote-bin PATH"),
+            "{f}"
+        );
+    };
+
+    // As spinifex, through sudo.
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args([
+        "--check",
+        "ipsec.xfrm",
+        "--ssh-user",
+        "spinifex",
+        "--remote-bin",
+        BIN,
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n1")["status"], "ok", "{doc:#}");
+    assert_eq!(node(&doc, "n2")["reason"], "sudo-password");
+    let f2 = fix_for(&doc, "n2");
+    assert!(
+        f2.contains(&format!("`spinifex ALL=(root) NOPASSWD: {BIN}`")),
+        "{f2}"
+    );
+    no_usual_words(&f2);
+    // sudo finds neither a missing nor a non-executable file.
+    for n in ["n3", "n4"] {
+        assert_eq!(node(&doc, n)["reason"], "binary-not-found", "{doc:#}");
+        let f = fix_for(&doc, n);
+        assert!(
+            f.contains(&format!("nothing is at --remote-bin {BIN} there"))
+                && f.contains(&format!("`install -m 0755 spx-doctor {BIN}` on {n}")),
+            "{f}"
+        );
+        no_usual_words(&f);
+    }
+
+    // As root: the remote shell tells a missing file (127) from one it
+    // cannot execute (126).
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args([
+        "--check",
+        "ipsec.xfrm",
+        "--remote-bin",
+        BIN,
+        "--nodes",
+        "n0,n3,n4",
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n3")["reason"], "binary-not-found");
+    assert_eq!(node(&doc, "n4")["reason"], "not-executable", "{doc:#}");
+    let f4 = fix_for(&doc, "n4");
+    assert!(f4.contains(&format!("`chmod 0755 {BIN}` on n4")), "{f4}");
+    no_usual_words(&f4);
+
+    // No --ssh-user: the user is the one the ssh_config names, and the
+    // fix says which (and that --ssh-user is another way).
+    let other = lab.ssh_config_with("user_ssh_config", &["User spx-nobody"]);
+    let (code, doc) = run_cluster_json(lab.coordinator_with(0, &other).args([
+        "--check",
+        "ipsec.xfrm",
+        "--nodes",
+        "n0,n1",
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n1")["reason"], "permission-denied", "{doc:#}");
+    let f1 = fix_for(&doc, "n1");
+    assert!(
+        f1.contains("public key for spx-nobody there")
+            && f1.contains(&format!(
+                "`ssh-copy-id -F {} spx-nobody@{}`",
+                other.display(),
+                lab.addr(1)
+            ))
+            && f1.ends_with("or pass --ssh-user"),
+        "{f1}"
+    );
+}
+
+#[root_test]
+fn nodes_still_queued_behind_parallel_at_the_deadline_say_so() {
+    let lab = SshLab::new(vec![LabNode::jumbo(); 12]);
+    // Each node's doctor takes its 1 s sample window; two at a time, 11
+    // nodes cannot all start in 3 s: at most 3 starts per session (at 0,
+    // after 1 s, after 2 s), so at least 5 are still queued at the end.
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args([
+        "--check",
+        "udp.rcvbuf-errors",
+        "--parallel",
+        "2",
+        "--timeout",
+        "3s",
+    ]));
+    assert_eq!(code, 2, "{doc:#}");
+    let queued: Vec<&Value> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["reason"] == "queued")
+        .collect();
+    assert!(queued.len() >= 5, "{doc:#}");
+    for n in &queued {
+        let name = n["name"].as_str().unwrap();
+        let error = n["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("still queued behind --parallel at the deadline: waited ")
+                && error.ends_with(
+                    "s for one of --parallel 2 ssh sessions; the deadline came before it started"
+                ),
+            "{error}"
+        );
+        let fix = fix_for(&doc, name);
+        assert!(
+            fix.contains("for one of --parallel 2 ssh sessions and never started")
+                && fix
+                    .contains("raise --parallel (to 11 to start every node at once) or --timeout")
+                && !fix.contains("is the host up"),
+            "{fix}"
+        );
+        // Never started: its sshd saw no one.
+        let i: usize = name[1..].parse().unwrap();
+        assert!(!lab.sshd_log(i).contains("Accepted"), "{}", lab.sshd_log(i));
+    }
+    // Those that started late and ran out of time say they waited too.
+    for n in doc["nodes"].as_array().unwrap() {
+        if n["reason"] == "deadline" {
+            let name = n["name"].as_str().unwrap();
+            let fix = fix_for(&doc, name);
+            if n["error"].as_str().unwrap().contains("it had waited") {
+                assert!(fix.contains("raise --parallel"), "{fix}");
+            }
+        }
+    }
+
+    // The table says it too, once per queued node.
+    let (code, text, _) = run(lab.coordinator(0).args([
+        "--check",
+        "udp.rcvbuf-errors",
+        "--parallel",
+        "2",
+        "--timeout",
+        "3s",
+        "--nodes",
+        "n0,n1,n2,n3,n4,n5,n6,n7",
+    ]));
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("(still queued behind --parallel at the deadline: waited"),
+        "{text}"
+    );
+}
+
+/// What a hostile node writes into its report's text: a window title, a
+/// screen clear, colour, a C1 CSI, DEL, a right-to-left override, a line
+/// of its own making, and the end of a Prometheus label.
+const HOSTILE: &str = "\u{1b}]0;pwned\u{7} \u{1b}[2J \u{1b}[31mred\u{1b}[0m \u{9b}2J \u{7f} \u{202e}desrever \r\nFORGED: cluster.path-matrix pass\r\n\\\"} 1";
+
+/// True for a character a terminal acts on.
+fn acts(c: char) -> bool {
+    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)
+}
+
+/// The table of a run whose node n2 forged its report: nothing in it acts
+/// on a terminal, and no line (no row of a table) starts with words of the
+/// node's making.
+fn assert_inert(text: &str) {
+    if let Some(c) = text.chars().find(|c| *c != '\n' && acts(*c)) {
+        panic!("{c:?} reached the terminal:\n{text}");
+    }
+    assert!(text.contains(r"\x1b]0;pwned\x07"), "{text}");
+    assert!(text.contains("FORGED"), "{text}");
+    for line in text.lines() {
+        let start = line.trim_start_matches(|c: char| "│┆ ".contains(c));
+        assert!(!start.starts_with("FORGED"), "{line}\n{text}");
+    }
+}
+
+#[root_test]
+fn a_node_report_of_terminal_control_is_shown_inert() {
+    let mut nodes = vec![LabNode::jumbo(); 3];
+    nodes[2].binary = Binary::Forged;
+    let lab = SshLab::new(nodes);
+    let args = ["--check", "mtu.path"];
+    // A valid report (what n2's doctor says as a node), its texts replaced.
+    let (code, json, err) =
+        run(lab
+            .fabric
+            .node(2)
+            .spx()
+            .args(args)
+            .args(["--format", "json", "--ovn-read-by", "n0"]));
+    assert_eq!(code, 0, "{err}");
+    let mut forged: Value = serde_json::from_str(&json).unwrap();
+    forged["exit_code"] = 1.into();
+    forged["tool"]["version"] = format!("0.1.0 {HOSTILE}").into();
+    let c = &mut forged["checks"][0];
+    c["status"] = "fail".into();
+    c["summary"] = format!("the path {HOSTILE}").into();
+    c["remediation"] = serde_json::json!([format!("fix: {HOSTILE}"), HOSTILE]);
+    std::fs::write(lab.dir.path().join("forged.json"), forged.to_string()).unwrap();
+
+    // JSON keeps the exact text.
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(args));
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(node(&doc, "n2")["status"], "ok");
+    assert_eq!(node(&doc, "n2")["report"], forged);
+    assert_eq!(cluster_check(&doc, "cluster.reachable")["status"], "warn");
+
+    // The table, plain and in colour: data, never control.
+    let (code, text, _) = run(lab.coordinator(0).args(args).env("COLUMNS", "250"));
+    assert_eq!(code, 1);
+    assert_inert(&text);
+    assert!(
+        text.contains(r"\u{9b}2J \x7f \u{202e}desrever \r\nFORGED: cluster.path-matrix pass\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("n2 runs 0.1.0 \\x1b]0;pwned\\x07"),
+        "the cluster checks too: {text}"
+    );
+    let (code, text, _) = run(lab
+        .coordinator(0)
+        .args(args)
+        .args(["--color", "always", "-v"])
+        .env("COLUMNS", "250"));
+    assert_eq!(code, 1);
+    // The table's own colours are SGR sequences (ESC [ … m); nothing else.
+    let mut plain = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find('\u{1b}') {
+        plain.push_str(&rest[..at]);
+        let seq = &rest[at + 1..];
+        let end = seq.find('m').unwrap_or_else(|| panic!("not SGR: {seq:?}"));
+        assert!(
+            seq.starts_with('[') && seq[1..end].chars().all(|c| c.is_ascii_digit() || c == ';'),
+            "not SGR: {:?}",
+            &seq[..end + 1]
+        );
+        rest = &seq[end + 1..];
+    }
+    plain.push_str(rest);
+    assert_inert(&plain);
+
+    // JUnit shows the controls as the table does: junitparser reads it.
+    if crate::junit::junitparser_or_skip("a_node_report_of_terminal_control_is_shown_inert (junit)")
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let xml = dir.path().join("cluster.xml");
+        let (code, _, err) = run(lab
+            .coordinator(0)
+            .args(args)
+            .args(["--format", "junit", "--output"])
+            .arg(&xml));
+        assert_eq!(code, 1, "{err}");
+        let junit = crate::junit::read_junit(&xml);
+        let n2 = &junit["suites"][2];
+        assert_eq!(n2["name"], "n2", "{junit:#}");
+        let result = &n2["cases"][0]["results"][0];
+        assert_eq!(result["kind"], "failure", "{junit:#}");
+        let message = result["message"].as_str().unwrap();
+        assert!(
+            message.contains(r"\x1b]0;pwned\x07 \x1b[2J") && message.contains(r"\r\nFORGED"),
+            "{message:?}"
+        );
+        assert!(!message.chars().any(acts), "{message:?}");
+    }
+
+    // Prometheus: the label value escaped as the exposition format says;
+    // promtool reads every line.
+    let (code, text, err) = run(lab
+        .coordinator(0)
+        .args(args)
+        .args(["--format", "prometheus"]));
+    assert_eq!(code, 1, "{err}");
+    crate::monitoring::promtool_check(&text);
+    // The text format escapes backslash, double quote and line feed in a
+    // label value; everything else is the value's own UTF-8.
+    let version = forged["tool"]["version"].as_str().unwrap();
+    let escaped = version
+        .replace('\\', r"\\")
+        .replace('"', r#"\""#)
+        .replace('\n', r"\n");
+    let info = format!("spx_doctor_info{{node=\"n2\",version=\"{escaped}\"}} 1");
+    assert!(text.lines().any(|l| l == info), "{info:?}\n{text}");
+    assert!(!text.lines().any(|l| l.starts_with("FORGED")), "{text}");
 }

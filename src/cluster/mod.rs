@@ -51,9 +51,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .iter()
         .enumerate()
         .filter_map(|(index, n)| match &n.via {
-            Via::Ssh(argv) => Some(ssh::Job {
+            Via::Ssh(command) => Some(ssh::Job {
                 index,
-                argv: argv.clone(),
+                ssh: command.clone(),
                 sudo: plan.sudo,
             }),
             _ => None,
@@ -74,11 +74,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             )
         });
     let mut answers: Vec<Option<Result<Value, Unreached>>> = vec![None; plan.nodes.len()];
+    let mut targets = vec![None; plan.nodes.len()];
     if let Some((i, r)) = local {
         answers[i] = Some(Ok(r));
     }
-    for (i, a) in remote.join().unwrap_or_default() {
-        answers[i] = Some(a);
+    for a in remote.join().unwrap_or_default() {
+        answers[a.index] = Some(a.report);
+        targets[a.index] = a.target;
     }
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
@@ -91,24 +93,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .nodes
         .iter()
         .zip(answers)
-        .map(|(n, a)| {
+        .zip(targets)
+        .map(|((n, a), target)| {
             let host = match n.via {
                 Via::InProcess => None,
                 _ => n.host.clone(),
             };
             let report = a.unwrap_or_else(|| {
-                Err(Unreached {
-                    kind: match n.via {
-                        Via::NoAddress => UnreachedKind::NoAddress,
-                        _ => UnreachedKind::Deadline,
-                    },
-                    detail: match n.via {
-                        Via::NoAddress => format!("[nodes.{}] has no host or advertise", n.name),
-                        _ => String::new(),
-                    },
+                Err(match n.via {
+                    Via::NoAddress => Unreached::new(
+                        UnreachedKind::NoAddress,
+                        format!("[nodes.{}] has no host or advertise", n.name),
+                    ),
+                    _ => Unreached::new(UnreachedKind::Deadline, ""),
                 })
             });
-            NodeAnswer::new(n.name.clone(), host, report)
+            let mut answer = NodeAnswer::new(n.name.clone(), host, report);
+            answer.ssh = target;
+            answer
         })
         .collect();
     let cluster = ClusterFacts {
@@ -119,6 +121,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         ssh_user: plan.ssh_user.clone(),
         remote_bin: plan.remote_bin.clone(),
+        ssh_config: plan.ssh_config.as_ref().map(|p| p.display().to_string()),
+        sudo: plan.sudo,
+        parallel: plan.parallel,
     };
 
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());

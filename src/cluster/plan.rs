@@ -42,10 +42,24 @@ pub struct PlannedNode {
 pub enum Via {
     /// This node: run in this process.
     InProcess,
-    /// `ssh ARGV…` (the words after `ssh`).
-    Ssh(Vec<OsString>),
+    /// ssh, with this command line.
+    Ssh(SshCommand),
     /// The config gives no address for it.
     NoAddress,
+}
+
+/// One node's ssh command line, in its parts: `ssh OPTIONS HOST --
+/// REMOTE…`. `ssh OPTIONS -G HOST` asks ssh what its configuration makes
+/// of the node first (see [`super::ssh`]).
+#[derive(Clone, Debug)]
+pub struct SshCommand {
+    /// The options before the host (`-o BatchMode=yes`, `-F`, `-l`…).
+    pub options: Vec<OsString>,
+    /// The node's `host` (else `advertise`), validated: it cannot start
+    /// with '-' or carry a user@ or an option.
+    pub host: String,
+    /// The remote command's words, each single-quoted.
+    pub remote: Vec<OsString>,
 }
 
 pub struct Plan {
@@ -64,6 +78,8 @@ pub struct Plan {
     pub sudo: bool,
     pub ssh_user: Option<String>,
     pub remote_bin: String,
+    /// `--ssh-config`.
+    pub ssh_config: Option<std::path::PathBuf>,
     pub config_nodes: Vec<String>,
     /// Each config node's host/advertise that is an IP address; names are
     /// resolved by [`Plan::resolve_names`].
@@ -290,7 +306,7 @@ impl Plan {
             let via = if local.as_deref() == Some(name.as_str()) {
                 Via::InProcess
             } else if let Some(h) = &host {
-                let mut argv: Vec<OsString> = vec![
+                let mut options: Vec<OsString> = vec![
                     "-o".into(),
                     "BatchMode=yes".into(),
                     "-o".into(),
@@ -298,28 +314,31 @@ impl Plan {
                     "-T".into(),
                 ];
                 if let Some(f) = &cl.ssh_config {
-                    argv.push("-F".into());
-                    argv.push(f.clone().into_os_string());
+                    options.push("-F".into());
+                    options.push(f.clone().into_os_string());
                 }
                 if let Some(u) = &ssh_user {
-                    argv.push("-l".into());
-                    argv.push(u.into());
+                    options.push("-l".into());
+                    options.push(u.into());
+                }
+                let mut remote: Vec<OsString> = Vec::new();
+                if sudo {
+                    remote.push(quote("sudo").into());
+                    remote.push(quote("-n").into());
+                }
+                remote.push(quote(&remote_bin).into());
+                remote.extend(quoted.iter().map(OsString::from));
+                if *name != reader {
+                    remote.push(quote("--ovn-read-by").into());
+                    remote.push(remote_word("a node name", &reader)?.into());
                 }
                 // The config validated it as an address or a DNS name: it
                 // cannot start with '-' or carry a user@ or an option.
-                argv.push(h.into());
-                argv.push("--".into());
-                if sudo {
-                    argv.push(quote("sudo").into());
-                    argv.push(quote("-n").into());
-                }
-                argv.push(quote(&remote_bin).into());
-                argv.extend(quoted.iter().map(OsString::from));
-                if *name != reader {
-                    argv.push(quote("--ovn-read-by").into());
-                    argv.push(remote_word("a node name", &reader)?.into());
-                }
-                Via::Ssh(argv)
+                Via::Ssh(SshCommand {
+                    options,
+                    host: h.clone(),
+                    remote,
+                })
             } else {
                 Via::NoAddress
             };
@@ -352,6 +371,7 @@ impl Plan {
             sudo,
             ssh_user,
             remote_bin,
+            ssh_config: cl.ssh_config.clone(),
             config_nodes: config.nodes.keys().cloned().collect(),
             config_addresses,
             names_to_resolve,

@@ -14,14 +14,16 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use spx_checks::cluster::{Unreached, UnreachedKind};
+use spx_checks::cluster::{SshTarget, Unreached, UnreachedKind};
 use wait_timeout::ChildExt;
+
+use super::plan::SshCommand;
 
 /// A node's report is a few tens of KiB; more than this is not a report.
 const MAX_STDOUT: u64 = 16 << 20;
@@ -32,21 +34,58 @@ const STACK: usize = 128 << 10;
 /// One node to ask.
 pub struct Job {
     pub index: usize,
-    pub argv: Vec<OsString>,
+    pub ssh: SshCommand,
     /// The remote command starts with `sudo -n`.
     pub sudo: bool,
 }
 
+/// What one node answered, and what ssh made of its configuration for it.
+pub struct Answer {
+    pub index: usize,
+    pub report: Result<Value, Unreached>,
+    pub target: Option<SshTarget>,
+}
+
+impl Answer {
+    fn unreached(index: usize, why: Unreached) -> Answer {
+        Answer {
+            index,
+            report: Err(why),
+            target: None,
+        }
+    }
+}
+
+/// `d` for a person: `2.9s`.
+fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// A node still in the queue at the deadline: never started.
+fn queued(waited: Duration, parallel: usize) -> Unreached {
+    Unreached {
+        queued: Some(waited),
+        ..Unreached::new(
+            UnreachedKind::Queued,
+            format!(
+                "waited {} for one of --parallel {parallel} ssh sessions; the deadline came before it started",
+                secs(waited)
+            ),
+        )
+    }
+}
+
 /// Run every job, at most `parallel` at once, until `deadline`. Returns one
-/// answer per job, by index.
-pub fn run_all(
-    jobs: Vec<Job>,
-    parallel: usize,
-    deadline: Instant,
-) -> Vec<(usize, Result<Value, Unreached>)> {
+/// answer per job.
+pub fn run_all(jobs: Vec<Job>, parallel: usize, deadline: Instant) -> Vec<Answer> {
+    let start = Instant::now();
     let total = jobs.len();
     let indices: Vec<usize> = jobs.iter().map(|j| j.index).collect();
-    let queue = Arc::new(Mutex::new(VecDeque::from(jobs)));
+    // Each job with its place in the queue: the first `parallel` start at
+    // once, the others wait for a session to end.
+    let queue = Arc::new(Mutex::new(
+        jobs.into_iter().enumerate().collect::<VecDeque<_>>(),
+    ));
     let (tx, rx) = mpsc::channel();
     for _ in 0..parallel.min(total) {
         let queue = Arc::clone(&queue);
@@ -59,16 +98,28 @@ pub fn run_all(
                     Ok(mut q) => q.pop_front(),
                     Err(_) => None,
                 };
-                let Some(job) = job else { break };
-                let answer = if Instant::now() >= deadline {
-                    Err(Unreached {
-                        kind: UnreachedKind::Deadline,
-                        detail: "not started before the deadline (--parallel)".into(),
-                    })
+                let Some((place, job)) = job else { break };
+                let now = Instant::now();
+                let waited = (place >= parallel).then(|| now - start);
+                let answer = if now >= deadline {
+                    Answer::unreached(job.index, queued(now - start, parallel))
                 } else {
-                    run_one(&job, deadline)
+                    let mut a = run_one(&job, deadline);
+                    if let Err(why) = &mut a.report {
+                        if why.kind == UnreachedKind::Deadline {
+                            why.queued = waited;
+                            if let Some(w) = waited {
+                                why.detail = format!(
+                                    "{} (it had waited {} for one of --parallel {parallel} ssh sessions)",
+                                    why.detail,
+                                    secs(w)
+                                );
+                            }
+                        }
+                    }
+                    a
                 };
-                if tx.send((job.index, answer)).is_err() {
+                if tx.send(answer).is_err() {
                     break;
                 }
             });
@@ -77,7 +128,7 @@ pub fn run_all(
         }
     }
     drop(tx);
-    let mut out = Vec::with_capacity(total);
+    let mut out: Vec<Answer> = Vec::with_capacity(total);
     // Workers kill ssh at the deadline; a little grace for them to report.
     let until = deadline + Duration::from_millis(200);
     while out.len() < total {
@@ -86,16 +137,25 @@ pub fn run_all(
             Err(_) => break,
         }
     }
+    // What no worker took is still queued; what one took and did not
+    // answer for ran out of time.
+    let never_started: Vec<usize> = match queue.lock() {
+        Ok(mut q) => q.drain(..).map(|(_, j)| j.index).collect(),
+        Err(_) => Vec::new(),
+    };
+    let waited = deadline.saturating_duration_since(start);
     for i in indices {
-        if !out.iter().any(|(j, _)| *j == i) {
-            out.push((
-                i,
-                Err(Unreached {
-                    kind: UnreachedKind::Deadline,
-                    detail: "no answer by the deadline".into(),
-                }),
-            ));
+        if out.iter().any(|a| a.index == i) {
+            continue;
         }
+        out.push(Answer::unreached(
+            i,
+            if never_started.contains(&i) {
+                queued(waited, parallel)
+            } else {
+                Unreached::new(UnreachedKind::Deadline, "no answer by the deadline")
+            },
+        ));
     }
     out
 }
@@ -118,29 +178,38 @@ fn read_capped(
     rx
 }
 
-fn run_one(job: &Job, deadline: Instant) -> Result<Value, Unreached> {
+/// `ssh ARGS` started in a process group of its own (so the deadline ends
+/// it and anything it started), its stdin empty.
+fn spawn_ssh(args: &[OsString]) -> Result<Child, Unreached> {
     let mut cmd = Command::new("ssh");
-    cmd.args(&job.argv)
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Unreached {
-                kind: UnreachedKind::SshMissing,
-                detail: "no `ssh` on this node's PATH".into(),
-            })
-        }
-        Err(e) => {
-            return Err(Unreached {
-                kind: UnreachedKind::Ssh,
-                detail: format!("cannot start ssh: {e}"),
-            })
-        }
-    };
-    let out = read_capped(child.stdout.take().expect("piped"), MAX_STDOUT);
+    match cmd.spawn() {
+        Ok(c) => Ok(c),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Unreached::new(
+            UnreachedKind::SshMissing,
+            "no `ssh` on this node's PATH",
+        )),
+        Err(e) => Err(Unreached::new(
+            UnreachedKind::Ssh,
+            format!("cannot start ssh: {e}"),
+        )),
+    }
+}
+
+/// How an ssh run ended: its exit status (`None`: stopped at the
+/// deadline), its stdout (capped at `cap`) and its stderr.
+struct Ended {
+    status: Option<ExitStatus>,
+    stdout: Option<Vec<u8>>,
+    stderr: String,
+}
+
+fn wait_until(mut child: Child, deadline: Instant, cap: u64) -> Ended {
+    let out = read_capped(child.stdout.take().expect("piped"), cap);
     let err = read_capped(child.stderr.take().expect("piped"), MAX_STDERR);
     let left = deadline.saturating_duration_since(Instant::now());
     let status = match child.wait_timeout(left) {
@@ -163,16 +232,111 @@ fn run_one(job: &Job, deadline: Instant) -> Result<Value, Unreached> {
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
-    let stderr = String::from_utf8_lossy(&stderr);
-    match status {
-        None => Err(Unreached {
-            kind: UnreachedKind::Deadline,
-            detail: match last_line(&stderr) {
+    Ended {
+        status,
+        stdout,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// What the ssh_config makes of this node (`ssh OPTIONS -G HOST`: ssh's own
+/// reading, nothing is connected), by the deadline. `Ok(None)` when ssh
+/// could not say (it will say why when it runs).
+fn effective(job: &SshCommand, deadline: Instant) -> Result<Option<SshTarget>, Unreached> {
+    let mut args = job.options.clone();
+    args.push("-G".into());
+    args.push(job.host.clone().into());
+    let ended = wait_until(spawn_ssh(&args)?, deadline, MAX_STDERR);
+    match ended.status {
+        None => Err(Unreached::new(
+            UnreachedKind::Deadline,
+            "ssh -G (reading the ssh_config) stopped at the deadline (--timeout)",
+        )),
+        Some(s) if s.success() => Ok(ended
+            .stdout
+            .as_deref()
+            .map(|o| parse_effective(&String::from_utf8_lossy(o)))),
+        Some(_) => Ok(None),
+    }
+}
+
+/// `ssh -G`'s lines (`keyword value…`, keywords in lower case).
+pub fn parse_effective(text: &str) -> SshTarget {
+    let mut t = SshTarget {
+        port: 22,
+        ..SshTarget::default()
+    };
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(' ') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.to_ascii_lowercase().as_str() {
+            "user" => t.user = value.to_owned(),
+            "hostname" => t.hostname = value.to_owned(),
+            "port" => t.port = value.parse().unwrap_or(22),
+            "hostkeyalias" => t.host_key_alias = Some(value.to_owned()),
+            "userknownhostsfile" => {
+                t.known_hosts = value.split_whitespace().map(str::to_owned).collect()
+            }
+            "stricthostkeychecking" => t.strict_host_key_checking = value.to_owned(),
+            _ => {}
+        }
+    }
+    t
+}
+
+/// The command line of the run itself: the options, host-key checking
+/// made strict unless the ssh_config says `accept-new` (which refuses a
+/// changed key too, and adds an unknown one), the host, the remote command.
+/// A changed host key never yields a report, whatever the ssh_config says.
+pub fn argv(job: &SshCommand, target: Option<&SshTarget>) -> Vec<OsString> {
+    let mut argv = job.options.clone();
+    if target.is_none_or(|t| t.strict_host_key_checking != "accept-new") {
+        argv.push("-o".into());
+        argv.push("StrictHostKeyChecking=yes".into());
+    }
+    argv.push(job.host.clone().into());
+    argv.push("--".into());
+    argv.extend(job.remote.iter().cloned());
+    argv
+}
+
+fn run_one(job: &Job, deadline: Instant) -> Answer {
+    let target = match effective(&job.ssh, deadline) {
+        Ok(t) => t,
+        Err(why) => return Answer::unreached(job.index, why),
+    };
+    let child = match spawn_ssh(&argv(&job.ssh, target.as_ref())) {
+        Ok(c) => c,
+        Err(why) => {
+            return Answer {
+                index: job.index,
+                report: Err(why),
+                target,
+            }
+        }
+    };
+    let ended = wait_until(child, deadline, MAX_STDOUT);
+    let report = match ended.status {
+        None => Err(Unreached::new(
+            UnreachedKind::Deadline,
+            match last_line(&ended.stderr) {
                 Some(l) => format!("ssh stopped at the deadline (--timeout); it said: {l}"),
                 None => "ssh stopped at the deadline (--timeout) before the node answered".into(),
             },
-        }),
-        Some(status) => classify(status.code(), stdout.as_deref(), &stderr, job.sudo),
+        )),
+        Some(status) => classify(
+            status.code(),
+            ended.stdout.as_deref(),
+            &ended.stderr,
+            job.sudo,
+        ),
+    };
+    Answer {
+        index: job.index,
+        report,
+        target,
     }
 }
 
@@ -184,10 +348,19 @@ pub fn classify(
     stderr: &str,
     sudo: bool,
 ) -> Result<Value, Unreached> {
-    let fail = |kind, detail: String| Err(Unreached { kind, detail });
+    let fail = |kind, detail: String| Err(Unreached::new(kind, detail));
     let Some(code) = code else {
         return fail(UnreachedKind::Ssh, "ssh was ended by a signal".into());
     };
+    // Whatever the exit status and stdout: a session that got past a
+    // changed host key (an ssh_config that turned checking off, which this
+    // run overrides) is never trusted with a report.
+    if let Some(line) = line_with(stderr, "REMOTE HOST IDENTIFICATION HAS CHANGED") {
+        return fail(
+            UnreachedKind::HostKeyChanged,
+            line_with(stderr, "Host key for").unwrap_or(line),
+        );
+    }
     let stdout = stdout.unwrap_or_default();
     if stdout.len() as u64 > MAX_STDOUT {
         return fail(
@@ -489,6 +662,82 @@ mod tests {
         assert_eq!(
             (k, d.as_str()),
             (UnreachedKind::InvalidAnswer, "exit 3 and no report")
+        );
+    }
+
+    // `ssh -G -F FILE -l spx h1` (OpenSSH_9.2p1 Debian-2+deb12u10), the
+    // lines the run reads, from an ssh_config with `StrictHostKeyChecking
+    // no`, `Port 2222`, `HostKeyAlias foo`, `UserKnownHostsFile ~/kh /tmp/x`.
+    const EFFECTIVE: &str = "user spx\nhostname h1\nport 2222\nbatchmode yes\n\
+        stricthostkeychecking false\nhostkeyalias foo\n\
+        globalknownhostsfile /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2\n\
+        userknownhostsfile /root/kh /tmp/x\n";
+
+    fn command() -> SshCommand {
+        SshCommand {
+            options: vec!["-o".into(), "BatchMode=yes".into(), "-T".into()],
+            host: "h1".into(),
+            remote: vec!["'spx-doctor'".into()],
+        }
+    }
+
+    #[test]
+    fn what_ssh_makes_of_its_config_is_read() {
+        let t = parse_effective(EFFECTIVE);
+        assert_eq!(
+            t,
+            SshTarget {
+                user: "spx".into(),
+                hostname: "h1".into(),
+                port: 2222,
+                host_key_alias: Some("foo".into()),
+                known_hosts: vec!["/root/kh".into(), "/tmp/x".into()],
+                strict_host_key_checking: "false".into(),
+            }
+        );
+        assert_eq!(t.known_hosts_name(), "foo");
+        let plain = parse_effective("user root\nhostname 198.19.0.4\nport 2222\n");
+        assert_eq!(plain.known_hosts_name(), "[198.19.0.4]:2222");
+        assert_eq!(
+            parse_effective("port 22\nhostname a\n").known_hosts_name(),
+            "a"
+        );
+    }
+
+    #[test]
+    fn host_keys_are_checked_strictly_unless_the_config_says_accept_new() {
+        let strict = |t: Option<&SshTarget>| {
+            let argv = argv(&command(), t);
+            let words: Vec<&str> = argv.iter().map(|w| w.to_str().unwrap()).collect();
+            assert_eq!(words[words.len() - 3..], ["h1", "--", "'spx-doctor'"]);
+            words.contains(&"StrictHostKeyChecking=yes")
+        };
+        for said in ["false", "true", "ask", ""] {
+            let t = SshTarget {
+                strict_host_key_checking: said.into(),
+                ..parse_effective(EFFECTIVE)
+            };
+            assert!(strict(Some(&t)), "{said}");
+        }
+        assert!(strict(None), "ssh -G said nothing");
+        let t = SshTarget {
+            strict_host_key_checking: "accept-new".into(),
+            ..SshTarget::default()
+        };
+        assert!(!strict(Some(&t)));
+    }
+
+    #[test]
+    fn a_session_past_a_changed_key_is_never_a_report() {
+        let warned = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+            @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n\
+            @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n\
+            Password authentication is disabled to avoid man-in-the-middle attacks.\n";
+        let (k, d) = kind(classify(Some(0), Some(&report(0)), warned, false));
+        assert_eq!(k, UnreachedKind::HostKeyChanged);
+        assert_eq!(
+            d,
+            "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @"
         );
     }
 }

@@ -50,6 +50,9 @@ pub enum Binary {
     Missing,
     /// A `spx-doctor` that never answers (sleeps a minute).
     Hangs,
+    /// A `spx-doctor` that prints the lab's `forged.json` (written by the
+    /// test: a node report of its own making) and exits 1.
+    Forged,
 }
 
 /// A login user `spinifex` with sudo, on nodes that have one.
@@ -325,7 +328,12 @@ impl SshLab {
             "#!/bin/sh\necho $$ >> {}/hang.pids\nexec sleep 60\n",
             d.display()
         );
-        for (sub, script) in [("bin", None), ("hang", Some(hang))] {
+        let forged = format!("#!/bin/sh\ncat {}/forged.json\nexit 1\n", d.display());
+        for (sub, script) in [
+            ("bin", None),
+            ("hang", Some(hang)),
+            ("forged", Some(forged)),
+        ] {
             std::fs::create_dir(d.join(sub)).unwrap();
             let target = d.join(sub).join("spx-doctor");
             match script {
@@ -433,6 +441,7 @@ impl SshLab {
             Binary::Real => d.join("bin"),
             Binary::Missing => d.join("nobin"),
             Binary::Hangs => d.join("hang"),
+            Binary::Forged => d.join("forged"),
         };
         let cfg = self
             .files
@@ -514,17 +523,64 @@ impl SshLab {
         write(&self.known_hosts, &text, 0o644);
     }
 
+    /// Remove node `i`'s key from known_hosts: as if it had never been
+    /// met.
+    pub fn forget_known_host(&self, i: usize) {
+        let addr = self.addr(i);
+        let text: String = std::fs::read_to_string(&self.known_hosts)
+            .unwrap()
+            .lines()
+            .filter(|l| l.split_whitespace().next() != Some(addr.as_str()))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        write(&self.known_hosts, &text, 0o644);
+    }
+
+    /// Another ssh_config, `name` in the lab's directory: the lab's, with
+    /// `options` (ssh_config lines) ahead of its own, so they win (ssh
+    /// takes the first value it meets), as an operator's own settings.
+    pub fn ssh_config_with(&self, name: &str, options: &[&str]) -> PathBuf {
+        let lab = std::fs::read_to_string(&self.ssh_config).unwrap();
+        let body = lab
+            .strip_prefix("Host *\n")
+            .expect("the lab's Host * block");
+        let path = self.dir.path().join(name);
+        write(
+            &path,
+            &format!(
+                "Host *\n{}{body}",
+                options
+                    .iter()
+                    .map(|o| format!("  {o}\n"))
+                    .collect::<String>()
+            ),
+            0o644,
+        );
+        path
+    }
+
+    /// Where node `i` sees `/etc/spinifex/REL` (its own, bound by `ip
+    /// netns exec`), on this host.
+    pub fn node_spinifex(&self, i: usize, rel: &str) -> PathBuf {
+        self.etc[i].join("spinifex").join(rel)
+    }
+
     /// The coordinator: the real binary run from node `i`'s namespace
     /// (which sees node `i`'s /etc/spinifex), pointed at the lab's
     /// ssh_config.
     pub fn coordinator(&self, i: usize) -> Command {
+        self.coordinator_with(i, &self.ssh_config)
+    }
+
+    /// [`SshLab::coordinator`] pointed at another ssh_config.
+    pub fn coordinator_with(&self, i: usize, ssh_config: &Path) -> Command {
         let mut cmd = self.fabric.node(i).spx();
         cmd.env_remove("SPX_DOCTOR_VIA")
             .env_remove("SPINIFEX_CONFIG_PATH")
             .env_remove("NO_COLOR")
             .arg("--cluster")
             .arg("--ssh-config")
-            .arg(&self.ssh_config);
+            .arg(ssh_config);
         cmd
     }
 

@@ -4,8 +4,11 @@
 //! run is inconclusive (exit 2) unless something else failed. Each failure
 //! is named the way an operator fixes it: connection refused or timed out,
 //! a host key that changed or is unknown, publickey refused, `sudo` wanting
-//! a password, the binary missing (127), a doctor of another version, or an
-//! answer that is not a report.
+//! a password, the binary missing (127), a doctor of another version, an
+//! answer that is not a report, or a node still queued behind `--parallel`
+//! at the deadline; and each fix names what this run used (its ssh command
+//! line, user, `--remote-bin`, sudo, the host and known_hosts as `ssh -G`
+//! gives them).
 
 use serde::{Deserialize, Serialize};
 
@@ -72,11 +75,17 @@ impl Check for ClusterReachable {
          passes when every node answered with a valid JSON v1 report by the run's \
          --timeout.\n\
          \n\
+         Host keys are always checked: the run passes `-o StrictHostKeyChecking=yes` unless \
+         the ssh_config (read with `ssh -G`) says `accept-new`, which also refuses a changed \
+         key; a changed key never yields a report, whatever the ssh_config says.\n\
+         \n\
          A node that did not answer is an error (inconclusive, exit 2), never a fail, and \
          is named with the reason: connection refused or timed out, host key changed (never \
          accepted) or unknown, permission denied (publickey), sudo wants a password, the \
-         remote binary not found (exit 127), a doctor of another version, or an answer that \
-         is not a report. A node running another version of the doctor is a warning.\n\
+         remote binary not found (exit 127), a doctor of another version, an answer that \
+         is not a report, or still queued behind --parallel at the deadline. Each fix names \
+         what this run used: the ssh command line, the user, --remote-bin, the known_hosts \
+         file and host form. A node running another version of the doctor is a warning.\n\
          \n\
          Why: jumbo frames and IPsec are cluster-wide changes, and a preflight that could \
          not see a node has not proven anything about it.\n\
@@ -216,54 +225,233 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
     ))
 }
 
-/// The fix for one node that did not answer.
+/// `word` as a shell reads it back: as it is when it holds nothing a
+/// shell acts on, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/:,+=@%-".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// What this run asked of `n`, in the words of the fixes: the ssh command
+/// line it used (`ssh [OPTS] [-F FILE] [-l USER] HOST`), the user it logged
+/// in as, the remote command, and the doctor's path.
+struct Route<'a> {
+    facts: &'a ClusterFacts,
+    n: &'a NodeAnswer,
+}
+
+impl Route<'_> {
+    fn host(&self) -> &str {
+        self.n.host.as_deref().unwrap_or("?")
+    }
+
+    /// `ssh OPTS [-F FILE] [-l USER] HOST`, as this run ran it.
+    fn ssh(&self, opts: &str) -> String {
+        let mut words = vec!["ssh".to_owned()];
+        if !opts.is_empty() {
+            words.push(opts.to_owned());
+        }
+        if let Some(f) = &self.facts.ssh_config {
+            words.push("-F".into());
+            words.push(shell_word(f));
+        }
+        if let Some(u) = &self.facts.ssh_user {
+            words.push("-l".into());
+            words.push(shell_word(u));
+        }
+        words.push(shell_word(self.host()));
+        words.join(" ")
+    }
+
+    /// The user ssh logged in as: `--ssh-user`, else what `ssh -G` said.
+    fn user(&self) -> Option<&str> {
+        self.facts
+            .ssh_user
+            .as_deref()
+            .or_else(|| self.n.ssh.as_ref().map(|t| t.user.as_str()))
+            .filter(|u| !u.is_empty())
+    }
+
+    /// The doctor as the remote command named it, behind `sudo -n` when
+    /// this run used sudo.
+    fn remote(&self, args: &str) -> String {
+        let sudo = if self.facts.sudo { "sudo -n " } else { "" };
+        format!("{sudo}{} {args}", shell_word(&self.facts.remote_bin))
+    }
+
+    /// `--remote-bin` when it is an absolute path.
+    fn bin_path(&self) -> Option<&str> {
+        Some(self.facts.remote_bin.as_str()).filter(|b| b.starts_with('/'))
+    }
+
+    /// The known_hosts file and the name in it, as `ssh -G` said (else
+    /// ssh's defaults).
+    fn known_hosts(&self) -> (String, String) {
+        match &self.n.ssh {
+            Some(t) => (
+                t.known_hosts_file()
+                    .unwrap_or("~/.ssh/known_hosts")
+                    .to_owned(),
+                t.known_hosts_name(),
+            ),
+            None => ("~/.ssh/known_hosts".to_owned(), self.host().to_owned()),
+        }
+    }
+
+    /// `ssh-keyscan [-p PORT] HOST`: the key the node offers now.
+    fn keyscan(&self) -> String {
+        match &self.n.ssh {
+            Some(t) if t.port != 22 => {
+                format!("ssh-keyscan -p {} {}", t.port, shell_word(&t.hostname))
+            }
+            Some(t) => format!("ssh-keyscan {}", shell_word(&t.hostname)),
+            None => format!("ssh-keyscan {}", shell_word(self.host())),
+        }
+    }
+}
+
+/// The fix for one node that did not answer: in the terms this run used
+/// (its ssh command line, user, ssh_config, `--remote-bin`, sudo).
 fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
     let name = &n.name;
-    let host = n.host.as_deref().unwrap_or("?");
-    let user = facts.ssh_user.as_deref().unwrap_or("the ssh user");
+    let route = Route { facts, n };
+    let host = route.host();
     let bin = &facts.remote_bin;
+    let secs = |d: std::time::Duration| format!("{:.1}s", d.as_secs_f64());
+    let over_ssh = facts.nodes.iter().filter(|n| n.host.is_some()).count();
     match why.kind {
         UnreachedKind::NoAddress => format!(
             "{name}: give it `host = \"ADDRESS\"` under [nodes.{name}] in spinifex.toml, or leave it out with --nodes"
         ),
         UnreachedKind::SshMissing => "install the OpenSSH client here (`apt-get install openssh-client`)".into(),
         UnreachedKind::ConnectionRefused => format!(
-            "{name}: nothing accepts ssh at {host}: `systemctl status ssh` on {name}, and check the address in [nodes.{name}]"
+            "{name}: nothing accepts ssh at {}: `systemctl status ssh` on {name}, and check the address in [nodes.{name}]",
+            match &n.ssh {
+                Some(t) if t.port != 22 => format!("{}:{}", t.hostname, t.port),
+                Some(t) => t.hostname.clone(),
+                None => host.to_owned(),
+            }
+        ),
+        UnreachedKind::Queued => format!(
+            "{name}: it waited {} for one of --parallel {} ssh sessions and never started: raise --parallel (to {over_ssh} to start every node at once) or --timeout",
+            why.queued.map_or_else(|| "until the deadline".to_owned(), secs),
+            facts.parallel
+        ),
+        UnreachedKind::Deadline if why.queued.is_some() => format!(
+            "{name}: its ssh started only after waiting {} for one of --parallel {} sessions, and the deadline cut it off: raise --parallel (to {over_ssh} to start every node at once) or --timeout",
+            why.queued.map(secs).unwrap_or_default(),
+            facts.parallel
         ),
         UnreachedKind::TimedOut | UnreachedKind::NoRoute | UnreachedKind::Deadline => format!(
-            "{name}: is {host} up and does its firewall admit ssh from this node? `ssh -o BatchMode=yes {host} true` must return at once (or raise --timeout)"
+            "{name}: is {host} up and does its firewall admit ssh from this node? `{} true` must return at once (or raise --timeout)",
+            route.ssh("-o BatchMode=yes")
         ),
         UnreachedKind::NameUnresolved => format!(
             "{name}: {host} does not resolve: fix [nodes.{name}] host or DNS/hosts on this node"
         ),
-        UnreachedKind::HostKeyChanged => format!(
-            "{name}: its host key is not the one in known_hosts. If {name} was reinstalled, compare the new key out of band (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on {name}) and only then `ssh-keygen -R {host}`; otherwise treat it as an attack. spx doctor never accepts a changed key"
-        ),
-        UnreachedKind::HostKeyUnknown => format!(
-            "{name}: known_hosts has no key for {host}; verify its fingerprint on the node (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`) and add it (`ssh-keyscan {host} >> ~/.ssh/known_hosts` after comparing)"
-        ),
-        UnreachedKind::PermissionDenied => format!(
-            "{name}: install this node's public key for {user} there, as scripts/install-node.sh does (`ssh-copy-id {host}`), or pass --ssh-user"
-        ),
-        UnreachedKind::SudoPassword | UnreachedKind::SudoRefused => format!(
-            "{name}: let {user} run the doctor with passwordless sudo: `{user} ALL=(root) NOPASSWD: /usr/local/bin/{bin}` in /etc/sudoers.d/spx-doctor (edit with `visudo -f`)",
-            bin = bin.rsplit('/').next().unwrap_or(bin)
-        ),
-        UnreachedKind::BinaryNotFound | UnreachedKind::NotExecutable => format!(
-            "{name}: install spx-doctor {} there (`install -m 0755 spx-doctor /usr/local/bin/`), or pass --remote-bin PATH",
-            facts.version
-        ),
+        UnreachedKind::HostKeyChanged => {
+            let (file, key) = route.known_hosts();
+            format!(
+                "{name}: its host key is not the one {file} holds for {key}. If {name} was reinstalled, verify the new key out of band (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on {name}'s console, against `{} | ssh-keygen -lf -` here) and only then `ssh-keygen -f {} -R {}`; otherwise treat it as an attack. spx doctor never accepts a changed key, whatever the ssh_config says",
+                route.keyscan(),
+                shell_word(&file),
+                shell_word(&key)
+            )
+        }
+        UnreachedKind::HostKeyUnknown => {
+            let (file, key) = route.known_hosts();
+            if file == "/dev/null" {
+                format!(
+                    "{name}: the ssh_config's UserKnownHostsFile is /dev/null, so no host key is ever known (spx doctor checks host keys whatever StrictHostKeyChecking says): point it at a file, then verify {name}'s key on its console (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`) against `{} | ssh-keygen -lf -` and add it",
+                    route.keyscan()
+                )
+            } else {
+                format!(
+                    "{name}: {file} has no key for {key}; verify its fingerprint on the node (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`) against `{} | ssh-keygen -lf -`, and only then add it (`{} >> {}`)",
+                    route.keyscan(),
+                    route.keyscan(),
+                    shell_word(&file)
+                )
+            }
+        }
+        UnreachedKind::PermissionDenied => {
+            let user = route.user().unwrap_or("the ssh user");
+            let config = facts
+                .ssh_config
+                .as_deref()
+                .map(|f| format!("-F {} ", shell_word(f)))
+                .unwrap_or_default();
+            let at = route
+                .user()
+                .map(|u| format!("{}@", shell_word(u)))
+                .unwrap_or_default();
+            format!(
+                "{name}: install this node's public key for {user} there, as scripts/install-node.sh does (`ssh-copy-id {config}{at}{}`){}",
+                shell_word(host),
+                if facts.ssh_user.is_some() { "" } else { ", or pass --ssh-user" }
+            )
+        }
+        UnreachedKind::SudoPassword | UnreachedKind::SudoRefused => {
+            let user = route.user().unwrap_or("the ssh user");
+            match route.bin_path() {
+                Some(path) => format!(
+                    "{name}: let {user} run the doctor with passwordless sudo: `{user} ALL=(root) NOPASSWD: {path}` in /etc/sudoers.d/spx-doctor (edit with `visudo -f`)"
+                ),
+                None => format!(
+                    "{name}: let {user} run the doctor with passwordless sudo: `{user} ALL=(root) NOPASSWD: /usr/local/bin/{bin}` in /etc/sudoers.d/spx-doctor (edit with `visudo -f`; the full path sudo finds {bin} at)"
+                ),
+            }
+        }
+        UnreachedKind::BinaryNotFound => match route.bin_path() {
+            Some(path) => format!(
+                "{name}: nothing is at --remote-bin {path} there: install spx-doctor {} at that path (`install -m 0755 spx-doctor {path}` on {name}), or point --remote-bin at where it is installed",
+                facts.version
+            ),
+            None => format!(
+                "{name}: {bin} is not on {}: install spx-doctor {} there (`install -m 0755 spx-doctor /usr/local/bin/{bin}`), or pass --remote-bin with its absolute path",
+                if facts.sudo {
+                    "sudo's secure_path"
+                } else {
+                    "the PATH of a non-interactive ssh session"
+                },
+                facts.version
+            ),
+        },
+        UnreachedKind::NotExecutable => match route.bin_path() {
+            Some(path) => format!(
+                "{name}: --remote-bin {path} is not executable there: `chmod 0755 {path}` on {name} (and its filesystem must not be mounted noexec)"
+            ),
+            None => format!(
+                "{name}: the {bin} on its PATH is not executable: `chmod 0755` it on {name}, or pass --remote-bin with the absolute path of spx-doctor {}",
+                facts.version
+            ),
+        },
         UnreachedKind::OtherVersion => format!(
-            "{name}: install spx-doctor {} there: its doctor does not understand what this one asked",
-            facts.version
+            "{name}: install spx-doctor {} there{}: its doctor does not understand what this one asked",
+            facts.version,
+            route.bin_path().map(|p| format!(" (at {p})")).unwrap_or_default()
         ),
         UnreachedKind::RemoteRefused => format!(
-            "{name}: run `{bin} --format json` there to see the refusal; the config must be readable at the same path on every node"
+            "{name}: `{} -- {}` shows the refusal; the config must be readable at the same path on every node",
+            route.ssh(""),
+            route.remote("--format json")
         ),
         UnreachedKind::InvalidAnswer => format!(
-            "{name}: `ssh {host} {bin} --format json` must print one JSON v1 report; a login banner or profile script printing to stdout breaks it"
+            "{name}: `{} -- {}` must print one JSON v1 report; a login banner or profile script printing to stdout breaks it",
+            route.ssh(""),
+            route.remote("--format json")
         ),
-        UnreachedKind::Ssh => format!("{name}: `ssh -v -o BatchMode=yes {host} true` shows what fails"),
+        UnreachedKind::Ssh => format!(
+            "{name}: `{} true` shows what fails",
+            route.ssh("-v -o BatchMode=yes")
+        ),
     }
 }
 
@@ -353,5 +541,183 @@ mod tests {
             "{}",
             f.summary
         );
+    }
+
+    /// `name`'s fix, when it did not answer with `kind`, in `facts`.
+    fn fix(
+        mut facts: ClusterFacts,
+        kind: UnreachedKind,
+        target: Option<crate::cluster::SshTarget>,
+        queued: Option<std::time::Duration>,
+    ) -> String {
+        let mut n = unreached("b", kind, "said");
+        n.ssh = target;
+        if let Err(why) = &mut n.report {
+            why.queued = queued;
+        }
+        facts.nodes.push(n);
+        let f = judge(&facts);
+        f.remediation.last().unwrap().clone()
+    }
+
+    fn target(port: u16, user: &str) -> crate::cluster::SshTarget {
+        crate::cluster::SshTarget {
+            user: user.into(),
+            hostname: "198.19.0.2".into(),
+            port,
+            host_key_alias: None,
+            known_hosts: vec!["/root/.ssh/known_hosts".into()],
+            strict_host_key_checking: "false".into(),
+        }
+    }
+
+    #[test]
+    fn host_key_fixes_name_the_file_and_the_host_as_ssh_has_them() {
+        let base = || facts(vec![ok("a", "0.1.0")], &[]);
+        let f = fix(
+            base(),
+            UnreachedKind::HostKeyChanged,
+            Some(target(2222, "root")),
+            None,
+        );
+        assert!(
+            f.contains("`ssh-keygen -f /root/.ssh/known_hosts -R '[198.19.0.2]:2222'`")
+                && f.contains("`ssh-keyscan -p 2222 198.19.0.2 | ssh-keygen -lf -`")
+                && f.contains("never accepts a changed key, whatever the ssh_config says"),
+            "{f}"
+        );
+        let f = fix(base(), UnreachedKind::HostKeyChanged, None, None);
+        assert!(
+            f.contains("`ssh-keygen -f '~/.ssh/known_hosts' -R b.lab`"),
+            "{f}"
+        );
+        let mut devnull = target(22, "root");
+        devnull.known_hosts = vec!["/dev/null".into()];
+        let f = fix(base(), UnreachedKind::HostKeyUnknown, Some(devnull), None);
+        assert!(f.contains("UserKnownHostsFile is /dev/null"), "{f}");
+        let f = fix(
+            base(),
+            UnreachedKind::HostKeyUnknown,
+            Some(target(22, "root")),
+            None,
+        );
+        assert!(
+            f.contains("`ssh-keyscan 198.19.0.2 >> /root/.ssh/known_hosts`"),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn fixes_name_the_path_and_user_this_run_used() {
+        let with = |bin: &str, user: Option<&str>, sudo: bool| {
+            let mut f = facts(vec![ok("a", "0.1.0")], &[]);
+            f.remote_bin = bin.into();
+            f.ssh_user = user.map(str::to_owned);
+            f.sudo = sudo;
+            f.ssh_config = Some("/etc/spx/ssh config".into());
+            f
+        };
+        const BIN: &str = "/etc/spinifex/bin/spx-doctor";
+        let f = fix(
+            with(BIN, Some("spx"), true),
+            UnreachedKind::SudoPassword,
+            None,
+            None,
+        );
+        assert!(
+            f.contains("`spx ALL=(root) NOPASSWD: /etc/spinifex/bin/spx-doctor`"),
+            "{f}"
+        );
+        assert!(!f.contains("/usr/local/bin"), "{f}");
+        // No --ssh-user: the user ssh -G named.
+        let f = fix(
+            with("spx-doctor", None, true),
+            UnreachedKind::SudoRefused,
+            Some(target(22, "ops")),
+            None,
+        );
+        assert!(
+            f.contains("`ops ALL=(root) NOPASSWD: /usr/local/bin/spx-doctor`"),
+            "{f}"
+        );
+        let f = fix(
+            with(BIN, None, false),
+            UnreachedKind::BinaryNotFound,
+            None,
+            None,
+        );
+        assert!(
+            f.contains("`install -m 0755 spx-doctor /etc/spinifex/bin/spx-doctor` on b")
+                && !f.contains("pass --remote-bin PATH"),
+            "{f}"
+        );
+        let f = fix(
+            with("spx-doctor", None, true),
+            UnreachedKind::BinaryNotFound,
+            None,
+            None,
+        );
+        assert!(
+            f.contains("spx-doctor is not on sudo's secure_path")
+                && f.contains("/usr/local/bin/spx-doctor"),
+            "{f}"
+        );
+        let f = fix(
+            with(BIN, None, false),
+            UnreachedKind::NotExecutable,
+            None,
+            None,
+        );
+        assert!(
+            f.contains("`chmod 0755 /etc/spinifex/bin/spx-doctor` on b"),
+            "{f}"
+        );
+        let f = fix(
+            with(BIN, Some("spx"), true),
+            UnreachedKind::InvalidAnswer,
+            None,
+            None,
+        );
+        assert!(
+            f.contains("`ssh -F '/etc/spx/ssh config' -l spx b.lab -- sudo -n /etc/spinifex/bin/spx-doctor --format json`"),
+            "{f}"
+        );
+        let f = fix(
+            with(BIN, None, false),
+            UnreachedKind::PermissionDenied,
+            Some(target(22, "ops")),
+            None,
+        );
+        assert!(
+            f.contains("public key for ops there")
+                && f.contains("`ssh-copy-id -F '/etc/spx/ssh config' ops@b.lab`")
+                && f.ends_with(", or pass --ssh-user"),
+            "{f}"
+        );
+        let f = fix(
+            with(BIN, Some("spx"), false),
+            UnreachedKind::PermissionDenied,
+            None,
+            None,
+        );
+        assert!(!f.contains("pass --ssh-user"), "{f}");
+    }
+
+    #[test]
+    fn a_node_that_waited_behind_parallel_is_told_so() {
+        let mut here = ok("a", "0.1.0");
+        here.host = None;
+        let mut f = facts(vec![here, ok("c", "0.1.0")], &[]);
+        f.parallel = 1;
+        let wait = Some(std::time::Duration::from_millis(2900));
+        let q = fix(f.clone(), UnreachedKind::Queued, None, wait);
+        assert_eq!(
+            q,
+            "b: it waited 2.9s for one of --parallel 1 ssh sessions and never started: raise --parallel (to 2 to start every node at once) or --timeout"
+        );
+        let late = fix(f.clone(), UnreachedKind::Deadline, None, wait);
+        assert!(late.contains("raise --parallel"), "{late}");
+        let at_once = fix(f, UnreachedKind::Deadline, None, None);
+        assert!(at_once.contains("is b.lab up"), "{at_once}");
     }
 }

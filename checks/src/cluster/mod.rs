@@ -17,6 +17,7 @@ pub use node_report::{CheckResult, NodeReport, ReportedConfig, ReportedTool};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +31,21 @@ use crate::finding::{Finding, SkipReason};
 pub struct Unreached {
     pub kind: UnreachedKind,
     pub detail: String,
+    /// How long the node waited for one of `--parallel` ssh sessions before
+    /// its own started (or until the deadline, for [`UnreachedKind::Queued`]);
+    /// `None` when it started at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<Duration>,
+}
+
+impl Unreached {
+    pub fn new(kind: UnreachedKind, detail: impl Into<String>) -> Unreached {
+        Unreached {
+            kind,
+            detail: detail.into(),
+            queued: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +81,9 @@ pub enum UnreachedKind {
     InvalidAnswer,
     /// Nothing (or not all of it) by the run's deadline; ssh was stopped.
     Deadline,
+    /// Still waiting for one of `--parallel` ssh sessions at the deadline:
+    /// never started.
+    Queued,
     /// Any other ssh failure (exit 255), with ssh's words.
     Ssh,
 }
@@ -89,6 +108,7 @@ impl UnreachedKind {
             UnreachedKind::RemoteRefused => "remote doctor refused",
             UnreachedKind::InvalidAnswer => "not a JSON v1 report",
             UnreachedKind::Deadline => "no answer by the deadline",
+            UnreachedKind::Queued => "still queued behind --parallel at the deadline",
             UnreachedKind::Ssh => "ssh failed",
         }
     }
@@ -115,6 +135,44 @@ pub struct NodeAnswer {
     pub report: Result<Value, Unreached>,
     /// The same report, typed.
     typed: Option<NodeReport>,
+    /// What ssh made of its configuration for this node (`ssh -G`), when
+    /// it was asked: the user, host, port and known_hosts the fixes name.
+    pub ssh: Option<SshTarget>,
+}
+
+/// A node as ssh reaches it, after the ssh_config (`ssh -G`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SshTarget {
+    /// The user ssh logs in as.
+    pub user: String,
+    /// The host ssh connects to (`Hostname`, else the name it was given).
+    pub hostname: String,
+    pub port: u16,
+    /// `HostKeyAlias`: the name known_hosts holds the key under instead.
+    pub host_key_alias: Option<String>,
+    /// `UserKnownHostsFile`, in ssh's order.
+    pub known_hosts: Vec<String>,
+    /// `StrictHostKeyChecking` as ssh_config sets it (`true`, `false`,
+    /// `ask`, `accept-new`): the run passes `yes` unless it is `accept-new`.
+    pub strict_host_key_checking: String,
+}
+
+impl SshTarget {
+    /// The name known_hosts holds this host's key under: the alias, else
+    /// the host, as `[host]:port` off port 22.
+    pub fn known_hosts_name(&self) -> String {
+        match &self.host_key_alias {
+            Some(a) => a.clone(),
+            None if self.port == 22 => self.hostname.clone(),
+            None => format!("[{}]:{}", self.hostname, self.port),
+        }
+    }
+
+    /// The known_hosts file ssh writes and `ssh-keygen -R` edits: the
+    /// first `UserKnownHostsFile`.
+    pub fn known_hosts_file(&self) -> Option<&str> {
+        self.known_hosts.first().map(String::as_str)
+    }
 }
 
 impl NodeAnswer {
@@ -125,6 +183,7 @@ impl NodeAnswer {
             host,
             report,
             typed,
+            ssh: None,
         }
     }
 
@@ -174,6 +233,12 @@ pub struct ClusterFacts {
     pub ssh_user: Option<String>,
     /// `--remote-bin`, for remediation text.
     pub remote_bin: String,
+    /// `--ssh-config`, for remediation text.
+    pub ssh_config: Option<String>,
+    /// The remote command started with `sudo -n`.
+    pub sudo: bool,
+    /// `--parallel`: at most this many ssh sessions at once.
+    pub parallel: usize,
 }
 
 impl ClusterFacts {
@@ -329,10 +394,7 @@ pub(crate) mod testing {
         NodeAnswer::new(
             name.into(),
             Some(format!("{name}.lab")),
-            Err(Unreached {
-                kind,
-                detail: detail.into(),
-            }),
+            Err(Unreached::new(kind, detail)),
         )
     }
 
@@ -344,6 +406,7 @@ pub(crate) mod testing {
             node_checks: checks.iter().map(|s| s.to_string()).collect(),
             version: "0.1.0".into(),
             remote_bin: "spx-doctor".into(),
+            parallel: 32,
             ..ClusterFacts::default()
         }
     }
