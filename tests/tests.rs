@@ -17,5 +17,6 @@ mod ovsdb;
 mod preflight;
 mod qemu;
 mod record_replay;
+mod root_test;
 mod spinifex_hook;
 mod udp;

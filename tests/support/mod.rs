@@ -9,6 +9,7 @@ pub mod fabric;
 pub mod netns;
 pub mod ovsdb_server;
 pub mod qemu;
+pub mod root;
 pub mod sshd;
 pub mod vm;
 
@@ -19,6 +20,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub use netns::Netns;
+pub use root::{is_root, root_or_skip};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_spx-doctor")
@@ -316,26 +318,6 @@ pub fn assert_valid_cluster(doc: &Value) {
 /// cluster schema, check the document's exit code is the process's.
 pub fn run_cluster_json(cmd: &mut Command) -> (i32, Value) {
     run_doc(cmd, assert_valid_cluster)
-}
-
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Tests that need root call this first: it returns false (and says why)
-/// when not root locally, and fails the test under CI=true, where every
-/// test must run.
-#[allow(clippy::disallowed_macros)] // the skip reason belongs in the test log
-pub fn root_or_skip(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test} needs root and CI=true: it must run here");
-    }
-    println!("skipping {test}: needs root (network namespaces)");
-    false
 }
 
 /// True when a tool a test needs (`what`) is `available`. Otherwise prints
