@@ -509,14 +509,20 @@ fn cluster_names_every_way_a_node_does_not_answer() {
     );
 }
 
-#[root_test]
-fn cluster_over_sudo_and_a_sudo_that_wants_a_password() {
-    let mut nodes = vec![LabNode::jumbo(); 3];
+/// A lab of `count` nodes, each with a login user `spinifex` and
+/// passwordless sudo, except n2, whose sudo wants a password.
+fn sudo_lab(count: usize) -> SshLab {
+    let mut nodes = vec![LabNode::jumbo(); count];
     for n in nodes.iter_mut() {
         n.user = Some(Sudo::NoPassword);
     }
     nodes[2].user = Some(Sudo::Password);
-    let lab = SshLab::new(nodes);
+    SshLab::new(nodes)
+}
+
+#[root_test]
+fn cluster_over_sudo_and_a_sudo_that_wants_a_password() {
+    let lab = sudo_lab(3);
     let (code, doc) = run_cluster_json(lab.coordinator(0).args([
         "--check",
         "ipsec.xfrm",
@@ -908,12 +914,7 @@ fn a_lax_ssh_config_never_lets_a_changed_host_key_through() {
 
 #[root_test]
 fn fixes_name_the_remote_bin_and_the_user_this_run_used() {
-    let mut nodes = vec![LabNode::jumbo(); 5];
-    for n in nodes.iter_mut() {
-        n.user = Some(Sudo::NoPassword);
-    }
-    nodes[2].user = Some(Sudo::Password);
-    let lab = SshLab::new(nodes);
+    let lab = sudo_lab(5);
     // The doctor where this site installs it, /etc/spinifex/bin: there on
     // n1 and n2, missing on n3, not executable on n4.
     const BIN: &str = "/etc/spinifex/bin/spx-doctor";
