@@ -225,10 +225,19 @@ fn wait_until(mut child: Child, deadline: Instant, cap: u64) -> Ended {
             None
         }
     };
+    // ssh has ended: its pipes close as soon as the readers drain them,
+    // which on a loaded machine can take longer than a moment; a process it
+    // left behind may hold them open, so never past the deadline. Stopped
+    // at the deadline: what was read by then, after a moment.
     let grace = Duration::from_millis(100);
-    let stdout = out.recv_timeout(grace).ok().and_then(Result::ok);
+    let until = match status {
+        Some(_) => Instant::now().max(deadline) + grace,
+        None => Instant::now() + grace,
+    };
+    let left = || until.saturating_duration_since(Instant::now());
+    let stdout = out.recv_timeout(left()).ok().and_then(Result::ok);
     let stderr = err
-        .recv_timeout(grace)
+        .recv_timeout(left())
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
