@@ -281,10 +281,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         };
         fixes.push(match (s.toml, majority_clear) {
             (Some(key), true) => format!(
-                "on {}: set `{key} = {}` under [network] in /etc/spinifex/spinifex.toml (or the others to {}'s value, whichever is intended), then `systemctl restart spinifex-daemon` there and stop and start its guests",
+                "on {}: set `{key} = {}` under [network] in /etc/spinifex/spinifex.toml (or the others to {its} value, whichever is intended), then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests",
                 and_list(&odd_nodes),
                 by_size[0].0,
-                if odd_nodes.len() == 1 { "its" } else { "their" }
+                its = if odd_nodes.len() == 1 { "its" } else { "their" }
             ),
             (Some(key), false) => format!(
                 "decide on one `{key}` and set it under [network] in /etc/spinifex/spinifex.toml on every node, then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests"
@@ -441,6 +441,45 @@ mod tests {
         );
         assert!(f.remediation[0].starts_with("on n2: set `ipsec_enabled = true` under [network]"));
         assert_eq!(f.evidence["drift"][0]["values"][1]["nodes"], json!(["n2"]));
+    }
+
+    #[test]
+    fn the_fix_reads_as_english_for_one_odd_node_and_for_several() {
+        let one = judge(&facts(
+            vec![
+                node("n0", true, 1500, "0.1.0"),
+                node("n1", true, 1500, "0.1.0"),
+                node("n2", false, 1500, "0.1.0"),
+                node("n3", true, 1500, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(
+            one.remediation[0],
+            "on n2: set `ipsec_enabled = true` under [network] in /etc/spinifex/spinifex.toml (or the others to its value, whichever is intended), then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests"
+        );
+        let names = ["n0", "n1", "n2", "n3", "n4"];
+        let two = judge(&facts(
+            names
+                .iter()
+                .map(|n| {
+                    let mtu = if *n == "n1" || *n == "n3" { 1500 } else { 9000 };
+                    answer(n, report("0.1.0", config(n, true, mtu, &names), &[], json!([])))
+                })
+                .collect(),
+            &[],
+        ));
+        assert!(
+            two.remediation[0].starts_with(
+                "on n1 and n3: set `underlay_mtu = 9000` under [network] in /etc/spinifex/spinifex.toml (or the others to their value, whichever is intended)"
+            ),
+            "{:?}",
+            two.remediation
+        );
+        for f in [&one, &two] {
+            let text = f.remediation.join("\n");
+            assert!(!text.contains("its's") && !text.contains("their's"), "{text}");
+        }
     }
 
     #[test]
