@@ -191,6 +191,81 @@ fn underlay_is_found_as_the_port_of_br_vpc() {
     assert_eq!(code, 0);
 }
 
+/// With no config, no --interface, no underlay bridge and no peer, all four
+/// NIC checks take the same interface: the default route's (`ip -j route
+/// show default` as the oracle), and each says so in its summary and
+/// evidence. Before, nic.queues and nic.rings took it while nic.offloads
+/// and nic.tso skipped.
+#[root_test]
+fn every_nic_check_chooses_the_default_routes_interface_alike() {
+    let a = Netns::new();
+    let b = Netns::new();
+    a.veth("nicdr", &b, "nicdrp");
+    a.ip(&["addr", "add", "198.18.12.1/24", "dev", "nicdr"]);
+    b.ip(&["addr", "add", "198.18.12.2/24", "dev", "nicdrp"]);
+    a.ip(&[
+        "route",
+        "add",
+        "default",
+        "via",
+        "198.18.12.2",
+        "dev",
+        "nicdr",
+    ]);
+    let routes: Vec<Value> =
+        serde_json::from_str(&a.ip(&["-j", "route", "show", "default"])).unwrap();
+    assert_eq!(routes[0]["dev"], "nicdr", "the oracle: {routes:?}");
+
+    const FOUR: [&str; 4] = ["nic.queues", "nic.rings", "nic.offloads", "nic.tso"];
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["--check", &FOUR.join(","), "--sample", "200ms"]),
+    );
+    for id in FOUR {
+        let c = support::check(&doc, id);
+        let summary = c["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("nicdr is the default route's interface: no --interface, underlay bridge or peer route named the underlay"),
+            "{id} names how it chose: {c:#}"
+        );
+        assert!(!summary.contains("no underlay interface found"), "{c:#}");
+        if let Some(source) = c["evidence"].get("interface_source") {
+            assert_eq!(source, "default route", "{c:#}");
+        }
+    }
+    // What each read is nicdr's, as ethtool reads it.
+    let o = support::check(&doc, "nic.offloads");
+    assert_eq!(o["evidence"]["interfaces"][0]["name"], "nicdr", "{o:#}");
+    assert_features_match_ethtool(&a, o, "nicdr");
+    let q = support::check(&doc, "nic.queues");
+    assert_eq!(q["evidence"]["interfaces"][0]["name"], "nicdr", "{q:#}");
+    assert!(
+        support::check(&doc, "nic.tso")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("nicdr (veth): the driver has no TSO counters"),
+        "{doc:#}"
+    );
+
+    // Without a default route, all four skip alike, saying how to name one.
+    a.ip(&["route", "del", "default"]);
+    let (_, doc) = run_json(
+        a.spx()
+            .args(["--check", &FOUR.join(","), "--sample", "200ms"]),
+    );
+    for id in FOUR {
+        let c = support::check(&doc, id);
+        assert_eq!(c["status"], "skip", "{c:#}");
+        assert!(
+            c["summary"]
+                .as_str()
+                .unwrap()
+                .contains("no underlay interface found (pass --interface IF)"),
+            "{c:#}"
+        );
+    }
+}
+
 /// The ports of bridge `bridge` in `ns` as `ip -j link show master`
 /// lists them (the oracle), sorted by name.
 fn ports_by_ip(ns: &Netns, bridge: &str) -> Vec<String> {

@@ -464,7 +464,10 @@ mod tests {
                 .iter()
                 .map(|n| {
                     let mtu = if *n == "n1" || *n == "n3" { 1500 } else { 9000 };
-                    answer(n, report("0.1.0", config(n, true, mtu, &names), &[], json!([])))
+                    answer(
+                        n,
+                        report("0.1.0", config(n, true, mtu, &names), &[], json!([])),
+                    )
                 })
                 .collect(),
             &[],
@@ -478,7 +481,10 @@ mod tests {
         );
         for f in [&one, &two] {
             let text = f.remediation.join("\n");
-            assert!(!text.contains("its's") && !text.contains("their's"), "{text}");
+            assert!(
+                !text.contains("its's") && !text.contains("their's"),
+                "{text}"
+            );
         }
     }
 

@@ -145,7 +145,7 @@ impl Check for CpuSoftirq {
     fn run(&self, ctx: &Ctx) -> Finding {
         // The interfaces are only for the commands in the remediation.
         let sampled = match ctx.across_window(read_cpu_counters, || {
-            underlay_nics::underlay(ctx)
+            underlay_nics::select(ctx)
                 .map(|s| s.interfaces)
                 .unwrap_or_default()
         }) {

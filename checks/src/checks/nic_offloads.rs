@@ -50,7 +50,7 @@ static DECLARED: Declared = Declared::of::<NicOffloadsKind, NicOffloadsEvidence>
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NicOffloadsEvidence {
     pub interfaces: Vec<OffloadEvidence>,
-    /// "--interface", "ports of br-vpc", "routes to peers".
+    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface_source: Option<String>,
 }
@@ -118,8 +118,10 @@ impl Check for NicOffloads {
          SIOCETHTOOL ioctl (what `ethtool -k IF` prints): tx-udp_tnl-segmentation and \
          tx-udp_tnl-csum-segmentation (segmentation of UDP tunnels such as geneve), TSO \
          (tx-tcp-segmentation), GSO, GRO (rx-gro), scatter-gather and checksumming. \
-         Interfaces: --interface IF, else the ports of br-vpc (else br-lan, else br-wan), \
-         else the egress interfaces of the routes to --peer addresses.\n\
+         Interfaces: as every NIC check (--interface IF, else the ports of br-vpc, else \
+         br-lan, else br-wan, else the egress interfaces of the routes to the peers, else \
+         the default route's interface, which the summary then says), judged where the \
+         stack hands packets over (a VLAN or macvlan itself, not the devices beneath).\n\
          \n\
          Verdicts: a tunnel segmentation feature off, or off [fixed], fails: geneve is then \
          segmented in software by the host CPU, which is the largest measured cost in the \
@@ -142,12 +144,12 @@ impl Check for NicOffloads {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay(ctx) {
+        let sel = match underlay_nics::select(ctx) {
             Ok(s) => s,
             Err(f) => return f,
         };
         match gather(ctx.host(), &sel) {
-            Ok(facts) => judge_from(&facts, Some(&sel.source)),
+            Ok(facts) => sel.annotate(judge_from(&facts, Some(&sel.source))),
             Err(f) => f,
         }
     }

@@ -85,10 +85,11 @@ impl Check for NicQueues {
          the pre-set maximum and the current number of queue pairs, counting combined \
          channels, or the smaller of rx and tx where a driver reports them apart (the \
          rx, tx and combined maxima are alternatives: ice reports 16 of each for 16 pairs). \
-         Interfaces: --interface IF, else the underlay NICs (ports of br-vpc, else br-lan, \
-         else br-wan, else the egress of the routes to --peer addresses), else, inside a \
-         guest, the interface of the default route. A VLAN, bond or macvlan is followed \
-         down to the devices beneath it (sysfs lower_*), which own the queues.\n\
+         Interfaces, chosen the same way by all four NIC checks: --interface IF, else the \
+         underlay NICs (ports of br-vpc, else br-lan, else br-wan, else the egress of the \
+         routes to the peers), else (no config yet, or inside a guest) the interface of \
+         the default route, which the summary then says. A VLAN, bond or macvlan is \
+         followed down to the devices beneath it (sysfs lower_*), which own the queues.\n\
          \n\
          Verdict: fewer in use than offered warns, with the `ethtool -L` command that uses \
          them all; offered pairs beyond the online CPUs are not counted (ixgbe offers 63 on \
@@ -107,12 +108,16 @@ impl Check for NicQueues {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay_or_default_route(ctx) {
+        let sel = match underlay_nics::select(ctx) {
             Ok(s) => underlay_nics::hardware(ctx.host(), s),
             Err(f) => return f,
         };
         match gather(ctx.host(), &sel) {
-            Ok(facts) => judge_from(&facts, ctx.host().online_cpus(), Some(&sel.source)),
+            Ok(facts) => sel.annotate(judge_from(
+                &facts,
+                ctx.host().online_cpus(),
+                Some(&sel.source),
+            )),
             Err(f) => f,
         }
     }

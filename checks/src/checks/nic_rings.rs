@@ -81,9 +81,9 @@ impl Check for NicRings {
 
     fn explain(&self) -> &'static str {
         "Reads ring sizes through the SIOCETHTOOL ioctl (what `ethtool -g IF` shows). \
-         Interfaces: as nic.queues (--interface, else the underlay NICs, else in a guest \
-         the default route's interface; VLANs and bonds followed down to the devices \
-         beneath).\n\
+         Interfaces: as every NIC check (--interface, else the underlay NICs, else the \
+         default route's interface, which the summary then says; VLANs and bonds followed \
+         down to the devices beneath).\n\
          \n\
          Verdict: an rx ring below 1024 where the device's maximum allows 1024 warns, with \
          the `ethtool -G` command. A ring already at the device's maximum passes, except on \
@@ -102,12 +102,12 @@ impl Check for NicRings {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let sel = match underlay_nics::underlay_or_default_route(ctx) {
+        let sel = match underlay_nics::select(ctx) {
             Ok(s) => underlay_nics::hardware(ctx.host(), s),
             Err(f) => return f,
         };
         match gather(ctx.host(), &sel) {
-            Ok(facts) => judge_from(&facts, Some(&sel.source)),
+            Ok(facts) => sel.annotate(judge_from(&facts, Some(&sel.source))),
             Err(f) => f,
         }
     }

@@ -44,7 +44,7 @@ static DECLARED: Declared = Declared::of::<NicTsoKind, NicTsoEvidence>();
 pub struct NicTsoEvidence {
     pub interfaces: Vec<TsoEvidence>,
     pub window_ms: u64,
-    /// "--interface", "ports of br-vpc", "routes to peers".
+    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface_source: Option<String>,
 }
@@ -144,8 +144,10 @@ impl Check for NicTso {
          window (--sample): wire packets and bytes (sysfs statistics) and the driver's TSO \
          descriptor counters by name through SIOCETHTOOL (what `ethtool -S IF` shows: mlx5_core \
          tx_tso_packets and tx_tso_inner_packets, mlx4_en tso_packets, sfc tx_tso_bursts, \
-         vmxnet3 TSO pkts tx, igb and e1000e tx_tcp_seg_good) of the underlay NICs \
-         (VLANs and bonds followed down to the devices beneath). The ratio is wire \
+         vmxnet3 TSO pkts tx, igb and e1000e tx_tcp_seg_good) of the underlay NICs, \
+         chosen as every NIC check chooses them (--interface, else the underlay NICs, else \
+         the default route's interface, which the summary then says; VLANs and bonds \
+         followed down to the devices beneath). The ratio is wire \
          packets per TSO descriptor. ice, i40e, ixgbe, bnxt_en, ena and virtio_net count \
          no TSO descriptors (only packets and bytes per queue).\n\
          \n\
@@ -178,7 +180,7 @@ impl Check for NicTso {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let host = ctx.host();
-        let sel = match underlay_nics::underlay(ctx) {
+        let sel = match underlay_nics::select(ctx) {
             Ok(s) => underlay_nics::hardware(host, s),
             Err(f) => return f,
         };
@@ -195,7 +197,7 @@ impl Check for NicTso {
             }
         }
         let window = host.clock().saturating_sub(t0);
-        judge_from(&samples, window, Some(&sel.source))
+        sel.annotate(judge_from(&samples, window, Some(&sel.source)))
     }
 }
 

@@ -136,7 +136,7 @@ impl Check for TcpReordering {
 /// Interfaces (underlay, or a guest's default-route NIC) running more than
 /// one queue pair. Unreadable channels count as not known, not as one.
 fn multiqueue_interfaces(ctx: &Ctx) -> Vec<(String, u32)> {
-    let Ok(sel) = underlay_nics::underlay_or_default_route(ctx) else {
+    let Ok(sel) = underlay_nics::select(ctx) else {
         return Vec::new();
     };
     let host = ctx.host();

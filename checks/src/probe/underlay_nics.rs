@@ -1,4 +1,7 @@
-//! Which network interfaces the NIC checks look at, decided in one place:
+//! Which network interfaces the NIC checks look at, decided in one place
+//! ([`select`]) and the same way for every check that asks (`nic.queues`,
+//! `nic.rings`, `nic.offloads`, `nic.tso`, and the interfaces cpu.softirq
+//! and tcp.reordering name):
 //!
 //! 1. `--interface IF` (repeatable) always wins; each name is validated.
 //! 2. The ports of the vpc plane's bridge: br-vpc, else br-lan, else br-wan
@@ -8,9 +11,12 @@
 //!    discovered: OVN SB `Encap`, peers.nft, the config's nodes; see
 //!    [`super::peers`]), as the kernel would pick them (`RTM_GETROUTE`, the
 //!    question `ip route get` asks).
-//! 4. For checks that also apply inside a guest (`nic.queues`), the
-//!    interface of the IPv4 default route (guest NIC names are
-//!    distro-dependent: enp0s16, eth0…).
+//! 4. The interface of the IPv4 default route: with nothing above naming
+//!    the underlay (no config yet, or inside a guest, whose NIC name is
+//!    distro-dependent: enp0s16, eth0…), the NIC this host's traffic
+//!    leaves by is the one an operator means. Every check says so in its
+//!    summary and evidence (`interface_source: "default route"`), so that a
+//!    verdict on it is never read as a verdict on a named underlay.
 //!
 //! Nothing found is a skip that says how to name one.
 //!
@@ -33,25 +39,45 @@ use super::{sysfs_net, ProbeError};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
     pub interfaces: Vec<String>,
-    /// "--interface", "ports of br-vpc", "routes to peers", "default route".
+    /// "--interface", "ports of br-vpc", "routes to peers", [`DEFAULT_ROUTE`].
     pub source: String,
 }
 
 pub const NOTHING_FOUND: &str = "no underlay interface found (pass --interface IF)";
 
-/// The underlay NICs (sources 1–3).
-pub fn underlay(ctx: &Ctx) -> Result<Selection, Finding> {
-    let dump = ctx.host().links().map_err(Finding::from)?;
-    underlay_in(ctx, &dump)
+/// `interface_source` of a choice made by the default route (source 4).
+pub const DEFAULT_ROUTE: &str = "default route";
+
+impl Selection {
+    /// True when nothing named the underlay and the default route's
+    /// interface was taken.
+    pub fn by_default_route(&self) -> bool {
+        self.source == DEFAULT_ROUTE
+    }
+
+    /// `finding` with its summary saying how the interface was chosen when
+    /// nothing named the underlay: a verdict on the default route's NIC is
+    /// not a verdict on a named underlay, and `--interface` corrects it.
+    pub fn annotate(&self, mut finding: Finding) -> Finding {
+        if self.by_default_route() {
+            finding.summary.push_str(&format!(
+                " ({} is the default route's interface: no --interface, underlay bridge or peer route named the underlay; pass --interface IF to judge another)",
+                self.interfaces.join(", ")
+            ));
+        }
+        finding
+    }
 }
 
-/// [`underlay`], on the link dump `dump`.
-fn underlay_in(ctx: &Ctx, dump: &[Link]) -> Result<Selection, Finding> {
+/// The interfaces the NIC checks look at: sources 1–4 of the module doc, in
+/// order, from one link dump. Nothing found is a skip saying how to name one.
+pub fn select(ctx: &Ctx) -> Result<Selection, Finding> {
     let host = ctx.host();
-    if let Some(sel) = from_flag(dump, &ctx.opts)? {
+    let dump = host.links().map_err(Finding::from)?;
+    if let Some(sel) = from_flag(&dump, &ctx.opts)? {
         return Ok(sel);
     }
-    if let Some(sel) = from_bridge(dump)? {
+    if let Some(sel) = from_bridge(&dump)? {
         return Ok(sel);
     }
     // Discovery is consulted only when no bridge answered: it may ask OVN.
@@ -60,26 +86,17 @@ fn underlay_in(ctx: &Ctx, dump: &[Link]) -> Result<Selection, Finding> {
         .into_iter()
         .map(|p| p.address)
         .collect();
-    if let Some(sel) = from_peer_routes(host, dump, &peers)? {
+    if let Some(sel) = from_peer_routes(host, &dump, &peers)? {
         return Ok(sel);
     }
-    Err(Finding::skip(SkipReason::NotApplicable(
-        NOTHING_FOUND.to_owned(),
-    )))
-}
-
-/// The underlay NICs, else (in a guest) the default route's interface.
-pub fn underlay_or_default_route(ctx: &Ctx) -> Result<Selection, Finding> {
-    let dump = ctx.host().links().map_err(Finding::from)?;
-    match underlay_in(ctx, &dump) {
-        Ok(sel) => Ok(sel),
-        Err(skip) => match default_route_interface(ctx.host(), &dump) {
-            Some(name) => Ok(Selection {
-                interfaces: vec![name],
-                source: "default route".to_owned(),
-            }),
-            None => Err(skip),
-        },
+    match default_route_interface(host, &dump) {
+        Some(name) => Ok(Selection {
+            interfaces: vec![name],
+            source: DEFAULT_ROUTE.to_owned(),
+        }),
+        None => Err(Finding::skip(SkipReason::NotApplicable(
+            NOTHING_FOUND.to_owned(),
+        ))),
     }
 }
 
