@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod cluster;
+mod cluster_verdicts;
 mod codes;
 mod hardening;
 mod ipsec;

@@ -84,6 +84,10 @@ pub struct FlagFacts {
     /// In a cluster run, the node that read NB for the cluster when it is
     /// not this one: `nb` is then not judged here.
     pub nb_read_by: Option<String>,
+    /// Why NB is not read at all (no `--nb-db`, no `ovn_nb_addr`): the
+    /// local row is still judged, as on every other node, and with it
+    /// agreeing the check skips for this reason.
+    pub nb_unnamed: Option<String>,
     pub ovs: Result<Answer<OvsRow>, ProbeError>,
 }
 
@@ -115,7 +119,10 @@ impl Check for IpsecFlags {
          commands the finding prints (`ovn-nbctl --db=\"<NB raft endpoints>\" set NB_Global . \
          ipsec=false`, and on every node `ovs-vsctl remove Open_vSwitch . other_config \
          ipsec_encapsulation`), then stop and start the guests. An unreachable database \
-         is an error, never a pass."
+         is an error, never a pass. The local row is judged the same way on every node: \
+         where NB is named nowhere (no --nb-db, no ovn_nb_addr), or read by another node \
+         in a cluster run, the local flag still fails when stale and errors when \
+         unreadable; with it agreeing, a node with no NB to read skips for that reason."
     }
 
     fn declared(&self) -> &'static Declared {
@@ -127,12 +134,16 @@ impl Check for IpsecFlags {
             Ok(e) => e.clone(),
             Err(f) => return f,
         };
-        // In a cluster run another node may read NB for everyone; this
-        // node still judges its own Open_vSwitch flag.
+        // In a cluster run another node may read NB for everyone, and a
+        // config may name no NB at all; either way this node still judges
+        // its own Open_vSwitch flag, the same way on every node.
         let nb_read_by = ctx.opts.ovn_read_by.clone();
-        let nb_endpoints = match endpoints::nb(ctx) {
-            Ok((list, _)) => list,
-            Err(_) if nb_read_by.is_some() => Vec::new(),
+        let (nb_endpoints, nb_unnamed) = match endpoints::nb(ctx) {
+            Ok((list, _)) => (list, None),
+            Err(_) if nb_read_by.is_some() => (Vec::new(), None),
+            Err(_) if endpoints::nb_unnamed(ctx) => {
+                (Vec::new(), Some(endpoints::NB_UNNAMED.to_owned()))
+            }
             Err(f) => return f,
         };
         let (ovs_endpoint, _) = match endpoints::ovs(ctx) {
@@ -143,9 +154,10 @@ impl Check for IpsecFlags {
         // The two servers are independent: ask both at once, so a hung NB
         // member does not eat the OVS read's time.
         let (nb, ovs) = std::thread::scope(|s| {
-            let nb = s.spawn(|| match &nb_read_by {
-                Some(node) => Err(ProbeError::Other(format!("read by {node}"))),
-                None => ovsdb::nb_global_ipsec(ctx.host(), &nb_endpoints, budget),
+            let nb = s.spawn(|| match (&nb_read_by, &nb_unnamed) {
+                (Some(node), _) => Err(ProbeError::Other(format!("read by {node}"))),
+                (_, Some(why)) => Err(ProbeError::Other(why.clone())),
+                (None, None) => ovsdb::nb_global_ipsec(ctx.host(), &nb_endpoints, budget),
             });
             let ovs = ovsdb::ovs_row(ctx.host(), &ovs_endpoint, budget);
             let nb = nb
@@ -161,6 +173,7 @@ impl Check for IpsecFlags {
             config_file: crate::spinifex::config_file(ctx),
             nb,
             nb_read_by,
+            nb_unnamed,
             ovs,
         })
     }
@@ -180,10 +193,12 @@ pub fn judge(facts: FlagFacts) -> Finding {
         config_file,
         nb,
         nb_read_by,
+        nb_unnamed,
         ovs,
     } = facts;
-    // NB read elsewhere (a cluster run): nothing about it is judged here.
-    let nb_err = if nb_read_by.is_none() {
+    // NB read elsewhere (a cluster run) or named nowhere: nothing about it
+    // is judged here.
+    let nb_err = if nb_read_by.is_none() && nb_unnamed.is_none() {
         nb.as_ref().err()
     } else {
         None
@@ -208,6 +223,12 @@ pub fn judge(facts: FlagFacts) -> Finding {
 
     // One subject per database: what it says, or why it said nothing.
     let mut subjects = Vec::new();
+    if let Some(why) = &nb_unnamed {
+        subjects.push(Subject::skipped(
+            NB_SUBJECT,
+            SkipReason::NotApplicable(why.clone()),
+        ));
+    }
     let mut errors = Vec::new();
     let mut denied = Vec::new();
     for (subject, result) in [(NB_SUBJECT, nb_err), (OVS_SUBJECT, ovs.as_ref().err())] {
@@ -313,6 +334,13 @@ pub fn judge(facts: FlagFacts) -> Finding {
         } else {
             Finding::new(IpsecFlagsKind::DbUnreachable, errors.join("; "))
         }
+    } else if let Some(why) = &nb_unnamed {
+        // The local row agrees; NB, named nowhere, is not judged: a skip
+        // for that reason, as before the local row was read here.
+        Finding::skip(SkipReason::NotApplicable(format!(
+            "{why}; the local ipsec_encapsulation agrees with the config ({})",
+            ovs_answered.as_deref().unwrap_or("?")
+        )))
     } else if let Some(node) = &nb_read_by {
         Finding::new(
             IpsecFlagsKind::Ok,
@@ -440,6 +468,7 @@ mod tests {
                 passed_over: vec![],
             }),
             nb_read_by: None,
+            nb_unnamed: None,
             ovs: Ok(Answer {
                 value: OvsRow {
                     ipsec_encapsulation: ovs.map(str::to_owned),
@@ -585,5 +614,66 @@ mod tests {
             f.summary
         );
         assert_eq!(f.evidence["nb_read_by"], "n0");
+    }
+
+    /// With no NB named, the local row is judged as on a node told another
+    /// reads NB: a stale flag fails, an unreadable database is an error,
+    /// and only an agreeing row leaves the skip for want of NB.
+    #[test]
+    fn no_nb_named_still_judges_the_local_row_like_every_other_node() {
+        let unnamed = |mut x: FlagFacts| {
+            x.nb_endpoints = Vec::new();
+            x.nb = Err(ProbeError::Other(endpoints::NB_UNNAMED.into()));
+            x.nb_unnamed = Some(endpoints::NB_UNNAMED.into());
+            x
+        };
+        let read_by = |mut x: FlagFacts| {
+            x.nb = Err(ProbeError::Other("read by n0".into()));
+            x.nb_read_by = Some("n0".into());
+            x
+        };
+        let dead = |mut x: FlagFacts| {
+            x.ovs = Err(ProbeError::NotFound("/var/run/openvswitch/db.sock".into()));
+            x
+        };
+        // The same local row, the same kind of verdict, whoever reads NB.
+        for (ovs, status) in [(Some("true"), Status::Fail), (None, Status::Error)] {
+            let make = |f: fn(FlagFacts) -> FlagFacts| {
+                let x = f(facts(false, None, ovs));
+                if status == Status::Error {
+                    dead(x)
+                } else {
+                    x
+                }
+            };
+            let here = judge(make(unnamed));
+            let there = judge(make(read_by));
+            assert_eq!(here.status, status, "{}", here.summary);
+            assert_eq!(
+                here.kind, there.kind,
+                "{} / {}",
+                here.summary, there.summary
+            );
+            assert!(
+                !here.summary.contains("NB_Global.ipsec is"),
+                "{}",
+                here.summary
+            );
+        }
+        let f = judge(unnamed(facts(false, None, Some("true"))));
+        assert!(
+            f.remediation[0].starts_with("ovs-vsctl remove"),
+            "{:?}",
+            f.remediation
+        );
+        // An agreeing row: the skip for want of NB, as before, saying so.
+        let f = judge(unnamed(facts(false, None, None)));
+        assert_eq!(f.status, Status::Skip, "{}", f.summary);
+        assert_eq!(
+            f.summary,
+            "not applicable here: the config has no [nodes.*.vpcd] ovn_nb_addr (pass --nb-db); the local ipsec_encapsulation agrees with the config (unix:/var/run/openvswitch/db.sock)"
+        );
+        assert_eq!(f.findings[0].subject, NB_SUBJECT);
+        assert_eq!(f.findings[0].status(), Status::Skip);
     }
 }

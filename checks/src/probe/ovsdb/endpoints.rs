@@ -58,8 +58,12 @@ pub fn read_elsewhere(ctx: &Ctx, db: &str) -> Result<(), Finding> {
     }
 }
 
+/// Why a run has no northbound database to read.
+pub const NB_UNNAMED: &str = "the config has no [nodes.*.vpcd] ovn_nb_addr (pass --nb-db)";
+
 /// The northbound raft list. Without a flag or a config naming one, the
-/// check cannot know the cluster's NB: it skips, saying how to give one.
+/// check cannot know the cluster's NB: it skips, saying how to give one
+/// ([`NB_UNNAMED`]).
 pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
     read_elsewhere(ctx, "NB")?;
     if let Some(list) = &ctx.opts.nb_db {
@@ -67,11 +71,15 @@ pub fn nb(ctx: &Ctx) -> Result<(Vec<Endpoint>, Source), Finding> {
     }
     let list = ctx.config()?.nb_endpoints();
     if list.is_empty() {
-        return Err(Finding::skip(SkipReason::NotApplicable(
-            "the config has no [nodes.*.vpcd] ovn_nb_addr (pass --nb-db)".into(),
-        )));
+        return Err(Finding::skip(SkipReason::NotApplicable(NB_UNNAMED.into())));
     }
     Ok((list, Source::Config))
+}
+
+/// True when neither `--nb-db` nor the config names a northbound database
+/// (and a config was read).
+pub fn nb_unnamed(ctx: &Ctx) -> bool {
+    ctx.opts.nb_db.is_none() && ctx.config().is_ok_and(|c| c.nb_endpoints().is_empty())
 }
 
 /// The southbound raft list, as [`nb`].
