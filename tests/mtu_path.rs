@@ -714,3 +714,68 @@ fn mtu_path_probes_a_link_local_peer_on_the_interface_its_scope_names() {
     assert_eq!(code, 2);
     assert!(err.contains("no interface nosuchif0 on this host"), "{err}");
 }
+
+/// A node behind a 1500 switch port probing three jumbo peers, alone (no
+/// cluster run): every peer black-holes at the same size, so the narrow
+/// point is said once, on this node's side (its own switch port or link),
+/// with one fix, not three that each blame a peer's interface.
+#[root_test]
+fn mtu_path_every_peer_black_holing_at_one_size_points_at_this_nodes_side() {
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::BLACK_HOLE);
+    let peers: Vec<usize> = (0..3).map(|_| fabric.add_node(NodeSpec::jumbo())).collect();
+    let s = fabric.node(src);
+    let addrs: Vec<String> = peers.iter().map(|p| fabric.node(*p).v4.clone()).collect();
+    // The oracle: a veth into a 1500 port takes a VLAN tag's 4 bytes more,
+    // so from this side 1504 bytes pass and 1505 do not.
+    for a in &addrs {
+        assert!(
+            s.ping_df(a, 1476) && !s.ping_df(a, 1477),
+            "the oracle: 1504 to {a}"
+        );
+    }
+    let mut cmd = s.spx();
+    cmd.args(["--check", "mtu.path", "--mtu", "9000"]);
+    for a in &addrs {
+        cmd.args(["--peer", a]);
+    }
+    let (code, doc) = run_json(&mut cmd);
+    let c = check(&doc, "mtu.path");
+    assert_eq!(code, 1, "{c:#}");
+    for a in &addrs {
+        assert_eq!(peer(c, a)["verdict"], "blackhole", "{c:#}");
+        assert_eq!(peer(c, a)["usable_mtu"], 1500, "{c:#}");
+    }
+    let fixes = strings(&c["remediation"]);
+    let side: Vec<&String> = fixes
+        .iter()
+        .filter(|f| f.contains("on this node's side"))
+        .collect();
+    assert_eq!(side.len(), 1, "said once: {fixes:#?}");
+    // Above 1504, or above what 3 rounds proved of it (1501+): one size
+    // as a setting, 1500.
+    assert!(
+        side[0].starts_with("all 3 peers black-hole frames above 150")
+            && side[0].contains(" bytes, at the same size"),
+        "{fixes:#?}"
+    );
+    assert!(
+        side[0].contains("configure this node's switch port (and any VLAN on it) for 9000"),
+        "{fixes:#?}"
+    );
+    assert!(
+        !fixes.iter().any(|f| f.contains("the peer's own interface")),
+        "no fix blames a peer: {fixes:#?}"
+    );
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with(" bytes, so the narrow point is most likely on this node's side (its own switch port or link)"),
+        "{c:#}"
+    );
+    assert!(
+        fixes.iter().any(|f| f.contains("`underlay_mtu = 1500`")),
+        "{fixes:#?}"
+    );
+}

@@ -383,7 +383,9 @@ impl Check for PathMtu {
          took 29 s for 4 peers and only said yes or no.\n\
          \n\
          Fix: configure every switch port and router between the nodes (and the peers' \
-         own interfaces) for the target, or revert: `ip link set dev <dev> mtu N` on both \
+         own interfaces) for the target; when every peer (two or more) black-holes at the \
+         same size, the narrow point is on every path from this node and is named once, \
+         on this node's side (its own switch port or link). Or revert: `ip link set dev <dev> mtu N` on both \
          ends and on br-vpc, and keep underlay_mtu at N, what the path carries as a \
          setting (a silent drop measured at 1504 is a 1500-byte link that lets a VLAN \
          tag's 4 bytes more through, so N is 1500). Needs root or a ping_group_range that \
@@ -562,6 +564,12 @@ pub fn judge(facts: &PathFacts) -> Finding {
             reports.len(),
             parts.join("; ")
         );
+        if let Some(hole) = same_size_black_hole(&reports) {
+            summary.push_str(&format!(
+                "; all {} black-hole above {} bytes, so the narrow point is most likely on this node's side (its own switch port or link)",
+                hole.peers, hole.size
+            ));
+        }
         let open: Vec<String> = silent
             .iter()
             .map(|r| format!("{} (no echo reply)", r.label()))
@@ -743,16 +751,99 @@ mod tests {
             fixes.contains("`underlay_mtu = 1500` under [network] in /etc/spinifex/spinifex.toml"),
             "{fixes}"
         );
+        // Every peer at one size: said once, on this node's side, not three
+        // times blaming each peer's interface.
         assert!(
-            fixes.contains("silently drops frames above 1500 bytes"),
+            fixes.contains("all 3 peers black-hole frames above 1500 bytes, at the same size: the narrow point is on every path from this node, so most likely on this node's side, its own switch port or link"),
             "{fixes}"
         );
-        // The evidence cannot tell a switch from the peer's own NIC.
+        assert!(!fixes.contains("the peer's own interface"), "{fixes}");
         assert!(
-            fixes.contains("a switch port or the peer's own interface"),
-            "{fixes}"
+            f.summary.ends_with("; all 3 black-hole above 1500 bytes, so the narrow point is most likely on this node's side (its own switch port or link)"),
+            "{}",
+            f.summary
         );
         assert_eq!(f.evidence["suggested_underlay_mtu"], 1500);
+    }
+
+    #[test]
+    fn one_narrow_point_on_every_path_is_said_once_and_only_then() {
+        // Two peers at one usable size (a 1500 link passes 1504 through a
+        // veth): one fix, on this node's side.
+        let f = judge(&facts(vec![
+            peer(
+                "198.18.0.2",
+                br_vpc(),
+                probe("198.18.0.2", Some(1500), Some(1501)),
+            ),
+            peer(
+                "198.18.0.3",
+                br_vpc(),
+                probe("198.18.0.3", Some(1504), Some(1505)),
+            ),
+        ]));
+        let side: Vec<&String> = f
+            .remediation
+            .iter()
+            .filter(|r| r.contains("on this node's side"))
+            .collect();
+        assert_eq!(side.len(), 1, "{:#?}", f.remediation);
+        assert!(
+            side[0].starts_with(
+                "all 2 peers black-hole frames above 1500 to 1504 bytes, at the same size"
+            ),
+            "{side:?}"
+        );
+        assert!(
+            side[0].contains("configure this node's switch port (and any VLAN on it) for 9000"),
+            "{side:?}"
+        );
+        assert!(
+            !f.remediation
+                .iter()
+                .any(|r| r.contains("the peer's own interface")),
+            "{:#?}",
+            f.remediation
+        );
+        assert!(
+            f.remediation
+                .iter()
+                .any(|r| r.contains("`underlay_mtu = 1500`")),
+            "{:#?}",
+            f.remediation
+        );
+        // One peer carries the target: the narrow point is not on every
+        // path, so each failing peer keeps its own words.
+        for other in [
+            probe("198.18.0.3", Some(9000), None),
+            probe("198.18.0.3", Some(4000), Some(4001)),
+            probe("198.18.0.3", None, Some(84)),
+        ] {
+            let f = judge(&facts(vec![
+                peer(
+                    "198.18.0.2",
+                    br_vpc(),
+                    probe("198.18.0.2", Some(1500), Some(1501)),
+                ),
+                peer("198.18.0.3", br_vpc(), other),
+            ]));
+            let fixes = f.remediation.join("\n");
+            assert!(!fixes.contains("this node's side"), "{fixes}");
+            assert!(!f.summary.contains("this node's side"), "{}", f.summary);
+            assert!(
+                fixes.contains(
+                    "a switch port or the peer's own interface on the path to 198.18.0.2"
+                ),
+                "{fixes}"
+            );
+        }
+        // A single peer is never "every path".
+        let f = judge(&facts(vec![peer(
+            "198.18.0.2",
+            br_vpc(),
+            probe("198.18.0.2", Some(1500), Some(1501)),
+        )]));
+        assert!(!f.remediation.join("\n").contains("this node's side"));
     }
 
     #[test]

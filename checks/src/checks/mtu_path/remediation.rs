@@ -65,7 +65,20 @@ pub(super) fn remediation(
             "{note}: keep underlay_mtu at or below that maximum"
         ));
     }
-    for r in &fabric {
+    let hole = same_size_black_hole(reports);
+    if let Some(hole) = &hole {
+        // Every peer at one size: one narrow point on every path from
+        // here, not one at each peer.
+        let at = match reports.iter().find_map(|r| r.local_mtu) {
+            Some(l) => format!("even at this host's {l} bytes, "),
+            None => String::new(),
+        };
+        steps.push(format!(
+            "{at}all {} peers black-hole frames above {} bytes, at the same size: the narrow point is on every path from this node, so most likely on this node's side, its own switch port or link (or, when every node reports the same, the switch they all share): configure this node's switch port (and any VLAN on it) for {target}, or revert as below",
+            hole.peers, hole.size
+        ));
+    }
+    for r in fabric.iter().filter(|_| hole.is_none()) {
         let mtu = r
             .path_mtu
             .map_or("its path MTU".to_owned(), |m| m.to_string());
@@ -161,4 +174,40 @@ pub(super) fn unreachable_fixes(unreachable: &[&PeerReport]) -> Vec<String> {
         ));
     }
     steps
+}
+
+/// Every peer black-holing at one size.
+pub(super) struct SameHole {
+    /// How many peers.
+    pub(super) peers: usize,
+    /// The size they carry: `1500`, or `1500 to 1504` where the VLAN
+    /// slack of the links differs.
+    pub(super) size: String,
+}
+
+/// Two or more peers, every one concluded and black-holing beyond this
+/// host at the same usable size (1500 and 1504 are one 1500-byte link):
+/// the narrow point is common to every path from this node.
+pub(super) fn same_size_black_hole(reports: &[PeerReport]) -> Option<SameHole> {
+    if reports.len() < 2
+        || !reports
+            .iter()
+            .all(|r| r.failing() && r.fabric_verdict() == PeerVerdict::BlackHole)
+    {
+        return None;
+    }
+    let usable = reports[0].usable_mtu?;
+    if reports.iter().any(|r| r.usable_mtu != Some(usable)) {
+        return None;
+    }
+    let sizes: Vec<u32> = reports.iter().filter_map(|r| r.path_mtu).collect();
+    let (lo, hi) = (sizes.iter().min()?, sizes.iter().max()?);
+    Some(SameHole {
+        peers: reports.len(),
+        size: if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo} to {hi}")
+        },
+    })
 }
