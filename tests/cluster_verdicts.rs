@@ -120,3 +120,81 @@ fn ipsec_flags_judges_the_local_row_alike_on_the_node_that_reads_ovn() {
     }
     let _ = cluster_check(&doc, "cluster.reachable");
 }
+
+/// n2's own link left at 1500 behind a jumbo switch port: every probe from
+/// it stops at its link (local-mtu) and every probe to it is dropped there.
+/// The matrix names n2's own eth0 and the command its own report knows,
+/// not "its link or its switch port" with "configure its switch port"; run
+/// in n2, that command makes the matrix pass.
+#[root_test]
+fn a_node_whose_own_link_is_at_1500_is_told_to_raise_it_not_its_switch_port() {
+    let mut nodes = vec![LabNode::jumbo(); 4];
+    nodes[2].spec.mtu = 1500;
+    let lab = SshLab::new(nodes);
+    // The oracle: n2's eth0 at 1500, its switch port at 9000.
+    let n2 = lab.fabric.node(2);
+    let link: Value = serde_json::from_str(&n2.ns.ip(&["-j", "link", "show", "eth0"])).unwrap();
+    assert_eq!(link[0]["mtu"], 1500, "{link}");
+    let port: Value =
+        serde_json::from_str(&lab.fabric.switch.ip(&["-j", "link", "show", "p2"])).unwrap();
+    assert_eq!(port[0]["mtu"], 9000, "{port}");
+
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(["--check", "mtu.path"]));
+    assert_eq!(code, 1, "{doc:#}");
+    let from_n2: Vec<&Value> = doc["path_matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["from"] == "n2")
+        .collect();
+    assert!(
+        from_n2.iter().all(|c| c["verdict"] == "local-mtu"),
+        "{from_n2:#?}"
+    );
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(
+        pm["evidence"]["cut_off"],
+        serde_json::json!(["n2"]),
+        "{pm:#}"
+    );
+    let summary = pm["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("every path to and from n2 (carries 1500: n2's own link, eth0 at 1500)"),
+        "{summary}"
+    );
+    assert!(!summary.contains("switch port"), "{summary}");
+    let fixes: Vec<&str> = pm["remediation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fixes[0],
+        "n2: its own link is below 9000, so every path to and from it fails: on n2, `ip link set dev eth0 mtu 9000` (as its own mtu.path says)",
+        "{fixes:#?}"
+    );
+    assert!(
+        !fixes
+            .iter()
+            .any(|f| f.contains("configure its switch port")),
+        "{fixes:#?}"
+    );
+    // n2's own report knew the same command.
+    let own = only_check(&doc, "n2");
+    assert!(
+        own["remediation"]
+            .to_string()
+            .contains("`ip link set dev eth0 mtu 9000`"),
+        "{own:#}"
+    );
+
+    // The fix, run on n2 as printed: every path carries 9000.
+    let cmd = fixes[0].split('`').nth(1).unwrap();
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    assert_eq!(words[..2], ["ip", "link"], "{cmd}");
+    n2.ns.ip(&words[1..]);
+    let (code, doc) = run_cluster_json(lab.coordinator(0).args(["--check", "mtu.path"]));
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(cluster_check(&doc, "cluster.path-matrix")["status"], "pass");
+}

@@ -20,6 +20,7 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::kind::most_severe;
+use crate::spinifex;
 
 pub struct ClusterPathMatrix;
 
@@ -77,7 +78,9 @@ impl Check for ClusterPathMatrix {
          \n\
          Fails on any pair that does not carry the target (blackhole, too-big, local-mtu), \
          naming the pairs (a<->b when both directions fail) and any node every path to and \
-         from which fails (look at its link and its switch port first). An asymmetric pair \
+         from which fails (look at its link and its switch port first; when every probe \
+         from it stopped at its own link, local-mtu, the fix is its own mtu.path's \
+         command for that link, not a switch port). An asymmetric pair \
          (a->b carries the target, b->a does not) is flagged on its own: something limits \
          one direction only (a firewall rule, one member of a LAG, a policy route). A pair \
          that was not measured (a node that did not answer, a peer that answered no echo, \
@@ -448,16 +451,36 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 .collect();
             let mtus: Vec<u32> = through.iter().filter_map(|c| c.path_mtu).collect();
             let lowest = mtus.iter().min().copied();
+            let own = own_link(facts, &cells, k);
+            let why = match (&own, lowest) {
+                (Some(o), Some(m)) => format!(" (carries {m}: {k}'s own link, {})", o.shown()),
+                (Some(o), None) => format!(" ({k}'s own link, {})", o.shown()),
+                (None, Some(m)) => format!(" (carries {m}: {k}'s link or its switch port)"),
+                (None, None) => String::new(),
+            };
             parts.push(format!(
-                "every path to and from {k}{}: {}",
-                lowest.map_or(String::new(), |m| format!(
-                    " (carries {m}: {k}'s link or its switch port)"
-                )),
+                "every path to and from {k}{why}: {}",
                 names_only(&pair_names(&through)).join(", ")
             ));
-            fixes.push(format!(
-                "{k}: every path to and from it fails: configure its switch port (and every port, VLAN and router between it and the others) for {target_text}, and check {k}'s NIC and bridge (its own mtu.path names the devices)"
-            ));
+            let switch = format!(
+                "configure its switch port (and every port, VLAN and router between it and the others) for {target_text}"
+            );
+            fixes.push(match &own {
+                // Its own report knows the device and the command.
+                Some(o) => format!(
+                    "{k}: its own link is below {}, so every path to and from it fails: on {k}, {} (as its own mtu.path says){}",
+                    o.target,
+                    spinifex::set_mtus(&o.names(), o.target, ", then "),
+                    if o.beyond {
+                        format!("; beyond it the path drops even less, so also {switch}")
+                    } else {
+                        String::new()
+                    }
+                ),
+                None => format!(
+                    "{k}: every path to and from it fails: {switch}, and check {k}'s NIC and bridge (its own mtu.path names the devices)"
+                ),
+            });
             rest.retain(|c| c.from != *k && c.to != *k);
         }
         if !rest.is_empty() {
@@ -533,6 +556,61 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             names.len()
         ),
     ))
+}
+
+/// A node's own link below the target, as its own mtu.path found it.
+struct OwnLink {
+    /// Its devices below the target (name, MTU), bridge ports first.
+    devices: Vec<(String, u32)>,
+    target: u32,
+    /// Beyond its link the path drops even less (a switch port too).
+    beyond: bool,
+}
+
+impl OwnLink {
+    fn names(&self) -> Vec<&str> {
+        self.devices.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// `eth0 at 1500`, `enp1s0 at 1500 and br-vpc at 1500`.
+    fn shown(&self) -> String {
+        let each: Vec<String> = self
+            .devices
+            .iter()
+            .map(|(n, m)| format!("{n} at {m}"))
+            .collect();
+        and_list(&each)
+    }
+}
+
+/// When every measured path from node `k` stops at its own link (every
+/// cell of its row local-mtu), the devices its own mtu.path names: then
+/// the narrow point is that link, not a switch port.
+fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
+    let row: Vec<&Cell> = cells
+        .iter()
+        .filter(|c| c.from == k && c.verdict.measured())
+        .collect();
+    if row.is_empty() || row.iter().any(|c| c.verdict != CellVerdict::LocalMtu) {
+        return None;
+    }
+    let e: PathMtuEvidence = facts
+        .nodes
+        .iter()
+        .find(|n| n.name == k)?
+        .evidence("mtu.path")?;
+    let devices = e.own_links_below_target();
+    if devices.is_empty() {
+        return None;
+    }
+    Some(OwnLink {
+        devices,
+        target: e.target_mtu,
+        beyond: e
+            .peers
+            .iter()
+            .any(|p| p.verdict == PeerVerdict::LocalMtu && p.beyond.is_some()),
+    })
 }
 
 /// The kind of one cell: a failing path through a node cut off from all
@@ -650,6 +728,88 @@ mod tests {
             .remediation
             .iter()
             .any(|r| r.contains("`underlay_mtu = 1500`")));
+    }
+
+    /// n2's own eth1 left at 1500 behind a jumbo switch: every probe from
+    /// it stops at its link (local-mtu), every probe to it is dropped by
+    /// that link (a black hole at 1504).
+    fn own_link_lab(beyond: bool) -> ClusterFacts {
+        let mut f = lab(|i, j| {
+            if i == 2 {
+                ("local-mtu", 1500)
+            } else if j == 2 {
+                ("blackhole", 1504)
+            } else {
+                ("ok", 9000)
+            }
+        });
+        let checks = f.nodes[2].report.clone().unwrap()["checks"].clone();
+        let mut checks = checks;
+        let e = &mut checks[0]["evidence"];
+        for p in e["peers"].as_array_mut().unwrap() {
+            p["interface"] = json!("eth1");
+            p["local_mtu"] = json!(1500);
+            if beyond {
+                p["beyond"] = json!("blackhole");
+                p["path_mtu"] = json!(1400);
+            }
+        }
+        e["local"] = json!([{"interface": "eth1", "mtu": 1500, "max_mtu": 9216}]);
+        f.nodes[2] = answer(
+            "n2",
+            report(
+                "0.1.0",
+                config("n2", true, 9000, &NAMES),
+                &[&addr(2)],
+                checks,
+            ),
+        );
+        f
+    }
+
+    #[test]
+    fn a_node_whose_own_link_is_narrow_is_told_to_raise_it() {
+        let f = judge(&own_link_lab(false));
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        assert_eq!(f.evidence["cut_off"], json!(["n2"]));
+        assert!(
+            f.summary.starts_with(
+                "6 of 12 paths cannot carry 9000 bytes: every path to and from n2 (carries 1500: n2's own link, eth1 at 1500): n0<->n2, n1<->n2, n2<->n3"
+            ),
+            "{}",
+            f.summary
+        );
+        assert_eq!(
+            f.remediation[0],
+            "n2: its own link is below 9000, so every path to and from it fails: on n2, `ip link set dev eth1 mtu 9000` (as its own mtu.path says)"
+        );
+        assert!(
+            !f.remediation.iter().any(|r| r.contains("switch port")),
+            "{:#?}",
+            f.remediation
+        );
+        // Beyond its link the path drops even less: raise it first, and the
+        // switch port too.
+        let f = judge(&own_link_lab(true));
+        assert!(
+            f.remediation[0].starts_with("n2: its own link is below 9000, so every path to and from it fails: on n2, `ip link set dev eth1 mtu 9000` (as its own mtu.path says); beyond it the path drops even less, so also configure its switch port"),
+            "{:#?}",
+            f.remediation
+        );
+        // A switch port at 1500 (no row local-mtu) keeps the switch words.
+        let f = judge(&lab(|i, j| {
+            if i == 2 || j == 2 {
+                ("blackhole", 1500)
+            } else {
+                ("ok", 9000)
+            }
+        }));
+        assert!(
+            f.summary.contains("n2's link or its switch port"),
+            "{}",
+            f.summary
+        );
+        assert!(f.remediation[0].contains("configure its switch port"));
     }
 
     #[test]

@@ -129,6 +129,19 @@ impl Evidence for PathMtuEvidence {
 }
 
 impl PathMtuEvidence {
+    /// This host's own devices below the target on the paths of its
+    /// local-mtu peers, bridge ports before their bridge, each with its
+    /// MTU: what this node's own fix raises first (`ip link set dev … mtu`),
+    /// as the check's remediation names them.
+    pub fn own_links_below_target(&self) -> Vec<(String, u32)> {
+        let failing: Vec<&PeerReport> = self.peers.iter().filter(|r| r.failing()).collect();
+        let local: Vec<&LocalLink> = self.local.iter().collect();
+        below_target(&failing, &local, self.target_mtu)
+            .into_iter()
+            .map(|d| (d.interface.clone(), d.mtu))
+            .collect()
+    }
+
     /// Before any probe: the target and how the peers were looked for.
     fn unprobed(target_mtu: u32, target_source: TargetSource, discovery: &PeerSet) -> Self {
         PathMtuEvidence {

@@ -13,24 +13,12 @@ pub(super) fn remediation(
     let failing: Vec<&PeerReport> = reports.iter().filter(|r| r.failing()).collect();
     let mut steps = Vec::new();
     // Local interfaces first: nothing else matters until they are raised.
-    let mut raise: Vec<String> = Vec::new();
+    let raise: Vec<String> = below_target(&failing, local, target)
+        .into_iter()
+        .map(|d| d.interface.clone())
+        .collect();
     let mut capped: Vec<String> = Vec::new();
-    for r in failing
-        .iter()
-        .filter(|r| r.verdict == PeerVerdict::LocalMtu)
-    {
-        let Some(l) = local
-            .iter()
-            .find(|l| Some(&l.interface) == r.interface.as_ref())
-        else {
-            continue;
-        };
-        // Ports before the bridge they belong to.
-        for dev in l.ports.iter().chain(std::iter::once(*l)) {
-            if dev.mtu < target && !raise.contains(&dev.interface) {
-                raise.push(dev.interface.clone());
-            }
-        }
+    for l in local_links_of(&failing, local) {
         for dev in l.capped(target) {
             let note = format!(
                 "{} cannot be raised to {target}: its driver's maximum MTU (IFLA_MAX_MTU) is {}",
@@ -210,4 +198,43 @@ pub(super) fn same_size_black_hole(reports: &[PeerReport]) -> Option<SameHole> {
             format!("{lo} to {hi}")
         },
     })
+}
+
+/// The local links the local-mtu peers among `failing` leave by, once each.
+fn local_links_of<'a>(failing: &[&PeerReport], local: &[&'a LocalLink]) -> Vec<&'a LocalLink> {
+    let mut out: Vec<&LocalLink> = Vec::new();
+    for r in failing
+        .iter()
+        .filter(|r| r.verdict == PeerVerdict::LocalMtu)
+    {
+        if let Some(l) = local
+            .iter()
+            .copied()
+            .find(|l| Some(&l.interface) == r.interface.as_ref())
+        {
+            if !out.iter().any(|o| o.interface == l.interface) {
+                out.push(l);
+            }
+        }
+    }
+    out
+}
+
+/// This host's devices below `target` on the paths of the local-mtu peers
+/// among `failing`, bridge ports before their bridge: what must be raised
+/// first, in that order.
+pub(super) fn below_target<'a>(
+    failing: &[&PeerReport],
+    local: &[&'a LocalLink],
+    target: u32,
+) -> Vec<&'a LocalLink> {
+    let mut out: Vec<&LocalLink> = Vec::new();
+    for l in local_links_of(failing, local) {
+        for dev in l.ports.iter().chain(std::iter::once(l)) {
+            if dev.mtu < target && !out.iter().any(|o| o.interface == dev.interface) {
+                out.push(dev);
+            }
+        }
+    }
+    out
 }
