@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::cluster::{cluster_check, node};
 use crate::support::ovsdb_server::OvsdbServer;
 use crate::support::run_cluster_json;
-use crate::support::sshd::{LabNode, SshLab};
+use crate::support::sshd::{node_config, LabNode, SshLab};
 use spx_test_harness::root_test;
 
 /// Node `n`'s one check result in a cluster document.
@@ -197,4 +197,177 @@ fn a_node_whose_own_link_is_at_1500_is_told_to_raise_it_not_its_switch_port() {
     let (code, doc) = run_cluster_json(lab.coordinator(0).args(["--check", "mtu.path"]));
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(cluster_check(&doc, "cluster.path-matrix")["status"], "pass");
+}
+
+/// Every node's config names the others by their wan address only (no
+/// `advertise`), and mtu.path's peers come from each node's peers.nft
+/// (`spinifex_encap_peers`, the underlay): only a node's own report says
+/// which underlay address is its.
+fn lab_without_advertise(n: usize) -> SshLab {
+    let lab = SshLab::new(vec![LabNode::jumbo(); n]);
+    let wan: Vec<String> = (0..n).map(|i| lab.addr(i)).collect();
+    let nodes: Vec<(&str, &str, Option<&str>)> = lab
+        .names
+        .iter()
+        .zip(&wan)
+        .map(|(name, w)| (name.as_str(), w.as_str(), None))
+        .collect();
+    let underlay: Vec<&str> = (0..n).map(|i| lab.underlay(i)).collect();
+    for i in 0..n {
+        lab.write_config(i, &node_config(&lab.names[i], false, 9000, &nodes));
+        let dir = std::path::Path::new("/etc/netns")
+            .join(&lab.fabric.node(i).ns.name)
+            .join("spinifex/firewall");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("peers.nft"),
+            format!(
+                "define spinifex_peers = {{ {} }}\ndefine spinifex_encap_peers = {{ {} }}\n",
+                wan.join(", "),
+                underlay.join(", ")
+            ),
+        )
+        .unwrap();
+    }
+    lab
+}
+
+/// The path matrix cells of `doc` toward `to`, from the nodes that answered.
+fn cells_to<'a>(doc: &'a Value, to: &str) -> Vec<&'a Value> {
+    doc["path_matrix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["to"] == to)
+        .filter(|c| node(doc, c["from"].as_str().unwrap())["status"] == "ok")
+        .collect()
+}
+
+/// n2 does not answer (its sshd stopped, then its host gone: links down).
+/// Its underlay address is in no config (no advertise) and its own report
+/// is missing, yet every other node probed it: the cells toward n2 show
+/// those results by address as what may be n2, never "did not probe"; an
+/// SB Encap row of chassis n2 (read once, by n0) places them; and a
+/// failure toward n2 is shown, never judged a fail.
+#[root_test]
+fn cells_toward_a_node_that_did_not_answer_never_claim_a_probe_did_not_happen() {
+    let mut lab = lab_without_advertise(4);
+    lab.stop_sshd(2);
+    let n2 = lab.underlay(2).to_owned();
+    assert!(
+        lab.fabric.node(0).ping_df(&n2, 8972),
+        "the oracle: n2 is up"
+    );
+    let run = |lab: &SshLab, extra: &[&str]| {
+        run_cluster_json(
+            lab.coordinator(0)
+                .args(["--check", "mtu.path", "--timeout", "6s"])
+                .args(extra),
+        )
+    };
+
+    // 1. sshd stopped: the others' results for n2's address, by address.
+    let (code, doc) = run(&lab, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(node(&doc, "n2")["reason"], "connection-refused");
+    assert!(
+        !doc.to_string().contains("did not probe"),
+        "no cell claims a probe that happened did not: {doc:#}"
+    );
+    let toward = cells_to(&doc, "n2");
+    assert_eq!(toward.len(), 3);
+    for c in &toward {
+        assert_eq!(c["verdict"], "not-measured", "{c}");
+        let detail = c["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("n2 did not answer (connection refused); ")
+                && detail.contains(&format!("probed {n2} (ok at 9000)"))
+                && detail.ends_with("which no config, report or SB Encap row places: it may be n2"),
+            "{c}"
+        );
+    }
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "error", "{pm:#}");
+    assert!(
+        pm["summary"].as_str().unwrap().ends_with(&format!(
+            "probed but placed by no config, report or SB Encap row: {n2} (ok at 9000 from n0, n1 and n3), which may be n2"
+        )),
+        "{pm:#}"
+    );
+    let unplaced = pm["evidence"]["unplaced"].as_array().unwrap();
+    assert_eq!(unplaced.len(), 3, "{pm:#}");
+    assert!(unplaced
+        .iter()
+        .all(|u| u["address"] == n2.as_str() && u["may_be"] == serde_json::json!(["n2"])));
+
+    // 2. The SB Encap table (one chassis per node, named as Spinifex's
+    // install pins it, after the node) is read by n0 alone: its rows place
+    // n2's address for every row.
+    let sb = OvsdbServer::sb();
+    for i in 0..4 {
+        sb.sbctl(&["chassis-add", &lab.names[i], "geneve", lab.underlay(i)]);
+    }
+    let (code, doc) = run(&lab, &["--sb-db", &sb.unix()]);
+    assert_eq!(code, 2, "{doc:#}");
+    let mine = only_check(&doc, "n0");
+    assert_eq!(
+        mine["evidence"]["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["address"] == n2.as_str())
+            .unwrap()["node"],
+        "n2",
+        "{mine:#}"
+    );
+    for c in cells_to(&doc, "n2") {
+        assert_eq!(c["verdict"], "ok", "{c}");
+        assert_eq!(c["path_mtu"], 9000, "{c}");
+    }
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "error", "n2's own row is unmeasured: {pm:#}");
+    assert!(pm["evidence"].get("unplaced").is_none(), "{pm:#}");
+
+    // 3. n2 behind a 1500 port: placed, the black hole toward it is shown
+    // with its size, but n2 did not answer, so no cell of it fails.
+    lab.fabric.switch.ip(&["link", "set", "p2", "mtu", "1500"]);
+    assert!(!lab.fabric.node(0).ping_df(&n2, 1477), "the oracle: 1504");
+    let (_, doc) = run(&lab, &["--sb-db", &sb.unix()]);
+    for c in cells_to(&doc, "n2") {
+        assert_eq!(c["verdict"], "not-measured", "{c}");
+        assert!(
+            c["detail"]
+                .as_str()
+                .unwrap()
+                .contains("measured blackhole at 150"),
+            "{c}"
+        );
+    }
+    let pm = cluster_check(&doc, "cluster.path-matrix");
+    assert_eq!(pm["status"], "error", "never a fail: {pm:#}");
+    assert_eq!(pm["evidence"]["failing"], serde_json::json!([]), "{pm:#}");
+    lab.fabric.switch.ip(&["link", "set", "p2", "mtu", "9000"]);
+
+    // 4. The host gone: its links down. Nothing answers at its address;
+    // still shown by address, never "did not probe", never a fail.
+    let ns = &lab.fabric.node(2).ns;
+    ns.ip(&["link", "set", "eth0", "down"]);
+    ns.ip(&["link", "set", "wan0", "down"]);
+    let (code, doc) = run(&lab, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert!(!doc.to_string().contains("did not probe"), "{doc:#}");
+    for c in cells_to(&doc, "n2") {
+        assert_eq!(c["verdict"], "not-measured", "{c}");
+        assert!(
+            c["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("probed {n2} (unreachable)")),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        cluster_check(&doc, "cluster.path-matrix")["status"],
+        "error"
+    );
 }

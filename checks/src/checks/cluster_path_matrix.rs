@@ -8,13 +8,21 @@
 //! (its link or its switch port); an asymmetric pair (a->b carries what b->a
 //! does not) is flagged on its own. The evidence gives the largest MTU every
 //! pair carries: the highest `underlay_mtu` the cluster can take today.
+//!
+//! A cell never claims a probe did not happen when the row's node probed
+//! an address that may be the column's: results are placed by the config,
+//! the reports' own addresses and the node a report's mtu.path named for a
+//! peer (config entry, SB `Encap` chassis); what stays unplaced is shown by
+//! address toward every node whose addresses this run does not know. A
+//! node that did not answer has no failing cell: its side is unknown.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared, Scope};
-use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
+use crate::checks::mtu_path::{PathMtuEvidence, PeerReport, PeerVerdict};
 use crate::cluster::{self, and_list, pair, ClusterFacts};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
@@ -56,6 +64,11 @@ pub struct PathMatrixEvidence {
     pub largest_common_mtu: Option<u32>,
     /// True when the lowest pair was measured to the byte.
     pub largest_common_mtu_exact: bool,
+    /// Results for addresses no config, report or SB `Encap` row places,
+    /// by prober, with the nodes each may be (those whose addresses this
+    /// run does not know).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unplaced: Vec<Unplaced>,
 }
 
 impl Evidence for PathMatrixEvidence {}
@@ -73,8 +86,13 @@ impl Check for ClusterPathMatrix {
         "Builds the N×N matrix of path MTU (rows from, columns to) from every node's own \
          mtu.path evidence: each node probes all its peers at once with DF echo requests \
          that exactly fill the target, and all nodes run at once, so the matrix costs one \
-         probe round. Peer addresses are matched to nodes by the config's host/advertise \
-         and the addresses each node reports as its own.\n\
+         probe round. Peer addresses are matched to nodes by the config's host/advertise, \
+         the addresses each node reports as its own, and the node a report's mtu.path \
+         named for a peer (its config entry, or the SB Encap row whose chassis is that \
+         node, as Spinifex names chassis). A probe of an address nothing places is shown \
+         by address as what may be a node that did not answer, never as a probe that \
+         did not happen; and what was measured toward a node that did not answer is \
+         shown but never judged a fail, since its own side is unknown.\n\
          \n\
          Fails on any pair that does not carry the target (blackhole, too-big, local-mtu), \
          naming the pairs (a<->b when both directions fail) and any node every path to and \
@@ -194,10 +212,71 @@ pub struct Cell {
     pub detail: Option<String>,
 }
 
+/// A result a node's mtu.path has for an address no config, report or SB
+/// `Encap` row places, and the nodes it may be (those that did not answer,
+/// whose own addresses are therefore unknown).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unplaced {
+    pub from: String,
+    pub address: IpAddr,
+    pub verdict: CellVerdict,
+    pub path_mtu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_be: Vec<String>,
+}
+
+impl Unplaced {
+    /// `198.18.0.4 (ok at 9000)`.
+    fn shown(&self) -> String {
+        format!(
+            "{} ({})",
+            self.address,
+            outcome(self.verdict, self.path_mtu)
+        )
+    }
+}
+
+/// `ok at 9000`, `blackhole at 1500`, `unreachable`.
+fn outcome(v: CellVerdict, mtu: Option<u32>) -> String {
+    match mtu {
+        Some(m) if v.measured() => format!("{} at {m}", v.as_str()),
+        _ => v.as_str().to_owned(),
+    }
+}
+
+/// Why a node's own addresses are unknown to this run, when they are: it
+/// did not answer, or its report names none.
+fn addresses_unknown(n: &crate::cluster::NodeAnswer) -> Option<String> {
+    match (&n.report, n.typed()) {
+        (Err(e), _) => Some(format!("{} did not answer ({})", n.name, e.kind.as_str())),
+        (Ok(_), Some(r)) if !r.addresses.is_empty() => None,
+        (Ok(_), _) => Some(format!("{}'s report names no addresses", n.name)),
+    }
+}
+
 /// The matrix, every ordered pair of selected nodes, rows in node order.
 pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
-    let book = facts.address_book();
+    placed(facts).0
+}
+
+/// The matrix, and each row's results for addresses nobody is known to
+/// own. A result is placed in column `to` when the address is `to`'s by the
+/// config (`host`/`advertise`), by `to`'s own report, or by the name an
+/// answering node's mtu.path gave it (its config entry, or the SB `Encap`
+/// row of `to`'s chassis). A cell with nothing placed is "not probed" only
+/// when `to`'s addresses are known and none was probed; when they are not
+/// (it did not answer), the row's unplaced results may be it, and the cell
+/// says so, by address. A failure toward a node that did not answer is
+/// shown but not judged: its own side is unknown.
+fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
+    let book = facts.placement_book();
+    let unknown: BTreeMap<&str, String> = facts
+        .nodes
+        .iter()
+        .filter_map(|n| Some((n.name.as_str(), addresses_unknown(n)?)))
+        .collect();
     let mut cells = Vec::new();
+    let mut unplaced = Vec::new();
     for from in &facts.nodes {
         let path = from.check("mtu.path");
         let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
@@ -216,6 +295,42 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
             }
             _ => None,
         };
+        // Silence in a round the deadline cut short proves nothing (mtu.path
+        // then errors); a hop's answer or a local limit does.
+        let verdict_of = |p: &PeerReport| {
+            let v = CellVerdict::from_peer(p.verdict);
+            if status == Some(Status::Error)
+                && matches!(v, CellVerdict::BlackHole | CellVerdict::Unreachable)
+            {
+                CellVerdict::NotMeasured
+            } else {
+                v
+            }
+        };
+        // Results no one is known to own, and who they may be.
+        let mine: Vec<Unplaced> = peers
+            .iter()
+            .filter(|p| book.claimants(p.address).is_empty())
+            .map(|p| Unplaced {
+                from: from.name.clone(),
+                address: p.address,
+                // Its own outcome: silence is "unreachable" unless the
+                // deadline cut it short.
+                verdict: match CellVerdict::from_peer(p.verdict) {
+                    CellVerdict::BlackHole | CellVerdict::Unreachable if p.cut_short => {
+                        CellVerdict::NotMeasured
+                    }
+                    v => v,
+                },
+                path_mtu: p.path_mtu,
+                may_be: facts
+                    .nodes
+                    .iter()
+                    .filter(|n| n.name != from.name && unknown.contains_key(n.name.as_str()))
+                    .map(|n| n.name.clone())
+                    .collect(),
+            })
+            .collect();
         for to in &facts.nodes {
             if to.name == from.name {
                 continue;
@@ -230,25 +345,19 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
                 detail: why_none.clone(),
             };
             if why_none.is_none() {
-                let mut found = false;
+                let mut found: Option<&PeerReport> = None;
                 for p in &peers {
                     if book.owner(p.address) != Some(to.name.as_str()) {
                         continue;
                     }
-                    let mut v = CellVerdict::from_peer(p.verdict);
-                    // Silence in a round the deadline cut short proves nothing
-                    // (mtu.path then errors); a hop's answer or a local limit does.
-                    if status == Some(Status::Error)
-                        && matches!(v, CellVerdict::BlackHole | CellVerdict::Unreachable)
-                    {
-                        v = CellVerdict::NotMeasured;
-                    }
+                    let v = verdict_of(p);
                     let mtu = p.path_mtu;
-                    if !found || v.rank() > cell.verdict.rank() {
+                    if found.is_none() || v.rank() > cell.verdict.rank() {
                         cell.verdict = v;
                         cell.path_mtu = mtu;
                         cell.path_mtu_inexact = p.path_mtu_inexact;
                         cell.detail = p.detail.clone();
+                        found = Some(p);
                     } else if v == cell.verdict {
                         cell.path_mtu = match (cell.path_mtu, mtu) {
                             (Some(a), Some(b)) => Some(a.min(b)),
@@ -261,20 +370,55 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
                             from.name
                         ));
                     }
-                    found = true;
+                    found = found.or(Some(p));
                 }
-                if !found {
-                    cell.verdict = CellVerdict::NotProbed;
-                    cell.detail = Some(format!(
-                        "{} did not probe {} (no address of it among its peers)",
-                        from.name, to.name
-                    ));
+                let silent = match &to.report {
+                    Err(e) => Some(e.kind.as_str()),
+                    Ok(_) => None,
+                };
+                match (found, silent) {
+                    // What was measured toward a node that did not answer
+                    // is shown, never judged: its own side is unknown.
+                    (Some(p), Some(kind)) if cell.verdict.fails() => {
+                        cell.detail = Some(format!(
+                            "{} measured {} toward {} ({}'s address), but {} did not answer ({kind}), so the path is not judged",
+                            from.name,
+                            outcome(cell.verdict, cell.path_mtu),
+                            p.address,
+                            to.name,
+                            to.name
+                        ));
+                        cell.verdict = CellVerdict::NotMeasured;
+                        cell.path_mtu = None;
+                        cell.path_mtu_inexact = false;
+                    }
+                    (Some(_), _) => {}
+                    (None, _) => match unknown.get(to.name.as_str()) {
+                        Some(why) if !mine.is_empty() => {
+                            let shown: Vec<String> = mine.iter().map(Unplaced::shown).collect();
+                            cell.verdict = CellVerdict::NotMeasured;
+                            cell.detail = Some(format!(
+                                "{why}; {} probed {}, which no config, report or SB Encap row places: it may be {}",
+                                from.name,
+                                and_list(&shown),
+                                to.name
+                            ));
+                        }
+                        _ => {
+                            cell.verdict = CellVerdict::NotProbed;
+                            cell.detail = Some(format!(
+                                "{} did not probe {} (no address of it among its peers)",
+                                from.name, to.name
+                            ));
+                        }
+                    },
                 }
             }
             cells.push(cell);
         }
+        unplaced.extend(mine);
     }
-    cells
+    (cells, unplaced)
 }
 
 /// `a<->b` for pairs failing both ways, `a->b` otherwise, in matrix order,
@@ -318,7 +462,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             "mtu.path was not selected (--check/--skip), so no node measured its paths".into(),
         ));
     }
-    let cells = matrix(facts);
+    let (cells, unplaced) = placed(facts);
     let names = facts.names();
     let targets: BTreeMap<&str, u32> = cells
         .iter()
@@ -410,9 +554,13 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             asymmetric: asymmetric.clone(),
             largest_common_mtu: largest,
             largest_common_mtu_exact: largest_exact,
+            unplaced: unplaced.clone(),
         })
         .subjects(subjects.clone())
     };
+    // What was probed that nobody is known to own, by address, when it may
+    // be a node this run could not see.
+    let unplaced_text = unplaced_summary(&unplaced);
 
     if measured.is_empty() && failing.is_empty() {
         // Nothing measured anywhere: say why from the first node's view.
@@ -508,6 +656,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         if !unproven.is_empty() {
             summary.push_str(&format!("; {} not measured", unproven.len()));
         }
+        summary.push_str(&unplaced_text);
         if let Some(l) = largest {
             fixes.push(format!(
                 "or stay at what every pair carries today: `underlay_mtu = {l}` under [network] on every node (and `ip link set dev <dev> mtu {l}` on each node's NIC and bridge)"
@@ -518,16 +667,21 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
     }
 
     if !unproven.is_empty() {
+        // A node whose addresses are unknown is one reason, whatever each
+        // row probed that may be it (listed once, by address, below).
+        let unknown: Vec<String> = facts.nodes.iter().filter_map(addresses_unknown).collect();
         let mut by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for c in &unproven {
-            by_reason
-                .entry(
-                    c.detail
-                        .clone()
-                        .unwrap_or_else(|| c.verdict.as_str().into()),
-                )
-                .or_default()
-                .push(pair(&c.from, &c.to));
+            let detail = c
+                .detail
+                .clone()
+                .unwrap_or_else(|| c.verdict.as_str().into());
+            let key = unknown
+                .iter()
+                .find(|why| detail.starts_with(why.as_str()) && detail.contains(" probed "))
+                .cloned()
+                .unwrap_or(detail);
+            by_reason.entry(key).or_default().push(pair(&c.from, &c.to));
         }
         let parts: Vec<String> = by_reason
             .iter()
@@ -542,7 +696,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         return evidence(Finding::new(
             PathMatrixKind::NotMeasured,
             format!(
-                "{} of {total} paths were not measured, so the matrix is incomplete: {}; the {} measured carry {target_text}",
+                "{} of {total} paths were not measured, so the matrix is incomplete: {}; the {} measured carry {target_text}{unplaced_text}",
                 unproven.len(),
                 parts.join("; "),
                 measured.len()
@@ -611,6 +765,50 @@ fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
             .iter()
             .any(|p| p.verdict == PeerVerdict::LocalMtu && p.beyond.is_some()),
     })
+}
+
+/// `; probed but placed by no config, report or SB Encap row: 198.18.0.4
+/// (ok at 9000 from n0 and n1), which may be n3`: the results that may be
+/// a node this run could not see, by address; empty when there are none.
+fn unplaced_summary(unplaced: &[Unplaced]) -> String {
+    let mut by_address: BTreeMap<IpAddr, Vec<&Unplaced>> = BTreeMap::new();
+    for u in unplaced.iter().filter(|u| !u.may_be.is_empty()) {
+        by_address.entry(u.address).or_default().push(u);
+    }
+    if by_address.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = by_address
+        .iter()
+        .map(|(address, results)| {
+            let mut by_outcome: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+            let mut may_be: Vec<&str> = Vec::new();
+            for u in results {
+                by_outcome
+                    .entry(outcome(u.verdict, u.path_mtu))
+                    .or_default()
+                    .push(&u.from);
+                for m in &u.may_be {
+                    if !may_be.contains(&m.as_str()) {
+                        may_be.push(m);
+                    }
+                }
+            }
+            let seen: Vec<String> = by_outcome
+                .iter()
+                .map(|(o, from)| format!("{o} from {}", and_list(from)))
+                .collect();
+            format!(
+                "{address} ({}), which may be {}",
+                seen.join("; "),
+                may_be.join(" or ")
+            )
+        })
+        .collect();
+    format!(
+        "; probed but placed by no config, report or SB Encap row: {}",
+        parts.join(", ")
+    )
 }
 
 /// The kind of one cell: a failing path through a node cut off from all
@@ -843,6 +1041,115 @@ mod tests {
             "{}",
             out.summary
         );
+    }
+
+    /// n3 did not answer and nothing but its own (missing) report says
+    /// which address is its: what the others probed is shown by address as
+    /// what may be n3, never "did not probe".
+    #[test]
+    fn a_silent_nodes_address_known_nowhere_is_shown_by_address_never_not_probed() {
+        let mut f = lab(|_, _| ("ok", 9000));
+        f.nodes[3] = unreached("n3", UnreachedKind::ConnectionRefused, "");
+        let out = judge(&f);
+        assert_eq!(out.status, Status::Error, "{}", out.summary);
+        for c in out.evidence["matrix"].as_array().unwrap() {
+            assert_ne!(c["verdict"], "not-probed", "{c}");
+            if c["to"] == "n3" {
+                assert_eq!(c["verdict"], "not-measured", "{c}");
+                let from = c["from"].as_str().unwrap();
+                assert_eq!(
+                    c["detail"],
+                    format!("n3 did not answer (connection refused); {from} probed 198.18.0.4 (ok at 9000), which no config, report or SB Encap row places: it may be n3"),
+                );
+            }
+        }
+        assert_eq!(
+            out.summary,
+            "6 of 12 paths were not measured, so the matrix is incomplete: n3 did not answer (connection refused) (6 pairs); the 6 measured carry 9000 bytes; probed but placed by no config, report or SB Encap row: 198.18.0.4 (ok at 9000 from n0, n1 and n2), which may be n3"
+        );
+        let unplaced = out.evidence["unplaced"].as_array().unwrap();
+        assert_eq!(unplaced.len(), 3, "{unplaced:?}");
+        assert_eq!(
+            unplaced[0],
+            json!({"from": "n0", "address": "198.18.0.4", "verdict": "ok", "path_mtu": 9000, "may_be": ["n3"]})
+        );
+
+        // A node that answered, with its addresses, was simply not probed.
+        let mut f = lab(|_, _| ("ok", 9000));
+        let peers = f.nodes[0].report.clone().unwrap()["checks"][0]["evidence"]["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["address"] != addr(3))
+            .cloned()
+            .collect::<Vec<_>>();
+        let mut doc = f.nodes[0].report.clone().unwrap();
+        doc["checks"][0]["evidence"]["peers"] = json!(peers);
+        f.nodes[0] = answer("n0", doc);
+        let out = judge(&f);
+        let c = out.evidence["matrix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["from"] == "n0" && c["to"] == "n3")
+            .unwrap()
+            .clone();
+        assert_eq!(c["verdict"], "not-probed", "{c}");
+    }
+
+    /// Where an answering node's mtu.path named the address (its config
+    /// entry, or the SB Encap row of n3's chassis), the results toward the
+    /// silent n3 are placed: measured, and a failure among them shown but
+    /// never judged a fail.
+    #[test]
+    fn a_silent_nodes_address_named_by_a_report_places_the_results_but_never_fails_them() {
+        let mut f = lab(|_, j| {
+            if j == 3 {
+                ("blackhole", 1500)
+            } else {
+                ("ok", 9000)
+            }
+        });
+        f.nodes[3] = unreached("n3", UnreachedKind::ConnectionRefused, "");
+        let mut doc = f.nodes[1].report.clone().unwrap();
+        for p in doc["checks"][0]["evidence"]["peers"]
+            .as_array_mut()
+            .unwrap()
+        {
+            if p["address"] == addr(3) {
+                p["node"] = json!("n3");
+                p["source"] = json!("ovn-sb");
+            }
+        }
+        f.nodes[1] = answer("n1", doc);
+        let out = judge(&f);
+        assert_eq!(out.status, Status::Error, "never a fail: {}", out.summary);
+        assert!(out.evidence.get("unplaced").is_none(), "{:?}", out.evidence);
+        for c in out.evidence["matrix"].as_array().unwrap() {
+            if c["to"] != "n3" {
+                continue;
+            }
+            assert_eq!(c["verdict"], "not-measured", "{c}");
+            let from = c["from"].as_str().unwrap();
+            assert_eq!(
+                c["detail"],
+                format!("{from} measured blackhole at 1500 toward 198.18.0.4 (n3's address), but n3 did not answer (connection refused), so the path is not judged")
+            );
+        }
+        // The same by the config's advertise.
+        let mut f = lab(|_, j| {
+            if j == 3 {
+                ("blackhole", 1500)
+            } else {
+                ("ok", 9000)
+            }
+        });
+        f.nodes[3] = unreached("n3", UnreachedKind::TimedOut, "");
+        f.config_addresses
+            .insert("n3".into(), vec![addr(3).parse().unwrap()]);
+        let out = judge(&f);
+        assert_eq!(out.status, Status::Error, "{}", out.summary);
+        assert!(!out.summary.contains("cannot carry"), "{}", out.summary);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::checks::mtu_path::PathMtuEvidence;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 
@@ -273,6 +274,28 @@ impl ClusterFacts {
             }
         }
         AddressBook { owner }
+    }
+
+    /// [`Self::address_book`], and the peers any answering node's mtu.path
+    /// placed by name: its config's `[nodes.NAME]` entry, or an SB `Encap`
+    /// row whose chassis is that node. How the path matrix places a probe
+    /// toward a node that did not answer (whose own addresses are unknown).
+    pub fn placement_book(&self) -> AddressBook {
+        let mut book = self.address_book();
+        for n in self.answered() {
+            let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
+                continue;
+            };
+            for p in &e.peers {
+                if let Some(name) = p.node.as_ref().filter(|m| self.config_nodes.contains(m)) {
+                    book.owner
+                        .entry(p.address)
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
+        book
     }
 
     /// Whether every node of the config was selected and answered: only

@@ -118,7 +118,7 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
         SB,
         "OVN_Southbound",
         "Encap",
-        &["ip", "type"],
+        &["ip", "type", "chassis_name"],
         json!([
             {"ip": "198.18.3.181", "type": "geneve"},
             {"ip": "198.18.3.182", "type": "geneve"},

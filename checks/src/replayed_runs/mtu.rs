@@ -168,7 +168,7 @@ fn raised_to_9000() -> Facts {
     let (sb, sb_rows) = ovsdb(
         SB,
         "OVN_Southbound",
-        &[("Encap", &["ip", "type"])],
+        &[("Encap", &["ip", "type", "chassis_name"])],
         vec![rows(json!([
             {"ip": "198.18.3.181", "type": "geneve"},
             {"ip": "198.18.3.182", "type": "geneve"},

@@ -284,6 +284,12 @@ pub struct PeerReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     pub source: peers::PeerSource,
+    /// The `[nodes.NAME]` this address is, when the source said so (the
+    /// config entry it came from, or the SB `Encap` row of that node's
+    /// chassis): how a cluster run places a result toward a node that did
+    /// not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     pub interface: Option<String>,
     pub verdict: PeerVerdict,
     /// Exact path MTU for every peer that is not `ok` (null when

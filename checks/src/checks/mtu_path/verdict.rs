@@ -97,6 +97,7 @@ pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
         address: p.peer.address,
         scope: p.peer.scope.clone(),
         source: p.peer.source,
+        node: p.peer.node.clone(),
         interface: p.egress.as_ref().ok().map(|l| l.interface.clone()),
         verdict,
         path_mtu,

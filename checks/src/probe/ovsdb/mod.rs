@@ -444,28 +444,66 @@ pub fn parse_ip_list(text: &str) -> Result<Vec<IpAddr>, ProbeError> {
         .collect()
 }
 
-/// Every SB `Encap` row's `ip` (one per chassis and encapsulation type),
-/// sorted and without duplicates, with the member that answered.
+/// One tunnel address of the SB `Encap` table and the chassis it belongs
+/// to (`chassis_name`: the OVS system-id, which Spinifex's install pins to
+/// the node's name).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EncapIp {
+    pub ip: IpAddr,
+    pub chassis: Option<String>,
+}
+
+/// Every SB `Encap` row's `ip` (one per chassis and encapsulation type)
+/// with its `chassis_name`, sorted and without duplicates, with the member
+/// that answered.
+pub fn sb_encaps_within(
+    host: HostRef<'_>,
+    endpoints: &[Endpoint],
+    budget: Budget,
+) -> Result<Answer<Vec<EncapIp>>, ProbeError> {
+    let mut ans = select(
+        host,
+        endpoints,
+        SB_DB,
+        &[Select::all("Encap", &["ip", "type", "chassis_name"])],
+        budget,
+    )?;
+    let rows = ans.value.remove(0);
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let bad = |e| bad_row(SB_DB, "Encap", e);
+        let ip = datum::string(row, "ip").map_err(bad)?.unwrap_or_default();
+        // Asked for, so a server sends it; one that does not (a stand-in,
+        // another implementation) only leaves the address unnamed.
+        let chassis = match row.get("chassis_name") {
+            Some(_) => datum::string(row, "chassis_name")
+                .map_err(bad)?
+                .filter(|c| !c.is_empty()),
+            None => None,
+        };
+        out.extend(parse_ip_list(&ip)?.into_iter().map(|ip| EncapIp {
+            ip,
+            chassis: chassis.clone(),
+        }));
+    }
+    out.sort();
+    out.dedup();
+    Ok(Answer {
+        value: out,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// Every SB `Encap` row's `ip`, sorted and without duplicates, with the
+/// member that answered ([`sb_encaps_within`] without the chassis).
 pub fn sb_encap_ips_within(
     host: HostRef<'_>,
     endpoints: &[Endpoint],
     budget: Budget,
 ) -> Result<Answer<Vec<IpAddr>>, ProbeError> {
-    let mut ans = select(
-        host,
-        endpoints,
-        SB_DB,
-        &[Select::all("Encap", &["ip", "type"])],
-        budget,
-    )?;
-    let rows = ans.value.remove(0);
-    let mut ips = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let ip = datum::string(row, "ip")
-            .map_err(|e| bad_row(SB_DB, "Encap", e))?
-            .unwrap_or_default();
-        ips.extend(parse_ip_list(&ip)?);
-    }
+    let ans = sb_encaps_within(host, endpoints, budget)?;
+    let mut ips: Vec<IpAddr> = ans.value.into_iter().map(|e| e.ip).collect();
     ips.sort();
     ips.dedup();
     Ok(Answer {

@@ -110,7 +110,8 @@ pub struct Peer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     pub source: PeerSource,
-    /// The `[nodes.NAME]` it came from, for config peers.
+    /// The `[nodes.NAME]` it is, when its source says: the config entry
+    /// it came from, or the SB `Encap` row whose chassis is that node.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
 }

@@ -4,11 +4,24 @@
 
 use super::*;
 
+/// The SB `Encap` rows as candidates: a row whose `chassis_name` is a
+/// `[nodes.NAME]` of this config (Spinifex pins the OVS system-id, the
+/// chassis name, to the node name) says which node the address is.
 pub(super) fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
-    let (ips, endpoint) = sb_encap_ips(ctx)?;
-    let n = ips.len();
+    let (rows, endpoint) = sb_encap_rows(ctx)?;
+    let n = rows.len();
+    let names: Vec<String> = ctx
+        .config()
+        .map(|c| c.nodes.keys().cloned().collect())
+        .unwrap_or_default();
     Ok((
-        ips.into_iter().map(Candidate::from).collect(),
+        rows.into_iter()
+            .map(|r| Candidate {
+                address: r.ip,
+                scope: None,
+                node: r.chassis.filter(|c| names.contains(c)),
+            })
+            .collect(),
         format!("{n} Encap rows at {endpoint}"),
     ))
 }
@@ -18,6 +31,14 @@ pub(super) fn sb_encaps(ctx: &Ctx) -> SourceAnswer {
 /// ipsec.xfrm's expected SA pairs alike. Err says why not (OVN read by
 /// another node in a cluster run, no SB endpoint, no answer).
 pub fn sb_encap_ips(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
+    let (rows, endpoint) = sb_encap_rows(ctx)?;
+    let mut ips: Vec<IpAddr> = rows.into_iter().map(|r| r.ip).collect();
+    ips.dedup();
+    Ok((ips, endpoint))
+}
+
+/// [`sb_encap_ips`] with each address's chassis.
+fn sb_encap_rows(ctx: &Ctx) -> Result<(Vec<crate::probe::ovsdb::EncapIp>, Endpoint), String> {
     crate::probe::ovsdb::endpoints::read_elsewhere(ctx, "SB").map_err(|f| f.summary)?;
     let endpoints = match &ctx.opts.sb_db {
         Some(list) => list.clone(),
@@ -32,7 +53,7 @@ pub fn sb_encap_ips(ctx: &Ctx) -> Result<(Vec<IpAddr>, Endpoint), String> {
     let per_member = ctx.bounded(ctx.opts.probe_timeout.max(Duration::from_secs(1)));
     let deadline = (Instant::now() + per_member * 2).min(ctx.deadline());
     let budget = crate::probe::ovsdb::Budget::within(per_member, deadline);
-    match crate::probe::ovsdb::sb_encap_ips_within(ctx.host(), &endpoints, budget) {
+    match crate::probe::ovsdb::sb_encaps_within(ctx.host(), &endpoints, budget) {
         Ok(ans) => Ok((ans.value, ans.endpoint)),
         Err(e) => Err(format!("{} ({e})", crate::endpoint::join(&endpoints))),
     }
