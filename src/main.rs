@@ -169,11 +169,16 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
         Facts::Record(r) => Arc::clone(r) as Arc<dyn Host>,
         Facts::Replay { host, .. } => Arc::clone(host) as Arc<dyn Host>,
     };
-    let ctx = Arc::new(Ctx::with_host(
-        settings.config.clone(),
-        settings.options.clone(),
-        Arc::clone(&host),
-    ));
+    // One --timeout from when the command line began to be read: the
+    // --peer interface lookups before the checks count against it.
+    let ctx = Arc::new(
+        Ctx::with_host(
+            settings.config.clone(),
+            settings.options.clone(),
+            Arc::clone(&host),
+        )
+        .deadline_from(settings.started),
+    );
     let outcomes = match facts {
         Facts::Replay { bundle, .. } => {
             runner::replay(&settings.checks, Arc::clone(&ctx), &bundle.header.checks)

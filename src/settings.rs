@@ -5,7 +5,7 @@
 
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use spx_checks::codes::{self, Level};
 use spx_checks::config::{self, ConfigError};
@@ -52,6 +52,9 @@ pub struct Settings {
     pub record: Option<PathBuf>,
     /// `--strict`, `--allow`, `--deny` as given, for a bundle.
     pub policy: Policy,
+    /// When the run began: before anything on the command line was looked
+    /// up on the host. Its `--timeout` counts from here.
+    pub started: Instant,
 }
 
 /// `--record` and `--replay` against each other and `--cluster`: one line
@@ -76,6 +79,7 @@ const PEER_LOOKUP_BOUND: Duration = Duration::from_secs(2);
 
 impl Settings {
     pub fn from_args(args: RunArgs) -> Result<Settings, UsageError> {
+        let started = Instant::now();
         let timeout = duration("--timeout", &args.timeout)?;
         let sample = duration("--sample", &args.sample)?;
         let probe_timeout = duration("--probe-timeout", &args.probe_timeout)?;
@@ -116,8 +120,11 @@ impl Settings {
             .map(|e| endpoints("--sb-db", e))
             .transpose()?;
         let mut peers = Vec::new();
+        // Looked up within the run's one --timeout, which counts from
+        // `started` (the checks get what is left).
+        let deadline = started + timeout;
         for p in &args.peer {
-            for ip in resolve_peer(p)? {
+            for ip in resolve_peer(p, deadline)? {
                 if !peers.contains(&ip) {
                     peers.push(ip);
                 }
@@ -190,6 +197,7 @@ impl Settings {
                 allow: args.allow.clone(),
                 deny: args.deny.clone(),
             },
+            started,
         })
     }
 
@@ -198,6 +206,7 @@ impl Settings {
     /// `--allow` and `--deny` add to the recorded ones), this command
     /// line's format.
     pub fn for_replay(args: RunArgs, bundle: &Bundle) -> Result<Settings, UsageError> {
+        let started = Instant::now();
         let options = bundle.header.options.clone();
         recorded_options(&options).map_err(|e| {
             UsageError(format!(
@@ -251,6 +260,7 @@ impl Settings {
             levels,
             record: None,
             policy,
+            started,
         })
     }
 }
@@ -424,11 +434,12 @@ fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
 /// An address as given (a link-local one with the interface it is on,
 /// which must exist here), or a name resolved within a bound. A name that
 /// does not resolve is refused: probing nobody is not a pass.
-fn resolve_peer(text: &str) -> Result<Vec<FlagPeer>, UsageError> {
+fn resolve_peer(text: &str, deadline: Instant) -> Result<Vec<FlagPeer>, UsageError> {
     validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
     let live = LiveHost::new();
-    if let Some(addr) = spx_checks::probe::peers::flag_address(HostRef::new(&live, RUN_SCOPE), text)
-        .map_err(|e| UsageError(format!("--peer {e}")))?
+    if let Some(addr) =
+        spx_checks::probe::peers::flag_address(HostRef::new(&live, RUN_SCOPE).until(deadline), text)
+            .map_err(|e| UsageError(format!("--peer {e}")))?
     {
         return Ok(vec![addr]);
     }
@@ -441,7 +452,8 @@ fn resolve_peer(text: &str) -> Result<Vec<FlagPeer>, UsageError> {
                 .map(|a| a.map(|s| s.ip()).collect::<Vec<_>>()),
         );
     });
-    match rx.recv_timeout(PEER_LOOKUP_BOUND) {
+    let bound = PEER_LOOKUP_BOUND.min(deadline.saturating_duration_since(Instant::now()));
+    match rx.recv_timeout(bound) {
         Ok(Ok(ips)) if !ips.is_empty() => Ok(ips
             .into_iter()
             .map(|address| FlagPeer {
@@ -451,6 +463,9 @@ fn resolve_peer(text: &str) -> Result<Vec<FlagPeer>, UsageError> {
             .collect()),
         Ok(Ok(_)) | Ok(Err(_)) => Err(UsageError(format!(
             "--peer {text:?}: the name does not resolve"
+        ))),
+        Err(_) if bound < PEER_LOOKUP_BOUND => Err(UsageError(format!(
+            "--peer {text:?}: name lookup did not answer by the run's deadline (--timeout)"
         ))),
         Err(_) => Err(UsageError(format!(
             "--peer {text:?}: name lookup did not answer within {}s",

@@ -779,3 +779,59 @@ fn mtu_path_every_peer_black_holing_at_one_size_points_at_this_nodes_side() {
         "{fixes:#?}"
     );
 }
+
+/// `--peer fe80::…%IF` looks its interface up within the run's one
+/// `--timeout`, not before it: with that lookup slowed by 2.5 s (strace
+/// delays the first netlink answer the main thread reads, which is that
+/// lookup's), a 3 s run against a peer that answers no echo still ends by
+/// its deadline, and the probing the time left could not finish is
+/// reported cut short. Before, the lookup was outside the deadline and the
+/// run took 2.5 s more than --timeout.
+#[root_test]
+fn mtu_path_a_scoped_peers_interface_is_looked_up_within_the_runs_deadline() {
+    let mut fabric = Fabric::new();
+    let src = fabric.add_node(NodeSpec::jumbo());
+    let deaf = fabric.add_node(NodeSpec::jumbo());
+    fabric.node(deaf).ignore_echo();
+    let (s, d) = (fabric.node(src), fabric.node(deaf));
+    let scoped = format!("{}%eth0", link_local(&d.ns, "eth0"));
+    assert!(!s.ping_df(&scoped, 56), "the oracle: it answers no echo");
+    let t0 = std::time::Instant::now();
+    let (code, out, err) = support::run(
+        s.ns.command("/usr/bin/strace")
+            .args([
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=recvfrom",
+                "-e",
+                "inject=recvfrom:delay_exit=2500000:when=1",
+            ])
+            .arg(support::bin())
+            .args([
+                "--check",
+                "mtu.path",
+                "--peer",
+                &scoped,
+                "--mtu",
+                "9000",
+                "--timeout",
+                "3s",
+                "--format",
+                "json",
+            ])
+            .env("HOME", "/nonexistent-spx-test-home"),
+    );
+    let took = t0.elapsed();
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    support::assert_valid(&doc);
+    assert_eq!(code, 2, "{doc:#}");
+    assert!(
+        took < std::time::Duration::from_millis(4500),
+        "one --timeout 3s bounds the lookup and the run: {took:?}"
+    );
+    let c = check(&doc, "mtu.path");
+    assert_eq!(c["status"], "error", "{c:#}");
+    assert_eq!(c["findings"][0]["code"], "mtu.path/cut-short", "{c:#}");
+}

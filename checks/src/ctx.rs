@@ -124,6 +124,18 @@ impl Ctx {
         }
     }
 
+    /// The same run, its deadline counted from `begun` (`--timeout` after
+    /// it): for a run whose command line already did bounded work against
+    /// the host before the checks started (a `--peer fe80::2%eth0`'s
+    /// interface looked up), so that one `--timeout` bounds all of it.
+    /// The sample window is left where it is.
+    pub fn deadline_from(self, begun: Instant) -> Ctx {
+        Ctx {
+            deadline: begun + self.opts.timeout,
+            ..self
+        }
+    }
+
     /// The same run, as the check `id` sees it: its questions are asked in
     /// its own scope, so that a replay answers them in its own order.
     pub fn for_check(&self, id: &'static str) -> Ctx {
