@@ -439,25 +439,16 @@ mod tests {
             f.summary,
             "the nodes' configs disagree: ipsec_enabled: n2 has ipsec_enabled = false (the other 3 have ipsec_enabled = true)"
         );
-        assert!(f.remediation[0].starts_with("on n2: set `ipsec_enabled = true` under [network]"));
+        // Read as English: "its value", never "its's".
+        assert_eq!(
+            f.remediation[0],
+            "on n2: set `ipsec_enabled = true` under [network] in /etc/spinifex/spinifex.toml (or the others to its value, whichever is intended), then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests"
+        );
         assert_eq!(f.evidence["drift"][0]["values"][1]["nodes"], json!(["n2"]));
     }
 
     #[test]
-    fn the_fix_reads_as_english_for_one_odd_node_and_for_several() {
-        let one = judge(&facts(
-            vec![
-                node("n0", true, 1500, "0.1.0"),
-                node("n1", true, 1500, "0.1.0"),
-                node("n2", false, 1500, "0.1.0"),
-                node("n3", true, 1500, "0.1.0"),
-            ],
-            &[],
-        ));
-        assert_eq!(
-            one.remediation[0],
-            "on n2: set `ipsec_enabled = true` under [network] in /etc/spinifex/spinifex.toml (or the others to its value, whichever is intended), then `systemctl restart spinifex-daemon` on the nodes changed and stop and start their guests"
-        );
+    fn the_fix_for_several_odd_nodes_says_their_value() {
         let names = ["n0", "n1", "n2", "n3", "n4"];
         let two = judge(&facts(
             names
@@ -479,13 +470,8 @@ mod tests {
             "{:?}",
             two.remediation
         );
-        for f in [&one, &two] {
-            let text = f.remediation.join("\n");
-            assert!(
-                !text.contains("its's") && !text.contains("their's"),
-                "{text}"
-            );
-        }
+        let text = two.remediation.join("\n");
+        assert!(!text.contains("their's"), "{text}");
     }
 
     #[test]

@@ -1103,13 +1103,17 @@ mod tests {
     /// never judged a fail.
     #[test]
     fn a_silent_nodes_address_named_by_a_report_places_the_results_but_never_fails_them() {
-        let mut f = lab(|_, j| {
-            if j == 3 {
-                ("blackhole", 1500)
-            } else {
-                ("ok", 9000)
-            }
-        });
+        // Every path to n3 black-holes at 1500.
+        let narrow_to_n3 = || {
+            lab(|_, j| {
+                if j == 3 {
+                    ("blackhole", 1500)
+                } else {
+                    ("ok", 9000)
+                }
+            })
+        };
+        let mut f = narrow_to_n3();
         f.nodes[3] = unreached("n3", UnreachedKind::ConnectionRefused, "");
         let mut doc = f.nodes[1].report.clone().unwrap();
         for p in doc["checks"][0]["evidence"]["peers"]
@@ -1137,13 +1141,7 @@ mod tests {
             );
         }
         // The same by the config's advertise.
-        let mut f = lab(|_, j| {
-            if j == 3 {
-                ("blackhole", 1500)
-            } else {
-                ("ok", 9000)
-            }
-        });
+        let mut f = narrow_to_n3();
         f.nodes[3] = unreached("n3", UnreachedKind::TimedOut, "");
         f.config_addresses
             .insert("n3".into(), vec![addr(3).parse().unwrap()]);
