@@ -52,6 +52,8 @@ pub enum Action {
         #[arg(value_enum)]
         shell: Shell,
     },
+    /// Run as a service: answer cluster run requests on Spinifex's NATS (see contrib/systemd/spx-doctor-agent.service).
+    Agent(crate::agent::AgentArgs),
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,

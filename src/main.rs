@@ -4,6 +4,8 @@
 //! follow Spinifex's `spx admin node js-probe`: 0 ok, 1 a failure observed,
 //! 2 inconclusive (usage, config, or no conclusion).
 
+mod agent;
+mod bus;
 mod cli;
 mod cluster;
 mod levels;
@@ -45,6 +47,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             render::to_stdout(&completions(shell))?;
             Ok(0)
         }
+        Some(Action::Agent(args)) => agent::run(args),
         Some(Action::Man) => {
             render::to_stdout(&man_page()?)?;
             Ok(0)

@@ -2,14 +2,27 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+/// `--via`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViaFlag {
+    /// Every node's spx-doctor agent, over Spinifex's NATS.
+    Nats,
+    /// This node in-process, the others over OpenSSH.
+    Ssh,
+}
 
 #[derive(Args, Debug, Default, Clone)]
-#[command(next_help_heading = "Cluster (every node, over OpenSSH)")]
+#[command(next_help_heading = "Cluster (every node, over NATS or OpenSSH)")]
 pub struct ClusterArgs {
-    /// Check every node of the config's [nodes.*]: this node in-process, the others over ssh (BatchMode), plus the cross-node checks (cluster.*).
+    /// Check every node of the config's [nodes.*] (their agents over NATS, or this node in-process and the others over ssh), plus the cross-node checks (cluster.*).
     #[arg(long)]
     pub cluster: bool,
+
+    /// How to reach the nodes: nats (each node's spx-doctor agent, on Spinifex's bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh].
+    #[arg(long, value_enum, value_name = "HOW", requires = "cluster")]
+    pub via: Option<ViaFlag>,
 
     /// Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name].
     #[arg(

@@ -11,6 +11,7 @@
 //! ([`report`]) carries every node's own report unchanged.
 
 pub mod args;
+mod nats;
 mod plan;
 pub mod report;
 mod ssh;
@@ -19,7 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix;
-use spx_checks::cluster::{self as facts, ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
+use spx_checks::cluster::{
+    self as facts, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
+};
 use spx_checks::{endpoint, expect, spinifex::as_invoked, Status};
 
 use crate::cli::{Format, RunArgs};
@@ -39,7 +42,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     runner::install_panic_hook();
     let started_at = SystemTime::now();
     let t0 = Instant::now();
+    let carried = nats::Carried::of(&args);
     let plan = Plan::from_args(args)?;
+    let bus = nats::choose(&plan, &carried)?;
+    let transport = match bus {
+        Some(_) => Transport::Nats,
+        None => Transport::Ssh,
+    };
     let deadline = t0 + plan.timeout - margin(plan.timeout);
 
     let names = plan.names_to_resolve.clone();
@@ -60,12 +69,36 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         })
         .collect();
     let parallel = plan.parallel;
-    let remote = std::thread::spawn(move || ssh::run_all(jobs, parallel, deadline));
+    let remote = match bus {
+        // Over NATS every node's agent answers, this node's included.
+        Some(config) => {
+            let g = nats::Gather {
+                config,
+                request: nats::request(&plan, &carried),
+                nodes: plan.nodes.iter().map(|n| n.name.clone()).collect(),
+                broadcast: plan.nodes.len() == plan.config_nodes.len(),
+                deadline,
+                traceparent: nats::traceparent(),
+            };
+            std::thread::spawn(move || {
+                nats::gather(g)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, report)| ssh::Answer {
+                        index,
+                        report,
+                        target: None,
+                    })
+                    .collect()
+            })
+        }
+        None => std::thread::spawn(move || ssh::run_all(jobs, parallel, deadline)),
+    };
 
     let local = plan
         .nodes
         .iter()
-        .position(|n| matches!(n.via, Via::InProcess))
+        .position(|n| transport == Transport::Ssh && matches!(n.via, Via::InProcess))
         .map(|i| {
             let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
@@ -97,6 +130,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .map(|((n, a), target)| {
             let host = match n.via {
                 Via::InProcess => None,
+                _ if transport == Transport::Nats => None,
                 _ => n.host.clone(),
             };
             let report = a.unwrap_or_else(|| {
@@ -124,6 +158,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         ssh_config: plan.ssh_config.as_ref().map(|p| p.display().to_string()),
         sudo: plan.sudo,
         parallel: plan.parallel,
+        transport,
     };
 
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());
@@ -195,7 +230,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .nodes
         .iter()
         .zip(&plan.nodes)
-        .map(|(n, p)| NodeEntry::of(n, matches!(p.via, Via::InProcess)))
+        .map(|(n, p)| match transport {
+            Transport::Nats => NodeEntry::of(n, "nats"),
+            Transport::Ssh if matches!(p.via, Via::InProcess) => NodeEntry::of(n, "in-process"),
+            Transport::Ssh => NodeEntry::of(n, "ssh"),
+        })
         .collect();
     let mut summary = ClusterSummary {
         nodes: entries.len(),
@@ -225,6 +264,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         exit_code,
         summary,
         ovn_read_by: plan.reader.clone(),
+        via: transport.as_str(),
         nodes: entries,
         checks,
         path_matrix,

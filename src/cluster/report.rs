@@ -22,6 +22,8 @@ pub struct ClusterReport {
     pub summary: ClusterSummary,
     /// The node that read OVN NB and SB for the whole cluster, once.
     pub ovn_read_by: String,
+    /// How the nodes' reports were gathered: `ssh` or `nats`.
+    pub via: &'static str,
     pub nodes: Vec<NodeEntry>,
     /// The cluster checks' findings (same shape as a node report's).
     pub checks: Vec<CheckReport>,
@@ -65,7 +67,7 @@ impl ClusterSummary {
 pub struct NodeEntry {
     pub name: String,
     pub host: Option<String>,
-    /// `in-process` (this node) or `ssh`.
+    /// `in-process` (this node) or `ssh`; `nats` (its agent).
     pub via: &'static str,
     /// `ok` (a valid report) or `unreachable`.
     pub status: &'static str,
@@ -76,11 +78,11 @@ pub struct NodeEntry {
 }
 
 impl NodeEntry {
-    pub fn of(n: &NodeAnswer, in_process: bool) -> NodeEntry {
+    pub fn of(n: &NodeAnswer, via: &'static str) -> NodeEntry {
         NodeEntry {
             name: n.name.clone(),
             host: n.host.clone(),
-            via: if in_process { "in-process" } else { "ssh" },
+            via,
             status: if n.report.is_ok() {
                 "ok"
             } else {

@@ -457,7 +457,7 @@ pub fn classify(
 }
 
 /// The shape of a JSON v1 report, as far as the cluster relies on it.
-fn shape(doc: &Value, code: i32) -> Result<(), String> {
+pub(super) fn shape(doc: &Value, code: i32) -> Result<(), String> {
     let str_at = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     if doc.get("schema_version").and_then(Value::as_u64) != Some(1) {
         return Err("not a JSON v1 report (schema_version is not 1)".into());

@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod cluster;
 pub mod inert;
+pub mod journal;
 pub mod json;
 pub mod junit;
 pub mod prometheus;

@@ -13,7 +13,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared, Scope};
-use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
+use crate::cluster::{
+    self, and_list, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
+};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, Subject};
@@ -139,10 +141,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             (Ok(_), _) => Subject::new(
                 ClusterReachableKind::Ok,
                 &n.name,
-                if n.host.is_some() {
-                    "answered over ssh"
-                } else {
-                    "answered in-process"
+                match (facts.transport, n.host.is_some()) {
+                    (Transport::Nats, _) => "its agent answered over NATS",
+                    (Transport::Ssh, true) => "answered over ssh",
+                    (Transport::Ssh, false) => "answered in-process",
                 },
             ),
         })
@@ -173,6 +175,9 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             "no node was selected",
         ));
     }
+    if let Some(f) = one_cause(facts, &unreached) {
+        return evidence(f);
+    }
     if !unreached.is_empty() {
         let parts: Vec<String> = unreached
             .iter()
@@ -193,6 +198,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         return evidence(f);
     }
     let how = match (in_process.as_slice(), via_ssh) {
+        _ if facts.transport == Transport::Nats => format!("{total} agents over NATS"),
         ([], n) => format!("{n} over ssh"),
         ([me], 0) => format!("{me} in-process"),
         ([me], n) => format!("{me} in-process, {n} over ssh"),
@@ -317,9 +323,92 @@ impl Route<'_> {
     }
 }
 
+/// When no node answered for one reason that is not about any node (no
+/// agent anywhere, or this node's own session with NATS failed), the
+/// finding says it once, with one fix, instead of once per node.
+fn one_cause(facts: &ClusterFacts, unreached: &[(&NodeAnswer, &Unreached)]) -> Option<Finding> {
+    let total = facts.nodes.len();
+    let (_, first) = unreached.first()?;
+    if unreached.len() != total || total < 2 {
+        return None;
+    }
+    let same = unreached.iter().all(|(_, w)| {
+        w.kind == first.kind && (w.kind == UnreachedKind::NoAgent || w.detail == first.detail)
+    });
+    if !same {
+        return None;
+    }
+    let them = format!("none of the {total} nodes answered, so nothing is concluded about them");
+    match first.kind {
+        UnreachedKind::NoAgent => Some(
+            Finding::new(
+                ClusterReachableKind::Unanswered,
+                format!("no spx-doctor agent answered on NATS: are the agents installed? ({them})"),
+            )
+            .fix(
+                "install and start the agent on every node: contrib/systemd/spx-doctor-agent.service (`systemctl enable --now spx-doctor-agent`; `journalctl -u spx-doctor-agent` says whether it is connected)",
+            )
+            .fix("or run without agents, over OpenSSH: `spx doctor --cluster --via ssh`"),
+        ),
+        k if k.is_bus() => Some(
+            Finding::new(
+                ClusterReachableKind::Unanswered,
+                format!("{first} ({them})"),
+            )
+            .fix(bus_remedy(k))
+            .fix("or run without NATS, over OpenSSH: `spx doctor --cluster --via ssh`"),
+        ),
+        _ => None,
+    }
+}
+
+/// The fix when this node's own session with NATS failed.
+fn bus_remedy(kind: UnreachedKind) -> String {
+    match kind {
+        UnreachedKind::NatsTls => "this node's [nodes.NODE.nats] cacert must be the CA that signed the NATS server's certificate (Spinifex's ca.pem), and the certificate must name the host the config gives".into(),
+        UnreachedKind::NatsAuth => "this node's [nodes.NODE.nats.acl] token must be the cluster's NATS token (the one in nats.conf's authorization block)".into(),
+        _ => "is NATS running here and listening where this node's [nodes.NODE.nats] host says? `systemctl status spinifex-nats`".into(),
+    }
+}
+
+/// The fix over NATS, where ssh's words do not apply.
+fn nats_remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> Option<String> {
+    let name = &n.name;
+    Some(match why.kind {
+        UnreachedKind::NoAgent => format!(
+            "{name}: start its agent: `systemctl enable --now spx-doctor-agent` there (`journalctl -u spx-doctor-agent` says why it is not connected), or reach it with --via ssh"
+        ),
+        UnreachedKind::NatsConnect | UnreachedKind::NatsTls | UnreachedKind::NatsAuth => {
+            bus_remedy(why.kind)
+        }
+        UnreachedKind::AgentRefused => format!(
+            "{name}: install spx-doctor {} there and restart spx-doctor-agent: its agent does not take what this one asked",
+            facts.version
+        ),
+        UnreachedKind::AgentBusy => format!(
+            "{name}: its agent was busy or at its runs-per-minute bound: run again when the refusal says (or raise --runs-per-minute in its unit)"
+        ),
+        UnreachedKind::TooLarge => format!(
+            "{name}: its report does not fit the NATS server's max_payload: run fewer checks there (--check), or reach it with --via ssh"
+        ),
+        UnreachedKind::Deadline => format!(
+            "{name}: its agent took the request but had no report by the deadline: raise --timeout, and see `journalctl -u spx-doctor-agent` on {name}"
+        ),
+        UnreachedKind::InvalidAnswer => format!(
+            "{name}: what answered as its agent sent no JSON v1 report of {name}: `journalctl -u spx-doctor-agent` on {name}, and is another agent running with {name}'s config?"
+        ),
+        _ => return None,
+    })
+}
+
 /// The fix for one node that did not answer: in the terms this run used
 /// (its ssh command line, user, ssh_config, `--remote-bin`, sudo).
 fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
+    if facts.transport == Transport::Nats {
+        if let Some(fix) = nats_remedy(facts, n, why) {
+            return fix;
+        }
+    }
     let name = &n.name;
     let route = Route { facts, n };
     let host = route.host();
@@ -452,6 +541,13 @@ fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
             "{name}: `{} true` shows what fails",
             route.ssh("-v -o BatchMode=yes")
         ),
+        UnreachedKind::NoAgent
+        | UnreachedKind::NatsConnect
+        | UnreachedKind::NatsTls
+        | UnreachedKind::NatsAuth
+        | UnreachedKind::AgentRefused
+        | UnreachedKind::AgentBusy
+        | UnreachedKind::TooLarge => nats_remedy(facts, n, why).unwrap_or_default(),
     }
 }
 

@@ -87,6 +87,24 @@ pub enum UnreachedKind {
     Queued,
     /// Any other ssh failure (exit 255), with ssh's words.
     Ssh,
+    /// Over NATS: no agent answered for the node by the deadline.
+    NoAgent,
+    /// Over NATS: this node could not reach its NATS server (refused,
+    /// timed out, no route, a name that does not resolve).
+    NatsConnect,
+    /// Over NATS: the CA could not be read or the server's certificate
+    /// does not verify against it.
+    NatsTls,
+    /// Over NATS: the server refused the token.
+    NatsAuth,
+    /// Over NATS: the node's agent refused the request (a typed refusal:
+    /// most often a doctor of another version).
+    AgentRefused,
+    /// Over NATS: the node's agent was busy with other runs, or at its
+    /// runs-per-minute bound.
+    AgentBusy,
+    /// Over NATS: the node's report does not fit the server's max_payload.
+    TooLarge,
 }
 
 impl UnreachedKind {
@@ -111,7 +129,23 @@ impl UnreachedKind {
             UnreachedKind::Deadline => "no answer by the deadline",
             UnreachedKind::Queued => "still queued behind --parallel at the deadline",
             UnreachedKind::Ssh => "ssh failed",
+            UnreachedKind::NoAgent => "no agent answered on NATS",
+            UnreachedKind::NatsConnect => "cannot connect to NATS",
+            UnreachedKind::NatsTls => "NATS TLS failed",
+            UnreachedKind::NatsAuth => "NATS refused the token",
+            UnreachedKind::AgentRefused => "the agent refused the request",
+            UnreachedKind::AgentBusy => "the agent was busy",
+            UnreachedKind::TooLarge => "the report does not fit NATS",
         }
+    }
+
+    /// A failure of this node's own session with NATS (every node then
+    /// fails the same way), not of the node asked.
+    pub fn is_bus(self) -> bool {
+        matches!(
+            self,
+            UnreachedKind::NatsConnect | UnreachedKind::NatsTls | UnreachedKind::NatsAuth
+        )
     }
 }
 
@@ -121,6 +155,26 @@ impl std::fmt::Display for Unreached {
             f.write_str(self.kind.as_str())
         } else {
             write!(f, "{}: {}", self.kind.as_str(), self.detail)
+        }
+    }
+}
+
+/// How the nodes' reports were gathered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// This node in-process, the others over OpenSSH.
+    #[default]
+    Ssh,
+    /// Every node's agent over Spinifex's NATS.
+    Nats,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Ssh => "ssh",
+            Transport::Nats => "nats",
         }
     }
 }
@@ -240,6 +294,8 @@ pub struct ClusterFacts {
     pub sudo: bool,
     /// `--parallel`: at most this many ssh sessions at once.
     pub parallel: usize,
+    /// How the reports were gathered.
+    pub transport: Transport,
 }
 
 impl ClusterFacts {

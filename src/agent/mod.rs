@@ -1,0 +1,670 @@
+//! `spx-doctor agent`: the doctor as a service on every node, answering
+//! run requests on Spinifex's NATS the way the daemon answers
+//! `spinifex.node.status`.
+//!
+//! It connects as the daemon does (its own `[nodes.<node>.nats]`: host,
+//! TLS against `cacert`, the `acl` token), retries with backoff until the
+//! bus is there and reconnects the same way when it goes, and says every
+//! change of state on stderr, which is the journal under systemd. It
+//! answers `spinifex.doctor.run` (every agent, no queue group) and
+//! `spinifex.doctor.<node>.run`. A request ([`wire::Request`]) is read
+//! strictly; a refusal is a typed error answer. Accepted requests get an
+//! acknowledgement at once, then the node's JSON v1 report, made by the
+//! same code as `spx-doctor --format json` ([`crate::node_report`]), or a
+//! typed error when it does not fit the server's max_payload. Runs are
+//! scheduled by [`scheduler`]: one at a time, shared, bounded per minute.
+//!
+//! tokio runs the bus side on one thread; a run is a plain thread that
+//! calls the synchronous checks, as the CLI does.
+
+pub mod scheduler;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::{Client, Event, HeaderMap, Subject};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use spx_checks::profile::Preflight;
+use spx_checks::ConfigState;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::bus::wire::{
+    self, ErrorBody, ErrorReply, RefusalKind, Request, RunKey, TraceParent, HEADER_NODE,
+    HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY, HEADER_TRACEPARENT,
+};
+use crate::bus::{backoff, NatsConfig};
+use crate::cli::{Change, Format, RunArgs};
+use crate::render::journal::{log, Priority};
+use crate::settings::{Settings, UsageError};
+use scheduler::{Job, Limits, Offered, Refused, Scheduler, Start, Why};
+
+/// `spx-doctor agent`.
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// The Spinifex config, found as a run finds it; its `node` and that node's [nodes.NODE.nats] say where the bus is.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited".
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub runs_per_minute: u32,
+}
+
+/// Requests that may share one run, or wait for one together.
+const MAX_WAITERS: usize = 1024;
+/// Different requests that may wait while a run is in progress.
+const MAX_WAITING: usize = 8;
+/// Requests read ahead of the agent per subscription: a flood beyond it
+/// is dropped by the client (and logged), never queued without bound.
+const SUBSCRIPTION_CAPACITY: usize = 4096;
+/// One connection attempt's bound.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
+    crate::runner::install_panic_hook();
+    // The config is found and validated exactly as a run finds it.
+    let probe = RunArgs {
+        config: args.config.clone(),
+        timeout: "10s".into(),
+        sample: "1s".into(),
+        probe_timeout: "1s".into(),
+        ..RunArgs::default()
+    };
+    let settings = Settings::from_args(probe)?;
+    let (path, node) = match &settings.config {
+        ConfigState::Loaded { path, config } => match &config.node {
+            Some(node) => (path.clone(), node.clone()),
+            None => {
+                return Err(UsageError(format!(
+                    "agent: {} names no `node`: an agent answers for the node its config is",
+                    path.display()
+                ))
+                .into())
+            }
+        },
+        ConfigState::Missing { looked_at } => {
+            return Err(UsageError(format!(
+                "agent: no config at {} (pass --config PATH)",
+                looked_at
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ))
+            .into())
+        }
+        ConfigState::Unreadable { path, reason } => {
+            return Err(
+                UsageError(format!("agent: cannot read {} ({reason})", path.display())).into(),
+            )
+        }
+    };
+    let nats = NatsConfig::read(&path, &node)
+        .map_err(|e| UsageError(format!("agent: {e}")))?
+        .ok_or_else(|| {
+            UsageError(format!(
+                "agent: {} has no [nodes.{node}.nats]: the agent reaches NATS as the daemon does (host, cacert, acl.token)",
+                path.display()
+            ))
+        })?;
+    let agent = Agent {
+        node,
+        config: path,
+        nats,
+        limits: Limits {
+            runs_per_minute: args.runs_per_minute,
+            max_waiters: MAX_WAITERS,
+            max_waiting_groups: MAX_WAITING,
+        },
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(2)
+        .build()?;
+    rt.block_on(serve(agent))
+}
+
+struct Agent {
+    node: String,
+    config: PathBuf,
+    nats: NatsConfig,
+    limits: Limits,
+}
+
+/// Who waits for a run's answer.
+struct Waiter {
+    reply: Subject,
+    request: String,
+    trace: Option<TraceParent>,
+}
+
+/// What a run thread hands back.
+struct RunOutput {
+    result: Result<Ran, String>,
+    took: Duration,
+}
+
+struct Ran {
+    body: Bytes,
+    exit_code: i32,
+    checks: usize,
+}
+
+async fn serve(agent: Agent) -> anyhow::Result<u8> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    log(
+        Priority::Info,
+        &format!(
+            "starting for node {}: NATS at {} ({}, {}), at most {} runs a minute",
+            agent.node,
+            agent.nats.server,
+            match &agent.nats.cacert {
+                Some(ca) => format!("TLS against {}", ca.display()),
+                None => "no cacert: TLS only if the server asks".into(),
+            },
+            if agent.nats.has_token() {
+                "token from the config"
+            } else {
+                "no token"
+            },
+            agent.limits.runs_per_minute
+        ),
+    );
+    let client = {
+        let mut attempt = 0usize;
+        loop {
+            attempt += 1;
+            let server = agent.nats.server.clone();
+            let name = format!("spx-doctor agent {}", agent.node);
+            match agent
+                .nats
+                .connect(&name, CONNECT_TIMEOUT, |o| {
+                    o.event_callback(events(server))
+                        .subscription_capacity(SUBSCRIPTION_CAPACITY)
+                })
+                .await
+            {
+                Ok(c) => break c,
+                Err(f) => {
+                    let wait = backoff(attempt + 1);
+                    log(
+                        Priority::Warning,
+                        &format!(
+                            "cannot connect: {} (attempt {attempt}); retrying in {:.1} s",
+                            f.detail,
+                            wait.as_secs_f64()
+                        ),
+                    );
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = term.recv() => return Ok(stopped()),
+                        _ = int.recv() => return Ok(stopped()),
+                    }
+                }
+            }
+        }
+    };
+    let mine_subject = wire::node_subject(&agent.node);
+    let mut all = client.subscribe(wire::SUBJECT_ALL).await?;
+    let mut mine = client.subscribe(mine_subject.clone()).await?;
+    client.flush().await?;
+    let info = client.server_info();
+    log(
+        Priority::Notice,
+        &format!(
+            "connected to NATS at {} (server {} {}, max_payload {} bytes); answering {} and {}",
+            agent.nats.server,
+            info.server_name,
+            info.version,
+            client.max_payload(),
+            wire::SUBJECT_ALL,
+            mine_subject
+        ),
+    );
+
+    let mut state = State {
+        agent: &agent,
+        client: &client,
+        scheduler: Scheduler::new(agent.limits),
+        running: None,
+        wake: None,
+        quiet: Quiet::default(),
+    };
+    loop {
+        let wake = state.wake;
+        tokio::select! {
+            m = all.next() => match m {
+                Some(msg) => state.request(msg).await,
+                None => break,
+            },
+            m = mine.next() => match m {
+                Some(msg) => state.request(msg).await,
+                None => break,
+            },
+            out = async { state.running.as_mut().expect("guarded").await }, if state.running.is_some() => {
+                state.running = None;
+                state.finished(out.unwrap_or(RunOutput {
+                    result: Err("the run thread ended without an answer".into()),
+                    took: Duration::ZERO,
+                }))
+                .await;
+            }
+            _ = async { tokio::time::sleep_until(wake.expect("guarded").into()).await }, if wake.is_some() => {}
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+        state.tick().await;
+    }
+    let _ = client.flush().await;
+    Ok(stopped())
+}
+
+fn stopped() -> u8 {
+    log(Priority::Notice, "stopping");
+    0
+}
+
+/// Log the connection's changes of state (the client reconnects by
+/// itself, with [`backoff`]).
+fn events(
+    server: String,
+) -> impl Fn(Event) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + Sync>>
+       + Send
+       + Sync
+       + 'static {
+    let lost = Arc::new(AtomicBool::new(false));
+    let slow = Arc::new(AtomicU64::new(0));
+    move |event| {
+        let (lost, slow, server) = (Arc::clone(&lost), Arc::clone(&slow), server.clone());
+        Box::pin(async move {
+            match event {
+                Event::Disconnected => {
+                    lost.store(true, Ordering::Relaxed);
+                    log(
+                        Priority::Warning,
+                        &format!(
+                            "lost the connection to NATS at {server}; reconnecting with backoff (0.5 s doubling to 10 s)"
+                        ),
+                    );
+                }
+                Event::Connected => {
+                    if lost.swap(false, Ordering::Relaxed) {
+                        log(
+                            Priority::Notice,
+                            &format!("reconnected to NATS at {server}"),
+                        );
+                    }
+                }
+                Event::ClientError(e) => log(
+                    Priority::Warning,
+                    &format!("reconnecting to NATS at {server}: {e}"),
+                ),
+                Event::ServerError(e) => {
+                    log(Priority::Error, &format!("NATS at {server} says: {e}"))
+                }
+                Event::SlowConsumer(_) => {
+                    let now = unix_seconds();
+                    if slow.swap(now, Ordering::Relaxed) + 10 <= now {
+                        log(
+                            Priority::Warning,
+                            "requests arrive faster than this agent reads them: the excess is dropped unanswered",
+                        );
+                    }
+                }
+                Event::LameDuckMode => log(
+                    Priority::Warning,
+                    &format!("NATS at {server} is going away (lame duck mode)"),
+                ),
+                Event::Draining | Event::Closed => {}
+            }
+        })
+    }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Refusals are logged at most once every 10 s, with a count of the
+/// others, so a flood of bad requests cannot flood the journal.
+#[derive(Default)]
+struct Quiet {
+    last: Option<Instant>,
+    held: u64,
+}
+
+impl Quiet {
+    fn refusal(&mut self, text: &str) {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) < Duration::from_secs(10))
+        {
+            self.held += 1;
+            return;
+        }
+        let more = match std::mem::take(&mut self.held) {
+            0 => String::new(),
+            n => format!(" ({n} more refused since the last one logged)"),
+        };
+        self.last = Some(now);
+        log(Priority::Warning, &format!("{text}{more}"));
+    }
+}
+
+struct State<'a> {
+    agent: &'a Agent,
+    client: &'a Client,
+    scheduler: Scheduler<Waiter>,
+    running: Option<tokio::sync::oneshot::Receiver<RunOutput>>,
+    wake: Option<Instant>,
+    quiet: Quiet,
+}
+
+impl State<'_> {
+    fn headers(&self, kind: &str, request: Option<&str>, trace: Option<TraceParent>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(HEADER_REPLY, kind);
+        h.insert(HEADER_NODE, self.agent.node.as_str());
+        if let Some(r) = request {
+            h.insert(HEADER_REQUEST, r);
+        }
+        h.insert(
+            HEADER_RUNS_PER_MINUTE,
+            self.agent.limits.runs_per_minute.to_string(),
+        );
+        if let Some(t) = trace {
+            h.insert(HEADER_TRACEPARENT, t.child(span_id()).to_string());
+        }
+        h
+    }
+
+    async fn send(&self, to: Subject, headers: HeaderMap, body: Bytes) {
+        // A requester that went away is not the agent's problem.
+        let _ = self.client.publish_with_headers(to, headers, body).await;
+    }
+
+    async fn refuse(
+        &mut self,
+        to: Subject,
+        request: Option<String>,
+        trace: Option<TraceParent>,
+        kind: RefusalKind,
+        message: String,
+        retry_after: Option<Duration>,
+    ) {
+        self.quiet.refusal(&format!(
+            "refused request {}: {}: {message}",
+            request.as_deref().unwrap_or("(no id)"),
+            kind.as_str()
+        ));
+        let body = ErrorReply {
+            error: ErrorBody {
+                kind,
+                message,
+                node: self.agent.node.clone(),
+                request: request.clone(),
+                runs_per_minute: matches!(kind, RefusalKind::Busy | RefusalKind::RateLimited)
+                    .then_some(self.agent.limits.runs_per_minute),
+                retry_after_ms: retry_after.map(|d| d.as_millis() as u64),
+            },
+        }
+        .to_json();
+        let headers = self.headers(wire::REPLY_ERROR, request.as_deref(), trace);
+        self.send(to, headers, Bytes::from(body)).await;
+    }
+
+    async fn request(&mut self, msg: async_nats::Message) {
+        let Some(reply) = msg.reply.clone() else {
+            self.quiet
+                .refusal("ignored a request without a reply subject (nobody to answer)");
+            return;
+        };
+        let trace = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(HEADER_TRACEPARENT))
+            .and_then(|v| TraceParent::parse(v.as_str()));
+        let req = match Request::parse(&msg.payload) {
+            Ok(r) => r,
+            Err((id, r)) => {
+                self.refuse(reply, id, trace, r.kind, r.message, None).await;
+                return;
+            }
+        };
+        let now = Instant::now();
+        let job = Job {
+            key: req.key(),
+            deadline: now + req.timeout,
+            waiter: Waiter {
+                reply: reply.clone(),
+                request: req.id.clone(),
+                trace,
+            },
+        };
+        match self.scheduler.offer(job, now) {
+            Offered::Joined | Offered::Queued => {
+                let h = self.headers(wire::REPLY_ACCEPTED, Some(&req.id), trace);
+                self.send(reply, h, Bytes::new()).await;
+            }
+            Offered::Refused(w, r) => self.refused(w, r).await,
+        }
+    }
+
+    async fn refused(&mut self, w: Waiter, r: Refused) {
+        let kind = match r.why {
+            Why::Busy => RefusalKind::Busy,
+            Why::RateLimited => RefusalKind::RateLimited,
+        };
+        self.refuse(
+            w.reply,
+            Some(w.request),
+            w.trace,
+            kind,
+            r.message,
+            r.retry_after,
+        )
+        .await;
+    }
+
+    /// Start what can start; refuse what can no longer run in time.
+    async fn tick(&mut self) {
+        let t = self.scheduler.tick(Instant::now());
+        for (w, r) in t.refused {
+            self.refused(w, r).await;
+        }
+        if let Some(start) = t.start {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let (config, node) = (self.agent.config.clone(), self.agent.node.clone());
+            let spawned = std::thread::Builder::new()
+                .name("run".into())
+                .spawn(move || {
+                    let t0 = Instant::now();
+                    let result = std::panic::catch_unwind(|| run_once(&config, &node, &start))
+                        .unwrap_or_else(|_| Err("the run panicked".into()));
+                    let _ = tx.send(RunOutput {
+                        result,
+                        took: t0.elapsed(),
+                    });
+                });
+            match spawned {
+                Ok(_) => self.running = Some(rx),
+                Err(e) => {
+                    self.finished(RunOutput {
+                        result: Err(format!("cannot start a run thread: {e}")),
+                        took: Duration::ZERO,
+                    })
+                    .await
+                }
+            }
+        }
+        self.wake = t.wake;
+    }
+
+    /// A run ended: answer everyone who shared it.
+    async fn finished(&mut self, out: RunOutput) {
+        let waiters = self.scheduler.finish();
+        let run = self.scheduler.runs;
+        let ids: Vec<&str> = waiters.iter().map(|w| w.request.as_str()).collect();
+        let traces: Vec<String> = waiters
+            .iter()
+            .filter_map(|w| w.trace.map(|t| t.trace_id_hex()))
+            .collect();
+        let shared = waiters.len();
+        match &out.result {
+            Ok(ran) => log(
+                Priority::Info,
+                &format!(
+                    "run {run}: {} checks, exit {}, {:.2} s, {} bytes; answers {shared} request(s): {}{}",
+                    ran.checks,
+                    ran.exit_code,
+                    out.took.as_secs_f64(),
+                    ran.body.len(),
+                    shown_ids(&ids),
+                    if traces.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (trace {})", traces.join(", "))
+                    }
+                ),
+            ),
+            Err(e) => log(Priority::Error, &format!("run {run} failed: {e}")),
+        }
+        for w in waiters {
+            match &out.result {
+                Ok(ran) => {
+                    let mut h = self.headers(wire::REPLY_REPORT, Some(&w.request), w.trace);
+                    h.insert(HEADER_SHARED_BY, shared.to_string());
+                    let sent = self
+                        .client
+                        .publish_with_headers(w.reply.clone(), h, ran.body.clone())
+                        .await;
+                    if let Err(e) = sent {
+                        if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded {
+                            let message = format!(
+                                "the report ({} bytes) does not fit the server's max_payload ({} bytes): {e}",
+                                ran.body.len(),
+                                self.client.max_payload()
+                            );
+                            self.refuse(
+                                w.reply,
+                                Some(w.request),
+                                w.trace,
+                                RefusalKind::TooLarge,
+                                message,
+                                None,
+                            )
+                            .await;
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.refuse(
+                        w.reply,
+                        Some(w.request),
+                        w.trace,
+                        RefusalKind::Internal,
+                        e.clone(),
+                        None,
+                    )
+                    .await
+                }
+            }
+        }
+    }
+}
+
+fn shown_ids(ids: &[&str]) -> String {
+    if ids.len() <= 4 {
+        ids.join(", ")
+    } else {
+        format!("{}, … ({} in all)", ids[..3].join(", "), ids.len())
+    }
+}
+
+fn span_id() -> [u8; 8] {
+    let mut id = [0u8; 8];
+    if getrandom::fill(&mut id).is_err() || id == [0; 8] {
+        id = (unix_nanos() | 1).to_le_bytes();
+    }
+    id
+}
+
+fn unix_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
+/// One run, exactly as `spx-doctor --config CONFIG --format json` with
+/// the request's flags would run it.
+fn run_once(config: &Path, node: &str, start: &Start) -> Result<Ran, String> {
+    let settings = Settings::from_args(run_args(config, node, &start.key, start.timeout))
+        .map_err(|e| format!("the run's settings: {e}"))?;
+    let report = crate::node_report(&settings, &crate::Facts::Live);
+    let body = serde_json::to_vec(&report).map_err(|e| e.to_string())?;
+    Ok(Ran {
+        body: Bytes::from(body),
+        exit_code: report.exit_code,
+        checks: report.checks.len(),
+    })
+}
+
+/// The flags of a run for `key`: only what the vocabulary carries; the
+/// config is the agent's own.
+fn run_args(config: &Path, node: &str, key: &RunKey, timeout: Duration) -> RunArgs {
+    let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    RunArgs {
+        check: key.checks.clone(),
+        skip: key.skips.clone(),
+        config: Some(config.to_owned()),
+        format: Format::Json,
+        timeout: ms(timeout),
+        sample: ms(key.sample),
+        probe_timeout: ms(timeout.min(Duration::from_secs(1))),
+        for_change: key.profile.map(|p| match p {
+            Preflight::EnableJumbo => Change::EnableJumbo,
+            Preflight::DisableIpsec => Change::DisableIpsec,
+        }),
+        cluster: crate::cluster::args::ClusterArgs {
+            // The reader reads; everyone else leaves OVN alone.
+            ovn_read_by: key.ovn_read_by.clone().filter(|r| r != node),
+            ..Default::default()
+        },
+        ..RunArgs::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_takes_only_what_the_request_carries() {
+        let key = RunKey {
+            checks: vec!["mtu".into()],
+            skips: vec!["mtu.overlay".into()],
+            profile: Some(Preflight::EnableJumbo),
+            sample: Duration::from_millis(500),
+            ovn_read_by: Some("n0".into()),
+        };
+        let cfg = Path::new("/etc/spinifex/spinifex.toml");
+        let a = run_args(cfg, "n1", &key, Duration::from_millis(7950));
+        assert_eq!(a.config.as_deref(), Some(cfg));
+        assert_eq!((a.timeout.as_str(), a.sample.as_str()), ("7950ms", "500ms"));
+        assert_eq!(a.probe_timeout, "1000ms");
+        assert_eq!(a.cluster.ovn_read_by.as_deref(), Some("n0"));
+        assert!(a.peer.is_empty() && a.interface.is_empty() && a.record.is_none());
+        assert!(a.output.is_none() && a.nb_db.is_none() && a.mtu.is_none());
+        // The reader itself reads OVN.
+        let b = run_args(cfg, "n0", &key, Duration::from_millis(600));
+        assert_eq!(b.cluster.ovn_read_by, None);
+        assert_eq!(b.probe_timeout, "600ms");
+    }
+}

@@ -1,0 +1,484 @@
+//! One run at a time, shared by everyone who asks the same thing, and
+//! never more runs than the agent's bound per minute: a pure state
+//! machine over the clock, so every rule is unit-tested without a bus.
+//!
+//! - A request that measures the same as the run in progress (same
+//!   [`RunKey`]) joins it, when the run ends before the request's deadline.
+//! - Any other request waits, one group per key (identical ones waiting
+//!   together share the next run), until a run can start while its
+//!   deadline still leaves it the sample window: then it runs with the
+//!   time left; else it is refused `busy`.
+//! - Runs start at most `runs_per_minute` times in any 60 s: a request
+//!   that cannot start in time because of it is refused `rate-limited`,
+//!   saying when a run could start again.
+//! - Waiters and waiting groups are bounded, so a flood of requests costs
+//!   bounded memory and at most the bounded number of probe runs.
+//!
+//! The waiter type `W` is whatever answers a request (a reply subject on
+//! the bus); a periodic run of the agent's own can be one more kind.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::bus::wire::RunKey;
+
+/// The window the runs-per-minute bound counts over.
+const MINUTE: Duration = Duration::from_secs(60);
+/// A run needs its sample window plus this to conclude anything.
+pub const MIN_OVER_SAMPLE: Duration = Duration::from_millis(100);
+/// Kept back from a deadline to send the answer.
+pub const REPLY_MARGIN: Duration = Duration::from_millis(50);
+
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub runs_per_minute: u32,
+    /// Requests sharing one run (or one waiting group).
+    pub max_waiters: usize,
+    /// Distinct requests waiting for the run in progress.
+    pub max_waiting_groups: usize,
+}
+
+/// One request, as the scheduler sees it.
+pub struct Job<W> {
+    pub key: RunKey,
+    /// When the requester stops waiting.
+    pub deadline: Instant,
+    pub waiter: W,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    Busy,
+    RateLimited,
+}
+
+/// A request that will not be run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub why: Why,
+    pub message: String,
+    /// When a run could start again (rate-limited).
+    pub retry_after: Option<Duration>,
+}
+
+pub enum Offered<W> {
+    /// Shares the run in progress.
+    Joined,
+    /// Waits for a run of its own (or of its group).
+    Queued,
+    Refused(W, Refused),
+}
+
+/// A run to start now.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Start {
+    pub key: RunKey,
+    /// The run's own timeout: the time left to its earliest waiter,
+    /// less [`REPLY_MARGIN`].
+    pub timeout: Duration,
+}
+
+/// What to do after [`Scheduler::tick`].
+pub struct Tick<W> {
+    pub start: Option<Start>,
+    pub refused: Vec<(W, Refused)>,
+    /// Call `tick` again then (or when a run ends or a request comes).
+    pub wake: Option<Instant>,
+}
+
+struct Group<W> {
+    key: RunKey,
+    /// The earliest deadline among its waiters.
+    deadline: Instant,
+    waiters: Vec<W>,
+}
+
+impl<W> Group<W> {
+    /// The last moment this group's run may start and still take its
+    /// sample window before the earliest deadline.
+    fn latest_start(&self) -> Option<Instant> {
+        self.deadline
+            .checked_sub(self.key.sample + MIN_OVER_SAMPLE + REPLY_MARGIN)
+    }
+}
+
+struct Running<W> {
+    key: RunKey,
+    ends_by: Instant,
+    waiters: Vec<W>,
+}
+
+pub struct Scheduler<W> {
+    limits: Limits,
+    running: Option<Running<W>>,
+    waiting: VecDeque<Group<W>>,
+    /// When the runs of the last minute started.
+    starts: VecDeque<Instant>,
+    /// Runs started since the agent started.
+    pub runs: u64,
+}
+
+impl<W> Scheduler<W> {
+    pub fn new(limits: Limits) -> Scheduler<W> {
+        Scheduler {
+            limits,
+            running: None,
+            waiting: VecDeque::new(),
+            starts: VecDeque::new(),
+            runs: 0,
+        }
+    }
+
+    /// When the `n`-th run from now (0: the next) may start under the
+    /// bound.
+    fn slot(&mut self, now: Instant, n: usize) -> Instant {
+        while self
+            .starts
+            .front()
+            .is_some_and(|s| now.saturating_duration_since(*s) >= MINUTE)
+        {
+            self.starts.pop_front();
+        }
+        let bound = self.limits.runs_per_minute.max(1) as usize;
+        // Each start frees its place a minute later; the runs ahead of
+        // this one are assumed to start as soon as they are allowed.
+        let mut at: Vec<Instant> = self.starts.iter().copied().collect();
+        for _ in 0..=n {
+            let i = at.len();
+            let next = if i < bound {
+                now
+            } else {
+                (at[i - bound] + MINUTE).max(now)
+            };
+            at.push(next);
+        }
+        at.last().copied().unwrap_or(now)
+    }
+
+    fn rate_refusal(&self, slot: Instant, now: Instant) -> Refused {
+        let after = slot.saturating_duration_since(now);
+        Refused {
+            why: Why::RateLimited,
+            message: format!(
+                "this agent runs at most {} times a minute; the next run could start in {:.1} s",
+                self.limits.runs_per_minute,
+                after.as_secs_f64()
+            ),
+            retry_after: Some(after),
+        }
+    }
+
+    fn busy(message: String) -> Refused {
+        Refused {
+            why: Why::Busy,
+            message,
+            retry_after: None,
+        }
+    }
+
+    /// A request arrives.
+    pub fn offer(&mut self, job: Job<W>, now: Instant) -> Offered<W> {
+        let max_waiters = self.limits.max_waiters;
+        if let Some(r) = &mut self.running {
+            if r.key == job.key && r.ends_by <= job.deadline {
+                if r.waiters.len() >= max_waiters {
+                    return Offered::Refused(
+                        job.waiter,
+                        Self::busy(format!(
+                            "{max_waiters} requests already share the run in progress"
+                        )),
+                    );
+                }
+                r.waiters.push(job.waiter);
+                return Offered::Joined;
+            }
+        }
+        if let Some(g) = self.waiting.iter_mut().find(|g| g.key == job.key) {
+            if g.waiters.len() >= max_waiters {
+                return Offered::Refused(
+                    job.waiter,
+                    Self::busy(format!(
+                        "{max_waiters} requests already wait for the same run"
+                    )),
+                );
+            }
+            g.deadline = g.deadline.min(job.deadline);
+            g.waiters.push(job.waiter);
+            return Offered::Queued;
+        }
+        if self.waiting.len() >= self.limits.max_waiting_groups {
+            return Offered::Refused(
+                job.waiter,
+                Self::busy(format!(
+                    "{} different requests already wait for the run in progress",
+                    self.waiting.len()
+                )),
+            );
+        }
+        let group = Group {
+            key: job.key,
+            deadline: job.deadline,
+            waiters: Vec::new(),
+        };
+        let Some(latest) = group.latest_start() else {
+            return Offered::Refused(
+                job.waiter,
+                Self::busy("its deadline leaves no time for a run".into()),
+            );
+        };
+        let ahead = self.waiting.len();
+        let slot = self.slot(now, ahead);
+        if slot > latest {
+            let refusal = self.rate_refusal(slot, now);
+            return Offered::Refused(job.waiter, refusal);
+        }
+        let mut group = group;
+        group.waiters.push(job.waiter);
+        self.waiting.push_back(group);
+        Offered::Queued
+    }
+
+    /// Start what can start, refuse what can no longer run in time.
+    pub fn tick(&mut self, now: Instant) -> Tick<W> {
+        let mut refused = Vec::new();
+        // Expired: their deadline leaves no time for a run any more.
+        let mut kept = VecDeque::with_capacity(self.waiting.len());
+        while let Some(g) = self.waiting.pop_front() {
+            let latest = g.latest_start();
+            if latest.is_some_and(|l| l >= now) {
+                kept.push_back(g);
+                continue;
+            }
+            let slot = self.slot(now, 0);
+            let why = if slot > now {
+                self.rate_refusal(slot, now)
+            } else {
+                Self::busy(
+                    "another run kept the agent busy until this request's deadline left no time for its own"
+                        .into(),
+                )
+            };
+            refused.extend(g.waiters.into_iter().map(|w| (w, why.clone())));
+        }
+        self.waiting = kept;
+        let mut start = None;
+        if self.running.is_none() && !self.waiting.is_empty() {
+            let slot = self.slot(now, 0);
+            if slot <= now {
+                let g = self.waiting.pop_front().expect("not empty");
+                let ends_by = g.deadline.checked_sub(REPLY_MARGIN).unwrap_or(now);
+                self.starts.push_back(now);
+                self.runs += 1;
+                start = Some(Start {
+                    key: g.key.clone(),
+                    timeout: ends_by.saturating_duration_since(now),
+                });
+                self.running = Some(Running {
+                    key: g.key,
+                    ends_by,
+                    waiters: g.waiters,
+                });
+            }
+        }
+        let mut wake = self
+            .waiting
+            .iter()
+            .filter_map(|g| g.latest_start())
+            .min()
+            .map(|l| l + Duration::from_millis(1));
+        if self.running.is_none() && !self.waiting.is_empty() {
+            let slot = self.slot(now, 0);
+            wake = Some(wake.map_or(slot, |w| w.min(slot)));
+        }
+        Tick {
+            start,
+            refused,
+            wake,
+        }
+    }
+
+    /// The run in progress ended: everyone who shared it.
+    pub fn finish(&mut self) -> Vec<W> {
+        self.running.take().map(|r| r.waiters).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sample_ms: u64, checks: &[&str]) -> RunKey {
+        RunKey {
+            checks: checks.iter().map(|s| s.to_string()).collect(),
+            skips: vec![],
+            profile: None,
+            sample: Duration::from_millis(sample_ms),
+            ovn_read_by: None,
+        }
+    }
+
+    fn limits(rpm: u32) -> Limits {
+        Limits {
+            runs_per_minute: rpm,
+            max_waiters: 3,
+            max_waiting_groups: 2,
+        }
+    }
+
+    fn job(k: &RunKey, deadline: Instant, w: u32) -> Job<u32> {
+        Job {
+            key: k.clone(),
+            deadline,
+            waiter: w,
+        }
+    }
+
+    fn refused(o: Offered<u32>) -> Refused {
+        match o {
+            Offered::Refused(_, r) => r,
+            Offered::Joined => panic!("joined"),
+            Offered::Queued => panic!("queued"),
+        }
+    }
+
+    #[test]
+    fn identical_requests_share_one_run() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(limits(10));
+        let k = key(1000, &["mtu.path"]);
+        let d = t0 + Duration::from_secs(8);
+        assert!(matches!(s.offer(job(&k, d, 1), t0), Offered::Queued));
+        let tick = s.tick(t0);
+        let start = tick.start.unwrap();
+        assert_eq!(start.timeout, Duration::from_millis(7950));
+        // During the run: the same key with a later deadline joins.
+        let t1 = t0 + Duration::from_millis(300);
+        assert!(matches!(
+            s.offer(job(&k, t1 + Duration::from_secs(8), 2), t1),
+            Offered::Joined
+        ));
+        assert!(matches!(
+            s.offer(job(&k, t1 + Duration::from_secs(8), 3), t1),
+            Offered::Joined
+        ));
+        // The waiter bound holds.
+        let r = refused(s.offer(job(&k, t1 + Duration::from_secs(8), 4), t1));
+        assert_eq!(r.why, Why::Busy);
+        // One whose deadline comes before the run's end cannot share it.
+        assert!(matches!(
+            s.offer(job(&k, t1 + Duration::from_secs(2), 5), t1),
+            Offered::Queued
+        ));
+        assert_eq!(s.finish(), vec![1, 2, 3]);
+        assert_eq!(s.runs, 1);
+    }
+
+    #[test]
+    fn a_different_request_waits_within_its_deadline_or_is_busy() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(limits(10));
+        let a = key(1000, &["mtu"]);
+        let b = key(1000, &["nic"]);
+        s.offer(job(&a, t0 + Duration::from_secs(8), 1), t0);
+        assert!(s.tick(t0).start.is_some());
+        // b waits; another b joins its group; a third kind waits too; a
+        // fourth finds the waiting room full.
+        let t1 = t0 + Duration::from_millis(100);
+        assert!(matches!(
+            s.offer(job(&b, t1 + Duration::from_secs(3), 2), t1),
+            Offered::Queued
+        ));
+        assert!(matches!(
+            s.offer(job(&b, t1 + Duration::from_secs(8), 3), t1),
+            Offered::Queued
+        ));
+        let c = key(500, &["cpu"]);
+        assert!(matches!(
+            s.offer(job(&c, t1 + Duration::from_millis(1200), 4), t1),
+            Offered::Queued
+        ));
+        let r = refused(s.offer(
+            job(&key(1000, &["qemu"]), t1 + Duration::from_secs(8), 5),
+            t1,
+        ));
+        assert_eq!(r.why, Why::Busy);
+        // While a runs, c's deadline leaves it no room: refused busy at
+        // its latest start, not silently dropped.
+        let tick = s.tick(t1);
+        assert!(tick.start.is_none());
+        let wake = tick.wake.unwrap();
+        assert!(wake <= t1 + Duration::from_millis(1200), "{:?}", wake - t1);
+        let tick = s.tick(t1 + Duration::from_millis(600));
+        assert_eq!(tick.refused.len(), 1);
+        assert_eq!(tick.refused[0].0, 4);
+        assert_eq!(tick.refused[0].1.why, Why::Busy);
+        // a ends at 1.2 s: b starts with the time its earliest waiter has.
+        let t2 = t0 + Duration::from_millis(1200);
+        assert_eq!(s.finish(), vec![1]);
+        let tick = s.tick(t2);
+        let start = tick.start.unwrap();
+        assert_eq!(start.key, b);
+        assert_eq!(start.timeout, Duration::from_millis(3100 - 1200 - 50));
+        assert_eq!(s.finish(), vec![2, 3]);
+    }
+
+    #[test]
+    fn runs_per_minute_are_bounded_and_said() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(limits(2));
+        let k = key(100, &["sysctl"]);
+        for i in 0..2u32 {
+            let t = t0 + Duration::from_secs(i as u64);
+            assert!(matches!(
+                s.offer(job(&k, t + Duration::from_secs(5), i), t),
+                Offered::Queued
+            ));
+            assert!(s.tick(t).start.is_some());
+            s.finish();
+        }
+        // A third within the minute cannot start before its deadline.
+        let t = t0 + Duration::from_secs(2);
+        let r = refused(s.offer(job(&k, t + Duration::from_secs(5), 9), t));
+        assert_eq!(r.why, Why::RateLimited);
+        assert_eq!(r.retry_after, Some(Duration::from_secs(58)));
+        assert!(
+            r.message.contains("at most 2 times a minute"),
+            "{}",
+            r.message
+        );
+        // One whose deadline reaches past the freed slot waits for it.
+        let far = t + Duration::from_secs(59);
+        assert!(matches!(s.offer(job(&k, far, 10), t), Offered::Queued));
+        let tick = s.tick(t);
+        assert!(tick.start.is_none());
+        assert_eq!(tick.wake, Some(t0 + MINUTE));
+        assert!(s.tick(t0 + MINUTE).start.is_some());
+        assert_eq!(s.runs, 3);
+    }
+
+    #[test]
+    fn a_flood_is_a_bounded_number_of_runs() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Limits {
+            runs_per_minute: 4,
+            max_waiters: 1024,
+            max_waiting_groups: 8,
+        });
+        let keys: Vec<RunKey> = (0..20).map(|i| key(100 + i, &["sysctl"])).collect();
+        let mut outcomes = (0, 0);
+        for i in 0..10_000u32 {
+            let now = t0 + Duration::from_micros(u64::from(i) * 100);
+            let k = &keys[i as usize % keys.len()];
+            match s.offer(job(k, now + Duration::from_secs(10), i), now) {
+                Offered::Refused(..) => outcomes.1 += 1,
+                _ => outcomes.0 += 1,
+            }
+            let tick = s.tick(now);
+            if tick.start.is_some() {
+                s.finish();
+            }
+        }
+        assert!(s.runs <= 4, "{} runs", s.runs);
+        assert!(outcomes.1 > 9000, "{outcomes:?}");
+    }
+}

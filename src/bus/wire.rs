@@ -1,0 +1,758 @@
+//! What the doctor says on Spinifex's NATS bus: a run request, the
+//! headers every answer carries, and the typed refusal an agent sends
+//! instead of a report.
+//!
+//! The request is the whole of what a remote node can ask of an agent, so
+//! it is a fixed vocabulary read strictly: which checks (ids or
+//! categories, as `--check`/`--skip` take them), the preflight profile,
+//! the run's timeout and sample window, which node reads OVN for the
+//! cluster, and an id. Nothing in it names a file, a command, an address
+//! or a config: a field outside the vocabulary is refused by name, a check
+//! that is not in the catalog is refused, and every duration is bounded.
+//! An agent therefore never reads a file it would not read anyway, never
+//! runs anything, and never probes anyone a plain run would not.
+//!
+//! This file depends on nothing of the binary (only serde, serde_json and
+//! spx_checks), so the fuzz target `bus_request` builds it as it is.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use spx_checks::profile::Preflight;
+use spx_checks::validate::{self, shown};
+
+/// Every agent answers this (no queue group): the whole cluster in one
+/// request, as `spx get nodes` asks `spinifex.node.status`.
+pub const SUBJECT_ALL: &str = "spinifex.doctor.run";
+
+/// The subject only `node`'s agent answers.
+pub fn node_subject(node: &str) -> String {
+    format!("spinifex.doctor.{node}.run")
+}
+
+/// A request is a few hundred bytes; more is refused unread.
+pub const MAX_REQUEST_BYTES: usize = 4096;
+/// The longest run a request may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// At most this many entries in `checks` or `skips`.
+const MAX_SELECTORS: usize = 64;
+/// A request id: 1 to 64 of `[A-Za-z0-9._-]`.
+const MAX_ID: usize = 64;
+
+/// Headers of every answer (and `traceparent` on requests).
+pub const HEADER_NODE: &str = "Spx-Doctor-Node";
+pub const HEADER_REQUEST: &str = "Spx-Doctor-Request";
+/// `accepted` (an empty acknowledgement, sent at once), `report` (the
+/// body is the node's JSON v1 report) or `error` (an [`ErrorReply`]).
+pub const HEADER_REPLY: &str = "Spx-Doctor-Reply";
+/// The agent's bound on runs per minute.
+pub const HEADER_RUNS_PER_MINUTE: &str = "Spx-Doctor-Runs-Per-Minute";
+/// How many requests the run that made this report answered.
+pub const HEADER_SHARED_BY: &str = "Spx-Doctor-Shared-By";
+/// W3C trace context, as Spinifex's `Gather` carries it.
+pub const HEADER_TRACEPARENT: &str = "traceparent";
+
+pub const REPLY_ACCEPTED: &str = "accepted";
+pub const REPLY_REPORT: &str = "report";
+pub const REPLY_ERROR: &str = "error";
+
+/// One run request, as read and validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Echoed in every answer's [`HEADER_REQUEST`].
+    pub id: String,
+    /// `--check`: ids or categories (empty: the default set).
+    pub checks: Vec<String>,
+    /// `--skip`.
+    pub skips: Vec<String>,
+    /// `--for`.
+    pub profile: Option<Preflight>,
+    /// `--timeout` of the node's run, and how long the requester waits.
+    pub timeout: Duration,
+    /// `--sample`.
+    pub sample: Duration,
+    /// The node that reads OVN NB/SB for the cluster (absent: the agent
+    /// reads them itself).
+    pub ovn_read_by: Option<String>,
+}
+
+/// What two requests must share to share one run: everything that
+/// changes what is measured (not the id, not the timeout).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RunKey {
+    pub checks: Vec<String>,
+    pub skips: Vec<String>,
+    pub profile: Option<Preflight>,
+    pub sample: Duration,
+    pub ovn_read_by: Option<String>,
+}
+
+/// Why an agent did not run a request: the `kind` a requester acts on,
+/// and one line for the operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefusalKind {
+    /// More than [`MAX_REQUEST_BYTES`].
+    Oversize,
+    /// Not a JSON object (or not UTF-8).
+    NotJson,
+    /// A field outside the vocabulary (a path, a config, `record`, …).
+    UnknownField,
+    /// A field of the vocabulary with a value it cannot take.
+    BadValue,
+    /// A check id or category that is not in the catalog.
+    UnknownCheck,
+    /// A timeout over [`MAX_TIMEOUT`].
+    TimeoutTooLong,
+    /// Another run kept the agent busy past this request's deadline.
+    Busy,
+    /// The agent's runs-per-minute bound was reached.
+    RateLimited,
+    /// The report does not fit the server's max_payload.
+    TooLarge,
+    /// The run itself failed (a bug: the report could not be made).
+    Internal,
+}
+
+impl RefusalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalKind::Oversize => "oversize",
+            RefusalKind::NotJson => "not-json",
+            RefusalKind::UnknownField => "unknown-field",
+            RefusalKind::BadValue => "bad-value",
+            RefusalKind::UnknownCheck => "unknown-check",
+            RefusalKind::TimeoutTooLong => "timeout-too-long",
+            RefusalKind::Busy => "busy",
+            RefusalKind::RateLimited => "rate-limited",
+            RefusalKind::TooLarge => "too-large",
+            RefusalKind::Internal => "internal",
+        }
+    }
+}
+
+impl Refusal {
+    fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// The body of an `error` answer: `{"error": {...}}`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorReply {
+    pub error: ErrorBody,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorBody {
+    pub kind: RefusalKind,
+    pub message: String,
+    /// The agent's node.
+    pub node: String,
+    /// The request's id, when it had a readable one.
+    pub request: Option<String>,
+    /// The agent's bound (rate-limited and busy say it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_per_minute: Option<u32>,
+    /// When a run could start again (rate-limited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ErrorReply {
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("an error reply always serializes")
+    }
+
+    /// Read an agent's error answer (outside data: strictly).
+    pub fn parse(bytes: &[u8]) -> Option<ErrorReply> {
+        if bytes.len() > MAX_REQUEST_BYTES * 4 {
+            return None;
+        }
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+const FIELDS: [&str; 7] = [
+    "id",
+    "checks",
+    "skips",
+    "profile",
+    "timeout_ms",
+    "sample_ms",
+    "ovn_read_by",
+];
+
+impl Request {
+    /// The request as sent: compact JSON, absent fields left out.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut m = Map::new();
+        m.insert("id".into(), Value::from(self.id.clone()));
+        if !self.checks.is_empty() {
+            m.insert("checks".into(), Value::from(self.checks.clone()));
+        }
+        if !self.skips.is_empty() {
+            m.insert("skips".into(), Value::from(self.skips.clone()));
+        }
+        if let Some(p) = self.profile {
+            m.insert("profile".into(), Value::from(p.name()));
+        }
+        m.insert(
+            "timeout_ms".into(),
+            Value::from(self.timeout.as_millis() as u64),
+        );
+        m.insert(
+            "sample_ms".into(),
+            Value::from(self.sample.as_millis() as u64),
+        );
+        if let Some(n) = &self.ovn_read_by {
+            m.insert("ovn_read_by".into(), Value::from(n.clone()));
+        }
+        serde_json::to_vec(&Value::Object(m)).expect("a request always serializes")
+    }
+
+    /// What a shared run must agree on.
+    pub fn key(&self) -> RunKey {
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v.dedup();
+            v
+        };
+        RunKey {
+            checks: sorted(&self.checks),
+            skips: sorted(&self.skips),
+            profile: self.profile,
+            sample: self.sample,
+            ovn_read_by: self.ovn_read_by.clone(),
+        }
+    }
+
+    /// Read a request from the bus, refusing anything outside the
+    /// vocabulary. Also returns the id when one could be read, so even a
+    /// refusal names the request it answers.
+    pub fn parse(bytes: &[u8]) -> Result<Request, (Option<String>, Refusal)> {
+        if bytes.len() > MAX_REQUEST_BYTES {
+            return Err((
+                None,
+                Refusal::new(
+                    RefusalKind::Oversize,
+                    format!(
+                        "a request is at most {MAX_REQUEST_BYTES} bytes; this one is {}",
+                        bytes.len()
+                    ),
+                ),
+            ));
+        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            (
+                None,
+                Refusal::new(RefusalKind::NotJson, format!("not a JSON request: {e}")),
+            )
+        })?;
+        let Value::Object(map) = value else {
+            return Err((
+                None,
+                Refusal::new(RefusalKind::NotJson, "a request is a JSON object"),
+            ));
+        };
+        let id = match map.get("id") {
+            Some(Value::String(s)) if id_ok(s) => s.clone(),
+            Some(other) => {
+                return Err((
+                    None,
+                    Refusal::new(
+                        RefusalKind::BadValue,
+                        format!(
+                            "id: {} is not a request id (1 to {MAX_ID} of A-Z a-z 0-9 . _ -)",
+                            shown(&other.to_string())
+                        ),
+                    ),
+                ))
+            }
+            None => {
+                return Err((
+                    None,
+                    Refusal::new(RefusalKind::BadValue, "id: missing (every request has one)"),
+                ))
+            }
+        };
+        let fail = |kind, message: String| Err((Some(id.clone()), Refusal::new(kind, message)));
+        if let Some(k) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return fail(
+                RefusalKind::UnknownField,
+                format!(
+                    "field {} is not part of a request (it takes only {}): an agent reads only its own config and runs only its own checks",
+                    shown(k),
+                    FIELDS.join(", ")
+                ),
+            );
+        }
+        let selectors = |name: &str| -> Result<Vec<String>, Refusal> {
+            let Some(v) = map.get(name) else {
+                return Ok(Vec::new());
+            };
+            let Some(list) = v.as_array() else {
+                return Err(Refusal::new(
+                    RefusalKind::BadValue,
+                    format!("{name}: a list of check ids or categories"),
+                ));
+            };
+            if list.len() > MAX_SELECTORS {
+                return Err(Refusal::new(
+                    RefusalKind::BadValue,
+                    format!(
+                        "{name}: at most {MAX_SELECTORS} entries, not {}",
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::with_capacity(list.len());
+            for item in list {
+                let Some(word) = item.as_str() else {
+                    return Err(Refusal::new(
+                        RefusalKind::BadValue,
+                        format!("{name}: {} is not a string", shown(&item.to_string())),
+                    ));
+                };
+                // Validated against the catalog (which names no file).
+                spx_checks::select::select(spx_checks::CHECKS, &[word.to_owned()], &[]).map_err(
+                    |_| {
+                        Refusal::new(
+                            RefusalKind::UnknownCheck,
+                            format!(
+                                "{name}: unknown check {} (see `spx-doctor list`)",
+                                shown(word)
+                            ),
+                        )
+                    },
+                )?;
+                out.push(word.to_owned());
+            }
+            Ok(out)
+        };
+        let checks = match selectors("checks") {
+            Ok(c) => c,
+            Err(r) => return Err((Some(id), r)),
+        };
+        let skips = match selectors("skips") {
+            Ok(c) => c,
+            Err(r) => return Err((Some(id), r)),
+        };
+        let profile = match map.get("profile") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match Preflight::ALL.iter().find(|p| p.name() == s) {
+                Some(p) => Some(*p),
+                None => {
+                    return fail(
+                        RefusalKind::BadValue,
+                        format!(
+                            "profile: {} is not a preflight ({})",
+                            shown(s),
+                            Preflight::ALL.map(Preflight::name).join(", ")
+                        ),
+                    )
+                }
+            },
+            Some(other) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!("profile: {} is not a string", shown(&other.to_string())),
+                )
+            }
+        };
+        let millis = |name: &str| -> Result<Option<Duration>, Refusal> {
+            match map.get(name) {
+                None => Ok(None),
+                Some(v) => match v.as_u64() {
+                    Some(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms))),
+                    _ => Err(Refusal::new(
+                        RefusalKind::BadValue,
+                        format!(
+                            "{name}: {} is not a positive number of milliseconds",
+                            shown(&v.to_string())
+                        ),
+                    )),
+                },
+            }
+        };
+        let timeout = match millis("timeout_ms") {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    "timeout_ms: missing (the requester's deadline)".into(),
+                )
+            }
+            Err(r) => return Err((Some(id), r)),
+        };
+        if timeout > MAX_TIMEOUT {
+            return fail(
+                RefusalKind::TimeoutTooLong,
+                format!(
+                    "timeout_ms {}: an agent runs at most {} s per request",
+                    timeout.as_millis(),
+                    MAX_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        let sample = match millis("sample_ms") {
+            Ok(s) => s.unwrap_or(Duration::from_secs(1)),
+            Err(r) => return Err((Some(id), r)),
+        };
+        if sample >= timeout {
+            return fail(
+                RefusalKind::BadValue,
+                format!(
+                    "sample_ms {} must be shorter than timeout_ms {}",
+                    sample.as_millis(),
+                    timeout.as_millis()
+                ),
+            );
+        }
+        let ovn_read_by = match map.get("ovn_read_by") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(n)) if validate::node_name(n).is_ok() => Some(n.clone()),
+            Some(other) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!(
+                        "ovn_read_by: {} is not a node name",
+                        shown(&other.to_string())
+                    ),
+                )
+            }
+        };
+        Ok(Request {
+            id,
+            checks,
+            skips,
+            profile,
+            timeout,
+            sample,
+            ovn_read_by,
+        })
+    }
+}
+
+fn id_ok(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// A W3C `traceparent` (version 00): `00-TRACE_ID-PARENT_ID-FLAGS`, lower
+/// hex, neither id all zeros. Anything else is not a trace context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceParent {
+    pub trace_id: [u8; 16],
+    pub parent_id: [u8; 8],
+    pub flags: u8,
+}
+
+impl TraceParent {
+    pub fn parse(text: &str) -> Option<TraceParent> {
+        let parts: Vec<&str> = text.trim().split('-').collect();
+        let [version, trace, parent, flags] = parts.as_slice() else {
+            return None;
+        };
+        if *version != "00" {
+            return None;
+        }
+        let trace_id: [u8; 16] = hex(trace)?.try_into().ok()?;
+        let parent_id: [u8; 8] = hex(parent)?.try_into().ok()?;
+        let flags = *hex(flags)?.first()?;
+        if trace_id != [0; 16] && parent_id != [0; 8] {
+            Some(TraceParent {
+                trace_id,
+                parent_id,
+                flags,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The same trace with another span as the parent.
+    pub fn child(self, span: [u8; 8]) -> TraceParent {
+        TraceParent {
+            parent_id: span,
+            ..self
+        }
+    }
+
+    pub fn trace_id_hex(&self) -> String {
+        to_hex(&self.trace_id)
+    }
+}
+
+impl std::fmt::Display for TraceParent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "00-{}-{}-{:02x}",
+            to_hex(&self.trace_id),
+            to_hex(&self.parent_id),
+            self.flags
+        )
+    }
+}
+
+fn hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0
+        || !text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> Request {
+        Request {
+            id: "r1".into(),
+            checks: vec!["mtu.path".into(), "ipsec".into()],
+            skips: vec![],
+            profile: Some(Preflight::EnableJumbo),
+            timeout: Duration::from_millis(8000),
+            sample: Duration::from_millis(1000),
+            ovn_read_by: Some("n0".into()),
+        }
+    }
+
+    fn refused(text: &str) -> (Option<String>, RefusalKind, String) {
+        let (id, r) = Request::parse(text.as_bytes()).unwrap_err();
+        (id, r.kind, r.message)
+    }
+
+    #[test]
+    fn a_request_reads_back_as_sent() {
+        let r = req();
+        assert_eq!(Request::parse(&r.to_json()).unwrap(), r);
+        let bare = Request::parse(br#"{"id":"x","timeout_ms":2000}"#).unwrap();
+        assert_eq!(bare.sample, Duration::from_secs(1));
+        assert!(bare.checks.is_empty() && bare.profile.is_none() && bare.ovn_read_by.is_none());
+        // What is measured decides sharing, not the id or the timeout.
+        let mut other = req();
+        other.id = "r2".into();
+        other.timeout = Duration::from_secs(9);
+        other.checks.reverse();
+        assert_eq!(other.key(), req().key());
+        other.sample = Duration::from_millis(500);
+        assert_ne!(other.key(), req().key());
+    }
+
+    #[test]
+    fn anything_outside_the_vocabulary_is_refused_by_kind() {
+        for (text, kind, says) in [
+            (
+                r#"{"id":"a","timeout_ms":1000,"config":"/etc/shadow"}"#,
+                RefusalKind::UnknownField,
+                "field \"config\"",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"record":"/tmp/x"}"#,
+                RefusalKind::UnknownField,
+                "\"record\"",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"peer":["198.18.0.9"]}"#,
+                RefusalKind::UnknownField,
+                "\"peer\"",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"checks":["/etc/shadow"]}"#,
+                RefusalKind::UnknownCheck,
+                "unknown check \"/etc/shadow\"",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"checks":["mtu.pth"]}"#,
+                RefusalKind::UnknownCheck,
+                "mtu.pth",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"checks":"mtu.path"}"#,
+                RefusalKind::BadValue,
+                "checks: a list",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"skips":[1]}"#,
+                RefusalKind::BadValue,
+                "not a string",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":86400000}"#,
+                RefusalKind::TimeoutTooLong,
+                "at most 60 s",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":18446744073709551615}"#,
+                RefusalKind::TimeoutTooLong,
+                "at most 60 s",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":-1}"#,
+                RefusalKind::BadValue,
+                "positive",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":0}"#,
+                RefusalKind::BadValue,
+                "positive",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1.5}"#,
+                RefusalKind::BadValue,
+                "positive",
+            ),
+            (
+                r#"{"id":"a"}"#,
+                RefusalKind::BadValue,
+                "timeout_ms: missing",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"sample_ms":1000}"#,
+                RefusalKind::BadValue,
+                "shorter",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"profile":"yolo"}"#,
+                RefusalKind::BadValue,
+                "not a preflight",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":1000,"ovn_read_by":"n0;id"}"#,
+                RefusalKind::BadValue,
+                "not a node name",
+            ),
+            (
+                r#"{"id":"a b","timeout_ms":1000}"#,
+                RefusalKind::BadValue,
+                "not a request id",
+            ),
+            (
+                r#"{"timeout_ms":1000}"#,
+                RefusalKind::BadValue,
+                "id: missing",
+            ),
+            (r#"[1,2]"#, RefusalKind::NotJson, "JSON object"),
+            (
+                "\u{1b}[2J garbage",
+                RefusalKind::NotJson,
+                "not a JSON request",
+            ),
+        ] {
+            let (_, k, m) = refused(text);
+            assert_eq!(k, kind, "{text}: {m}");
+            assert!(m.contains(says), "{text}: {m}");
+            assert!(
+                !m.contains('\n') && !m.contains('\u{1b}'),
+                "one clean line: {m:?}"
+            );
+        }
+        // The id is named in a refusal when it could be read.
+        assert_eq!(
+            refused(r#"{"id":"x1","timeout_ms":1,"output":"/x"}"#)
+                .0
+                .as_deref(),
+            Some("x1")
+        );
+        let big = format!(
+            r#"{{"id":"a","timeout_ms":1000,"pad":"{}"}}"#,
+            "x".repeat(5000)
+        );
+        assert_eq!(refused(&big).1, RefusalKind::Oversize);
+        assert_eq!(
+            Request::parse(&[0xff, 0xfe]).unwrap_err().1.kind,
+            RefusalKind::NotJson
+        );
+        let many = format!(
+            r#"{{"id":"a","timeout_ms":1000,"checks":[{}]}}"#,
+            vec!["\"mtu\""; 65].join(",")
+        );
+        assert_eq!(refused(&many).1, RefusalKind::BadValue);
+    }
+
+    #[test]
+    fn error_replies_round_trip() {
+        let e = ErrorReply {
+            error: ErrorBody {
+                kind: RefusalKind::RateLimited,
+                message: "m".into(),
+                node: "n1".into(),
+                request: Some("r".into()),
+                runs_per_minute: Some(12),
+                retry_after_ms: Some(1500),
+            },
+        };
+        assert_eq!(ErrorReply::parse(&e.to_json()), Some(e));
+        let json = String::from_utf8(
+            ErrorReply {
+                error: ErrorBody {
+                    kind: RefusalKind::TimeoutTooLong,
+                    message: "m".into(),
+                    node: "n1".into(),
+                    request: None,
+                    runs_per_minute: None,
+                    retry_after_ms: None,
+                },
+            }
+            .to_json(),
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            r#"{"error":{"kind":"timeout-too-long","message":"m","node":"n1","request":null}}"#
+        );
+        assert_eq!(ErrorReply::parse(b"{\"schema_version\":1}"), None);
+    }
+
+    #[test]
+    fn traceparent_is_read_strictly() {
+        let t = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let tp = TraceParent::parse(t).unwrap();
+        assert_eq!(tp.to_string(), t);
+        assert_eq!(tp.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        let child = tp.child([1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(
+            child.to_string(),
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0102030405060708-01"
+        );
+        for bad in [
+            "",
+            "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-\u{1b}[",
+        ] {
+            assert_eq!(TraceParent::parse(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,497 @@
+//! `--cluster --via nats`: every node's report from its agent, over
+//! Spinifex's own bus, in one round, as `spx get nodes` gathers
+//! `spinifex.node.status`.
+//!
+//! This node connects as its daemon does (its `[nodes.<node>.nats]`),
+//! publishes one request (to `spinifex.doctor.run` when every node of the
+//! config is asked, else to each selected node's own subject) with a reply
+//! inbox and a W3C `traceparent`, and gathers until every selected node
+//! has answered or the run's one deadline. An agent acknowledges at once,
+//! then answers with its JSON v1 report or a typed refusal; a node that
+//! said nothing is named as having no agent, one that acknowledged but
+//! sent nothing by the deadline as having run out of time. A failure of
+//! this node's own session (connect, TLS, token) is every node's answer,
+//! named once by `cluster.reachable`. A report is checked for the shape
+//! of JSON v1 before it is trusted, exactly as one that came over ssh.
+
+use std::time::{Duration, Instant};
+
+use spx_checks::ConfigState;
+
+use async_nats::{HeaderMap, StatusCode};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::Value;
+use spx_checks::cluster::{Unreached, UnreachedKind};
+
+use crate::bus::wire::{
+    self, ErrorReply, RefusalKind, Request, TraceParent, HEADER_NODE, HEADER_REPLY, HEADER_REQUEST,
+    HEADER_TRACEPARENT,
+};
+use crate::bus::{one_line, FailureKind, NatsConfig};
+use crate::cli::RunArgs;
+use crate::settings::UsageError;
+
+use super::args::ViaFlag;
+use super::plan::Plan;
+
+/// The flags of a cluster run a NATS request cannot carry, as given
+/// (taken before the plan consumes the flags).
+pub struct Carried {
+    via: Option<ViaFlag>,
+    given: Vec<&'static str>,
+    mtu: Option<u32>,
+    /// `--check` or `--skip` was given: the nodes are told which checks.
+    selects: bool,
+}
+
+impl Carried {
+    pub fn of(args: &RunArgs) -> Carried {
+        let mut given = Vec::new();
+        for (flag, on) in [
+            ("--peer", !args.peer.is_empty()),
+            ("--interface", !args.interface.is_empty()),
+            ("--ovs-db", args.ovs_db.is_some()),
+            ("--nb-db", args.nb_db.is_some()),
+            ("--sb-db", args.sb_db.is_some()),
+            ("--strict", args.strict),
+            ("--allow", args.allow.iter().any(|a| !a.is_empty())),
+            ("--deny", args.deny.iter().any(|a| !a.is_empty())),
+            ("--ssh-config", args.cluster.ssh_config.is_some()),
+            ("--ssh-user", args.cluster.ssh_user.is_some()),
+            ("--remote-bin", args.cluster.remote_bin.is_some()),
+        ] {
+            if on {
+                given.push(flag);
+            }
+        }
+        Carried {
+            via: args.cluster.via,
+            given,
+            mtu: args.mtu,
+            selects: args
+                .check
+                .iter()
+                .chain(&args.skip)
+                .any(|s| !s.trim().is_empty()),
+        }
+    }
+}
+
+/// Whether this run goes over NATS (`Some`, with this node's bus), by the
+/// default rule or `--via`, and whether everything asked can be carried.
+pub fn choose(plan: &Plan, carried: &Carried) -> Result<Option<NatsConfig>, UsageError> {
+    let ConfigState::Loaded { path, .. } = &plan.settings.config else {
+        return Ok(None);
+    };
+    let me = plan.config.node.as_deref();
+    let section = match me {
+        Some(me) => {
+            NatsConfig::read(path, me).map_err(|e| UsageError(format!("--cluster: {e}")))?
+        }
+        None => None,
+    };
+    let by_default = carried.via.is_none();
+    let via = carried.via.unwrap_or(if section.is_some() {
+        ViaFlag::Nats
+    } else {
+        ViaFlag::Ssh
+    });
+    if via == ViaFlag::Ssh {
+        return Ok(None);
+    }
+    let Some(me) = me else {
+        return Err(UsageError(format!(
+            "--via nats: {} names no `node`, so there is no [nodes.NODE.nats] to reach NATS by (use --via ssh)",
+            path.display()
+        )));
+    };
+    let Some(section) = section else {
+        return Err(UsageError(format!(
+            "--via nats: {} has no [nodes.{me}.nats] (host, cacert, acl.token) to reach NATS by (use --via ssh)",
+            path.display()
+        )));
+    };
+    let why = if by_default {
+        format!(" ([nodes.{me}.nats] makes NATS the default)")
+    } else {
+        String::new()
+    };
+    let refuse = |flag: &str| {
+        UsageError(format!(
+            "{flag}: a request over NATS carries only --check, --skip, --for, --timeout and --sample (each agent reads its own config); run with --via ssh to pass {flag}{why}"
+        ))
+    };
+    if let Some(flag) = carried.given.first() {
+        return Err(refuse(flag));
+    }
+    let profile_mtu = plan.profile.and_then(|p| p.default_mtu);
+    if carried.mtu.is_some() && carried.mtu != profile_mtu {
+        return Err(refuse("--mtu"));
+    }
+    if plan.settings.options.probe_timeout != Duration::from_secs(1) {
+        return Err(refuse("--probe-timeout"));
+    }
+    if plan.settings.options.timeout > wire::MAX_TIMEOUT {
+        return Err(UsageError(format!(
+            "--timeout: over NATS an agent runs at most {} s per request, and this run would give the nodes {} s (use --via ssh for longer runs)",
+            wire::MAX_TIMEOUT.as_secs(),
+            plan.settings.options.timeout.as_secs()
+        )));
+    }
+    Ok(Some(section))
+}
+
+/// The request every agent is sent: the plan's node checks, profile,
+/// timeout and sample, and the node that reads OVN.
+pub fn request(plan: &Plan, carried: &Carried) -> Request {
+    Request {
+        id: random_hex(8),
+        // As over ssh: the node checks when --check/--skip chose them
+        // (none selected: the nodes still answer), else the default.
+        checks: if carried.selects {
+            if plan.node_checks.is_empty() {
+                vec!["cluster".to_owned()]
+            } else {
+                plan.node_checks.iter().map(|c| c.to_string()).collect()
+            }
+        } else {
+            Vec::new()
+        },
+        skips: Vec::new(),
+        profile: plan.profile.map(|p| p.preflight),
+        timeout: plan.settings.options.timeout,
+        sample: plan.settings.options.sample,
+        ovn_read_by: Some(plan.reader.clone()),
+    }
+}
+
+/// A node's report is a few tens of KiB; the server's max_payload bounds
+/// it anyway, and this bounds what this side holds whatever the server.
+const MAX_REPLY: usize = 16 << 20;
+
+/// What to ask, of whom, until when.
+pub struct Gather {
+    pub config: NatsConfig,
+    pub request: Request,
+    /// The selected nodes, in order.
+    pub nodes: Vec<String>,
+    /// Every node of the config is selected: one request to all agents.
+    pub broadcast: bool,
+    pub deadline: Instant,
+    pub traceparent: TraceParent,
+}
+
+/// One answer per selected node, in order.
+pub fn gather(g: Gather) -> Vec<Result<Value, Unreached>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    match runtime {
+        Ok(rt) => rt.block_on(run(&g)),
+        Err(e) => every(
+            &g,
+            UnreachedKind::NatsConnect,
+            format!("cannot start the NATS client: {e}"),
+        ),
+    }
+}
+
+fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<Result<Value, Unreached>> {
+    g.nodes
+        .iter()
+        .map(|_| Err(Unreached::new(kind, detail.clone())))
+        .collect()
+}
+
+/// What each node has said so far.
+#[derive(Clone)]
+enum Said {
+    Nothing,
+    Accepted,
+    Done(Result<Value, Unreached>),
+}
+
+async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
+    let left = g.deadline.saturating_duration_since(Instant::now());
+    let me = &g.config.node;
+    let client = match g
+        .config
+        .connect(&format!("spx-doctor --cluster ({me})"), left, |o| o)
+        .await
+    {
+        Ok(c) => c,
+        Err(f) => {
+            let kind = match f.kind {
+                FailureKind::Connect => UnreachedKind::NatsConnect,
+                FailureKind::Tls => UnreachedKind::NatsTls,
+                FailureKind::Auth => UnreachedKind::NatsAuth,
+            };
+            return every(g, kind, f.detail);
+        }
+    };
+    let inbox = client.new_inbox();
+    let mut sub = match client.subscribe(format!("{inbox}.*")).await {
+        Ok(s) => s,
+        Err(e) => {
+            return every(
+                g,
+                UnreachedKind::NatsConnect,
+                one_line(&format!("cannot subscribe to a reply inbox: {e}")),
+            )
+        }
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(HEADER_TRACEPARENT, g.traceparent.to_string());
+    let body = Bytes::from(g.request.to_json());
+    // One reply subject per request sent, so the server's "no responders"
+    // says for which node (or, broadcast, for all) at once.
+    let sends: Vec<(String, String)> = if g.broadcast {
+        vec![(wire::SUBJECT_ALL.to_owned(), format!("{inbox}.all"))]
+    } else {
+        g.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (wire::node_subject(n), format!("{inbox}.{i}")))
+            .collect()
+    };
+    for (subject, reply) in &sends {
+        let sent = client
+            .publish_with_reply_and_headers(
+                subject.clone(),
+                reply.clone(),
+                headers.clone(),
+                body.clone(),
+            )
+            .await;
+        if let Err(e) = sent {
+            return every(
+                g,
+                UnreachedKind::NatsConnect,
+                one_line(&format!("cannot publish the request on {subject}: {e}")),
+            );
+        }
+    }
+    let _ = client.flush().await;
+
+    let mut said = vec![Said::Nothing; g.nodes.len()];
+    let mut no_responders = vec![false; g.nodes.len()];
+    let done = |said: &[Said]| said.iter().all(|s| matches!(s, Said::Done(_)));
+    while !done(&said) {
+        let msg = tokio::select! {
+            m = sub.next() => match m {
+                Some(m) => m,
+                None => break,
+            },
+            _ = tokio::time::sleep_until(g.deadline.into()) => break,
+        };
+        if msg.status == Some(StatusCode::NO_RESPONDERS) {
+            let tail = msg.subject.rsplit('.').next().unwrap_or("");
+            for (i, s) in said.iter_mut().enumerate() {
+                if (tail == "all" || tail == i.to_string()) && matches!(s, Said::Nothing) {
+                    no_responders[i] = true;
+                    *s = Said::Done(Err(no_agent(&g.nodes[i])));
+                }
+            }
+            continue;
+        }
+        let header = |name: &str| {
+            msg.headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_owned())
+        };
+        if header(HEADER_REQUEST).as_deref() != Some(g.request.id.as_str()) {
+            continue;
+        }
+        let Some(node) = header(HEADER_NODE) else {
+            continue;
+        };
+        // Only the nodes asked; anyone else answering the broadcast (a
+        // node this config does not list) is not part of this run.
+        let Some(i) = g.nodes.iter().position(|n| *n == node) else {
+            continue;
+        };
+        if matches!(said[i], Said::Done(_)) {
+            continue;
+        }
+        said[i] = match header(HEADER_REPLY).as_deref() {
+            Some(wire::REPLY_ACCEPTED) => Said::Accepted,
+            Some(wire::REPLY_REPORT) => Said::Done(report(&node, &msg.payload)),
+            Some(wire::REPLY_ERROR) => Said::Done(Err(refusal(&msg.payload))),
+            other => Said::Done(Err(Unreached::new(
+                UnreachedKind::InvalidAnswer,
+                format!(
+                    "an answer of an unknown kind ({})",
+                    one_line(other.unwrap_or("none"))
+                ),
+            ))),
+        };
+    }
+    said.into_iter()
+        .zip(&g.nodes)
+        .map(|(s, node)| match s {
+            Said::Done(answer) => answer,
+            Said::Accepted => Err(Unreached::new(
+                UnreachedKind::Deadline,
+                format!(
+                    "{node}'s agent accepted the request but sent no report by the deadline (--timeout)"
+                ),
+            )),
+            Said::Nothing => Err(no_agent(node)),
+        })
+        .collect()
+}
+
+fn no_agent(node: &str) -> Unreached {
+    Unreached::new(
+        UnreachedKind::NoAgent,
+        format!("is spx-doctor-agent running on {node}?"),
+    )
+}
+
+/// A report from `node`'s agent, checked before it is trusted.
+fn report(node: &str, body: &[u8]) -> Result<Value, Unreached> {
+    let invalid = |detail: String| Unreached::new(UnreachedKind::InvalidAnswer, detail);
+    if body.len() > MAX_REPLY {
+        return Err(invalid(format!("more than {} MiB", MAX_REPLY >> 20)));
+    }
+    let doc: Value = serde_json::from_slice(body).map_err(|e| {
+        invalid(format!(
+            "not JSON ({e}): {}",
+            one_line(&String::from_utf8_lossy(&body[..body.len().min(80)]))
+        ))
+    })?;
+    let code = doc
+        .get("exit_code")
+        .and_then(Value::as_i64)
+        .map_or(-1, |c| c as i32);
+    super::ssh::shape(&doc, code).map_err(invalid)?;
+    if doc.get("node").and_then(Value::as_str) != Some(node) {
+        return Err(invalid(format!(
+            "the report is node {}'s, not {node}'s: two agents answer as {node}, or its config names another node",
+            one_line(&doc.get("node").map_or("null".into(), Value::to_string))
+        )));
+    }
+    Ok(doc)
+}
+
+/// An agent's typed refusal.
+fn refusal(body: &[u8]) -> Unreached {
+    let Some(e) = ErrorReply::parse(body) else {
+        return Unreached::new(
+            UnreachedKind::InvalidAnswer,
+            "an error answer that is not one",
+        );
+    };
+    let e = e.error;
+    let kind = match e.kind {
+        RefusalKind::Busy | RefusalKind::RateLimited => UnreachedKind::AgentBusy,
+        RefusalKind::TooLarge => UnreachedKind::TooLarge,
+        _ => UnreachedKind::AgentRefused,
+    };
+    Unreached::new(
+        kind,
+        one_line(&format!("{}: {}", e.kind.as_str(), e.message)),
+    )
+}
+
+/// A random id of `n` bytes, in hex (never all zeros).
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    if getrandom::fill(&mut bytes).is_err() || bytes.iter().all(|b| *b == 0) {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64 | 1);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (t >> ((i % 8) * 8)) as u8 | 1;
+        }
+    }
+    wire::to_hex(&bytes)
+}
+
+/// This run's trace context: a child of `TRACEPARENT` in the environment
+/// (a caller's trace, the OpenTelemetry convention for processes), else a
+/// new trace.
+pub fn traceparent() -> TraceParent {
+    let mut span = [0u8; 8];
+    let mut trace = [0u8; 16];
+    let hex = random_hex(24);
+    for (i, b) in span.iter_mut().chain(trace.iter_mut()).enumerate() {
+        *b = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).unwrap_or(1);
+    }
+    if span == [0; 8] {
+        span[0] = 1;
+    }
+    if let Some(parent) = std::env::var("TRACEPARENT")
+        .ok()
+        .and_then(|t| TraceParent::parse(&t))
+    {
+        return parent.child(span);
+    }
+    if trace == [0; 16] {
+        trace[0] = 1;
+    }
+    TraceParent {
+        trace_id: trace,
+        parent_id: span,
+        flags: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node_report(node: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "schema_version": 1, "tool": {"name": "spx-doctor", "version": "0.1.0"},
+            "node": node, "exit_code": 0, "checks": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_report_is_the_nodes_own_and_json_v1() {
+        assert!(report("n1", &node_report("n1")).is_ok());
+        let e = report("n1", &node_report("n2")).unwrap_err();
+        assert_eq!(e.kind, UnreachedKind::InvalidAnswer);
+        assert!(e.detail.contains("two agents answer as n1"), "{}", e.detail);
+        let e = report("n1", b"\x1b[2J{").unwrap_err();
+        assert!(e.detail.starts_with("not JSON") && !e.detail.contains('\u{1b}'));
+        let e = report("n1", br#"{"schema_version":1,"kind":"cluster"}"#).unwrap_err();
+        assert_eq!(e.kind, UnreachedKind::InvalidAnswer);
+    }
+
+    #[test]
+    fn refusals_are_typed() {
+        let body = |kind: &str| {
+            format!(r#"{{"error":{{"kind":"{kind}","message":"m","node":"n1","request":"r"}}}}"#)
+        };
+        for (kind, want) in [
+            ("busy", UnreachedKind::AgentBusy),
+            ("rate-limited", UnreachedKind::AgentBusy),
+            ("too-large", UnreachedKind::TooLarge),
+            ("unknown-field", UnreachedKind::AgentRefused),
+            ("timeout-too-long", UnreachedKind::AgentRefused),
+        ] {
+            let u = refusal(body(kind).as_bytes());
+            assert_eq!(u.kind, want, "{kind}");
+            assert_eq!(u.detail, format!("{kind}: m"));
+        }
+        assert_eq!(refusal(b"nope").kind, UnreachedKind::InvalidAnswer);
+        assert_eq!(
+            refusal(body("a-new-kind").as_bytes()).kind,
+            UnreachedKind::InvalidAnswer
+        );
+    }
+
+    #[test]
+    fn trace_context_continues_a_callers_trace() {
+        let a = traceparent();
+        let b = traceparent();
+        assert_ne!(a.trace_id, b.trace_id, "a new trace each run");
+        assert_eq!(TraceParent::parse(&a.to_string()), Some(a));
+        assert_eq!(random_hex(8).len(), 16);
+    }
+}
