@@ -11,6 +11,11 @@
 #   SPX_DOCTOR_FOR=disable-ipsec SETUP_STAGES=doctor ./setup.sh
 # Run on its own, it runs just the stage: contrib/setup-stage.sh
 #
+# The agent (`spx doctor --cluster` over NATS) as a stage of its own, once
+# the binary is installed: it installs contrib/systemd/spx-doctor-agent.service
+# and starts it.
+#   SETUP_STAGES=doctor_agent ./setup.sh
+#
 # The doctor's exit status decides: 0 go; 1 stop, a check failed (the table
 # above names it and the fix); 2 stop, inconclusive (a required check could
 # not run: no peers, no config, an unreachable database). A gate never lets
@@ -39,6 +44,20 @@ stage_doctor() {
     2) fatal "spx doctor: stop: inconclusive (a required check could not run; see above)" ;;
     *) fatal "spx doctor: stop: unexpected exit status $rc" ;;
   esac
+}
+
+stage_doctor_agent() {
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  local unit=${SPX_DOCTOR_AGENT_UNIT:-$here/systemd/spx-doctor-agent.service}
+  local dir=${SPX_DOCTOR_UNIT_DIR:-/etc/systemd/system}
+  [[ -f $unit ]] || fatal "spx doctor agent: no unit file at $unit"
+  install -m 0644 "$unit" "$dir/spx-doctor-agent.service" ||
+    fatal "spx doctor agent: cannot install the unit into $dir"
+  systemctl daemon-reload || fatal "spx doctor agent: systemctl daemon-reload failed"
+  systemctl enable --now spx-doctor-agent.service ||
+    fatal "spx doctor agent: the unit did not start (journalctl -u spx-doctor-agent)"
+  echo "spx doctor agent: installed and started (journalctl -u spx-doctor-agent shows its connection)"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

@@ -12,6 +12,7 @@ mod junit;
 mod kernel_lab;
 mod monitoring;
 mod mtu_path;
+mod nats;
 pub mod nic;
 mod overlay;
 mod ovsdb;

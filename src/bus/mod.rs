@@ -253,16 +253,24 @@ pub enum FailureKind {
 impl ConnectFailure {
     fn of(e: &async_nats::ConnectError, server: &str) -> ConnectFailure {
         use async_nats::ConnectErrorKind as K;
-        let mut chain = e.to_string();
+        // The client's words repeat themselves ("authorization violation:
+        // nats: authorization violation"): each part once.
+        let mut parts: Vec<String> = Vec::new();
+        let mut add = |text: String| {
+            for p in text.replace("nats: ", "").split(": ") {
+                let p = p.trim();
+                if !p.is_empty() && !parts.iter().any(|q| q.eq_ignore_ascii_case(p)) {
+                    parts.push(p.to_owned());
+                }
+            }
+        };
+        add(e.to_string());
         let mut source = std::error::Error::source(e);
         while let Some(s) = source {
-            let text = s.to_string();
-            if !chain.contains(&text) {
-                chain.push_str(": ");
-                chain.push_str(&text);
-            }
+            add(s.to_string());
             source = s.source();
         }
+        let chain = parts.join(": ");
         let lower = chain.to_lowercase();
         let kind = match e.kind() {
             K::AuthorizationViolation | K::Authentication => FailureKind::Auth,

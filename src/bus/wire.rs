@@ -569,37 +569,37 @@ mod tests {
     fn anything_outside_the_vocabulary_is_refused_by_kind() {
         for (text, kind, says) in [
             (
-                r#"{"id":"a","timeout_ms":1000,"config":"/etc/shadow"}"#,
+                r#"{"id":"a","timeout_ms":2000,"config":"/etc/shadow"}"#,
                 RefusalKind::UnknownField,
                 "field \"config\"",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"record":"/tmp/x"}"#,
+                r#"{"id":"a","timeout_ms":2000,"record":"/tmp/x"}"#,
                 RefusalKind::UnknownField,
                 "\"record\"",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"peer":["198.18.0.9"]}"#,
+                r#"{"id":"a","timeout_ms":2000,"peer":["198.18.0.9"]}"#,
                 RefusalKind::UnknownField,
                 "\"peer\"",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"checks":["/etc/shadow"]}"#,
+                r#"{"id":"a","timeout_ms":2000,"checks":["/etc/shadow"]}"#,
                 RefusalKind::UnknownCheck,
                 "unknown check \"/etc/shadow\"",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"checks":["mtu.pth"]}"#,
+                r#"{"id":"a","timeout_ms":2000,"checks":["mtu.pth"]}"#,
                 RefusalKind::UnknownCheck,
                 "mtu.pth",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"checks":"mtu.path"}"#,
+                r#"{"id":"a","timeout_ms":2000,"checks":"mtu.path"}"#,
                 RefusalKind::BadValue,
                 "checks: a list",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"skips":[1]}"#,
+                r#"{"id":"a","timeout_ms":2000,"skips":[1]}"#,
                 RefusalKind::BadValue,
                 "not a string",
             ),
@@ -634,27 +634,27 @@ mod tests {
                 "timeout_ms: missing",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"sample_ms":1000}"#,
+                r#"{"id":"a","timeout_ms":2000,"sample_ms":2000}"#,
                 RefusalKind::BadValue,
                 "shorter",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"profile":"yolo"}"#,
+                r#"{"id":"a","timeout_ms":2000,"profile":"yolo"}"#,
                 RefusalKind::BadValue,
                 "not a preflight",
             ),
             (
-                r#"{"id":"a","timeout_ms":1000,"ovn_read_by":"n0;id"}"#,
+                r#"{"id":"a","timeout_ms":2000,"ovn_read_by":"n0;id"}"#,
                 RefusalKind::BadValue,
                 "not a node name",
             ),
             (
-                r#"{"id":"a b","timeout_ms":1000}"#,
+                r#"{"id":"a b","timeout_ms":2000}"#,
                 RefusalKind::BadValue,
                 "not a request id",
             ),
             (
-                r#"{"timeout_ms":1000}"#,
+                r#"{"timeout_ms":2000}"#,
                 RefusalKind::BadValue,
                 "id: missing",
             ),
@@ -681,7 +681,7 @@ mod tests {
             Some("x1")
         );
         let big = format!(
-            r#"{{"id":"a","timeout_ms":1000,"pad":"{}"}}"#,
+            r#"{{"id":"a","timeout_ms":2000,"pad":"{}"}}"#,
             "x".repeat(5000)
         );
         assert_eq!(refused(&big).1, RefusalKind::Oversize);
@@ -690,7 +690,7 @@ mod tests {
             RefusalKind::NotJson
         );
         let many = format!(
-            r#"{{"id":"a","timeout_ms":1000,"checks":[{}]}}"#,
+            r#"{{"id":"a","timeout_ms":2000,"checks":[{}]}}"#,
             vec!["\"mtu\""; 65].join(",")
         );
         assert_eq!(refused(&many).1, RefusalKind::BadValue);

@@ -485,6 +485,7 @@ mod tests {
             exit_code: 1,
             summary: ClusterSummary { nodes: 8, ..ClusterSummary::default() },
             ovn_read_by: "spx-node-01".into(),
+            via: "ssh",
             nodes,
             checks: vec![CheckReport {
                 title: "t",

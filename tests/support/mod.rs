@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fabric;
+pub mod nats;
 pub mod netns;
 pub mod ovsdb_server;
 pub mod qemu;

@@ -73,8 +73,10 @@ impl Check for ClusterReachable {
         "In `spx doctor --cluster`, every selected node runs the doctor at once: this node \
          in-process, the others over OpenSSH (the system `ssh`, with BatchMode=yes, so the \
          host's ssh_config, agent and known_hosts apply and nothing ever prompts), as \
-         `ssh HOST -- [sudo -n] spx-doctor --format json --config PATH ...`. This check \
-         passes when every node answered with a valid JSON v1 report by the run's \
+         `ssh HOST -- [sudo -n] spx-doctor --format json --config PATH ...`; or, with \
+         `--via nats` (the default when the config has this node's [nodes.NODE.nats]), \
+         every node's `spx-doctor agent` answers one request on Spinifex's NATS. This \
+         check passes when every node answered with a valid JSON v1 report by the run's \
          --timeout.\n\
          \n\
          Host keys are always checked: the run passes `-o StrictHostKeyChecking=yes` unless \
@@ -87,7 +89,10 @@ impl Check for ClusterReachable {
          remote binary not found (exit 127), a doctor of another version, an answer that \
          is not a report, or still queued behind --parallel at the deadline. Each fix names \
          what this run used: the ssh command line, the user, --remote-bin, the known_hosts \
-         file and host form. A node running another version of the doctor is a warning.\n\
+         file and host form. Over NATS: no agent answered (said once when none did), this \
+         node's own NATS session failed (connect, TLS, token: said once), or the agent \
+         refused, was busy or at its runs-per-minute bound, or its report does not fit the \
+         server's max_payload. A node running another version of the doctor is a warning.\n\
          \n\
          Why: jumbo frames and IPsec are cluster-wide changes, and a preflight that could \
          not see a node has not proven anything about it.\n\
@@ -198,7 +203,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
         return evidence(f);
     }
     let how = match (in_process.as_slice(), via_ssh) {
-        _ if facts.transport == Transport::Nats => format!("{total} agents over NATS"),
+        _ if facts.transport == Transport::Nats => match total {
+            1 => "its agent over NATS".to_owned(),
+            n => format!("{n} agents over NATS"),
+        },
         ([], n) => format!("{n} over ssh"),
         ([me], 0) => format!("{me} in-process"),
         ([me], n) => format!("{me} in-process, {n} over ssh"),
@@ -573,6 +581,95 @@ mod tests {
                 json!([]),
             ),
         )
+    }
+
+    #[test]
+    fn over_nats_a_cause_every_node_shares_is_said_once() {
+        let names = ["a", "b", "c"];
+        let mut f = facts(
+            names
+                .iter()
+                .map(|n| {
+                    unreached(
+                        n,
+                        UnreachedKind::NoAgent,
+                        &format!("is spx-doctor-agent running on {n}?"),
+                    )
+                })
+                .collect(),
+            &[],
+        );
+        f.transport = Transport::Nats;
+        let out = judge(&f);
+        assert_eq!(out.status, Status::Error);
+        assert!(
+            out.summary
+                .starts_with("no spx-doctor agent answered on NATS: are the agents installed?"),
+            "{}",
+            out.summary
+        );
+        assert_eq!(out.remediation.len(), 2, "{:?}", out.remediation);
+        assert!(
+            out.remediation[1].contains("--via ssh"),
+            "{:?}",
+            out.remediation
+        );
+        // This node's own session: the same words for every node, once.
+        let mut f = facts(
+            names
+                .iter()
+                .map(|n| {
+                    unreached(
+                        n,
+                        UnreachedKind::NatsAuth,
+                        "NATS at 198.19.0.254:4222: authorization violation",
+                    )
+                })
+                .collect(),
+            &[],
+        );
+        f.transport = Transport::Nats;
+        let out = judge(&f);
+        assert_eq!(
+            out.summary.matches("authorization violation").count(),
+            1,
+            "{}",
+            out.summary
+        );
+        assert!(
+            out.remediation[0].contains("token"),
+            "{:?}",
+            out.remediation
+        );
+        // One node without its agent is named per node, with its fix.
+        let mut nodes: Vec<NodeAnswer> = ["a", "b"].iter().map(|n| ok(n, "0.1.0")).collect();
+        nodes.push(unreached(
+            "c",
+            UnreachedKind::NoAgent,
+            "is spx-doctor-agent running on c?",
+        ));
+        let mut f = facts(nodes, &[]);
+        f.transport = Transport::Nats;
+        let out = judge(&f);
+        assert!(
+            out.summary
+                .ends_with("c (no agent answered on NATS: is spx-doctor-agent running on c?)"),
+            "{}",
+            out.summary
+        );
+        assert!(
+            out.remediation[0].starts_with("c: start its agent"),
+            "{:?}",
+            out.remediation
+        );
+        // All answered over NATS.
+        let mut f = facts(["a", "b"].iter().map(|n| ok(n, "0.1.0")).collect(), &[]);
+        f.transport = Transport::Nats;
+        let out = judge(&f);
+        assert_eq!(
+            out.summary,
+            "all 2 nodes answered with a valid report (2 agents over NATS)"
+        );
     }
 
     #[test]
