@@ -19,6 +19,9 @@ _spx__doctor() {
             spx__doctor,__complete)
                 cmd="spx__doctor__subcmd____complete"
                 ;;
+            spx__doctor,agent)
+                cmd="spx__doctor__subcmd__agent"
+                ;;
             spx__doctor,completions)
                 cmd="spx__doctor__subcmd__completions"
                 ;;
@@ -38,7 +41,7 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --via --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions agent man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -142,6 +145,10 @@ _spx__doctor() {
                     fi
                     return 0
                     ;;
+                --via)
+                    COMPREPLY=($(compgen -W "nats ssh" -- "${cur}"))
+                    return 0
+                    ;;
                 --nodes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -188,6 +195,28 @@ _spx__doctor() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spx__subcmd__doctor__subcmd__agent)
+            opts="-h -V --config --runs-per-minute --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --runs-per-minute)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster via= nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -102,6 +102,8 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a pre
 disable-ipsec\t'Before setting ipsec_enabled = false'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l record -d 'Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l via -d 'How to reach the nodes: nats (each node\'s spx-doctor agent, on Spinifex\'s bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh]' -r -f -a "nats\t'Every node\'s spx-doctor agent, over Spinifex\'s NATS'
+ssh\t'This node in-process, the others over OpenSSH'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-config -d 'The ssh client configuration (`ssh -F FILE`) [default: ssh\'s own: ~/.ssh/config, /etc/ssh/ssh_config]' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-user -d 'The user to log in as (`ssh -l USER`); any user but root runs the doctor with `sudo -n` [default: ssh\'s]' -r
@@ -197,12 +199,13 @@ cluster.reachable/other-version\t'warn: A node runs another version of the docto
 cluster.config-drift/version-drift\t'warn: The configs agree, but the nodes run different versions of the doctor'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*]: this node in-process, the others over ssh (BatchMode), plus the cross-node checks (cluster.*)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*] (their agents over NATS, or this node in-process and the others over ssh), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service: answer cluster run requests on Spinifex\'s NATS (see contrib/systemd/spx-doctor-agent.service)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
@@ -212,5 +215,9 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l h
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l config -d 'The Spinifex config, found as a run finds it; its `node` and that node\'s [nodes.NODE.nats] say where the bus is' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l runs-per-minute -d 'At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited"' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'

@@ -154,7 +154,8 @@ fn nats_and_ssh_give_the_same_verdicts_on_a_lab_with_a_black_hole() {
         ])
         .arg(&trace_file)
         .arg(support::bin())
-        .args(["--cluster", "--format", "json"])
+        .args(["--cluster", "--format", "json", "--config"])
+        .arg(lab.etc(0).join("spinifex.toml"))
         .args(CHECKS)
         .env("HOME", "/nonexistent-spx-test-home");
     let (code, _, err) = run(&mut traced);
@@ -304,7 +305,8 @@ fn wrong_token_wrong_ca_and_a_server_down_are_named_and_the_agents_reconnect() {
     };
 
     // A wrong token on the coordinator's node.
-    lab.write_config(0, "not-the-token", nats::NODE_CA);
+    let ca = lab.server.ca.display().to_string();
+    lab.write_config(0, "not-the-token", &ca);
     let t0 = Instant::now();
     let (code, doc) = run_cluster_json(lab.coordinator(0).args(quick));
     assert_eq!(code, 2, "{doc:#}");
@@ -328,8 +330,7 @@ fn wrong_token_wrong_ca_and_a_server_down_are_named_and_the_agents_reconnect() {
     let other = lab.dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
     nats::pki(&other, "198.19.0.254");
-    std::fs::copy(other.join("ca.pem"), lab.etc(0).join("other-ca.pem")).unwrap();
-    lab.write_config(0, nats::TOKEN, "/etc/spinifex/other-ca.pem");
+    lab.write_config(0, nats::TOKEN, &other.join("ca.pem").display().to_string());
     let (code, doc) = run_cluster_json(lab.coordinator(0).args(quick));
     assert_eq!(code, 2, "{doc:#}");
     for (reason, error) in reasons(&doc) {
@@ -337,13 +338,13 @@ fn wrong_token_wrong_ca_and_a_server_down_are_named_and_the_agents_reconnect() {
         assert!(error.contains("invalid peer certificate"), "{error}");
     }
     // A CA file that is not there.
-    lab.write_config(0, nats::TOKEN, "/etc/spinifex/nope.pem");
+    lab.write_config(0, nats::TOKEN, "/nonexistent-spx/ca.pem");
     let (code, doc) = run_cluster_json(lab.coordinator(0).args(quick));
     assert_eq!(code, 2, "{doc:#}");
     assert!(reasons(&doc)[0]
         .1
-        .contains("cannot read the CA certificate /etc/spinifex/nope.pem"));
-    lab.write_config(0, nats::TOKEN, nats::NODE_CA);
+        .contains("cannot read the CA certificate /nonexistent-spx/ca.pem"));
+    lab.write_config(0, nats::TOKEN, &ca);
 
     // The server down: named, no hang; the agents say they lost it.
     lab.server.stop();
@@ -364,7 +365,7 @@ fn wrong_token_wrong_ca_and_a_server_down_are_named_and_the_agents_reconnect() {
         );
     }
     // An agent started now, with a wrong token, keeps trying with backoff.
-    lab.write_config(1, "not-the-token", nats::NODE_CA);
+    lab.write_config(1, "not-the-token", &ca);
     lab.start_agent(1, &[]);
     lab.wait_log(
         1,
@@ -381,7 +382,7 @@ fn wrong_token_wrong_ca_and_a_server_down_are_named_and_the_agents_reconnect() {
         1,
         Duration::from_secs(15),
     );
-    lab.write_config(1, nats::TOKEN, nats::NODE_CA);
+    lab.write_config(1, nats::TOKEN, &ca);
     lab.start_agent(1, &[]);
     lab.wait_connected(1, 1);
     let (code, doc) = run_cluster_json(lab.coordinator(0).args(quick));

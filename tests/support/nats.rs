@@ -239,10 +239,6 @@ pub struct NatsLab {
     pub dir: tempfile::TempDir,
 }
 
-/// Where every node sees the CA: its own /etc/spinifex (bound by `ip
-/// netns exec` from /etc/netns/NS/spinifex).
-pub const NODE_CA: &str = "/etc/spinifex/ca.pem";
-
 impl NatsLab {
     pub fn new(nodes: Vec<LabNode>) -> NatsLab {
         let ssh = SshLab::new(nodes);
@@ -262,8 +258,9 @@ impl NatsLab {
             server,
             dir,
         };
+        let ca = lab.server.ca.display().to_string();
         for i in 0..lab.ssh.names.len() {
-            lab.write_config(i, TOKEN, NODE_CA);
+            lab.write_config(i, TOKEN, &ca);
         }
         for i in 0..lab.ssh.names.len() {
             lab.start_agent(i, &[]);
@@ -275,10 +272,8 @@ impl NatsLab {
     }
 
     /// Node `i`'s config: the lab's, plus every node's NATS table with
-    /// this token and CA path (and the lab's CA at [`NODE_CA`]).
+    /// this token and CA path.
     pub fn write_config(&self, i: usize, token: &str, ca: &str) {
-        let etc = self.etc(i);
-        std::fs::copy(&self.server.ca, etc.join("ca.pem")).unwrap();
         let text = self.ssh.config_text(i, false, 9000)
             + &nats_tables(&self.ssh.names, &self.server.addr, ca, token);
         self.ssh.write_config(i, &text);
@@ -291,12 +286,17 @@ impl NatsLab {
             .join("spinifex")
     }
 
-    /// Start node `i`'s agent (its config by the default path, as the
-    /// unit runs it), with `args` after `agent`.
+    /// Start node `i`'s agent in its namespace, with `args` after `agent`.
+    /// Its config is named by its path on this host: a long-lived agent
+    /// must not depend on the /etc/spinifex mount point that `ip netns
+    /// exec` binds over, which another test process may remove when it is
+    /// done with it.
     pub fn start_agent(&mut self, i: usize, args: &[&str]) {
         self.kill_agent(i);
         let mut cmd = self.ssh.fabric.node(i).ns.command(super::bin());
         cmd.arg("agent")
+            .arg("--config")
+            .arg(self.etc(i).join("spinifex.toml"))
             .args(args)
             .env_remove("SPINIFEX_CONFIG_PATH")
             .env_remove("JOURNAL_STREAM")
@@ -333,15 +333,18 @@ impl NatsLab {
         self.wait_log(i, "connected to NATS at", n, Duration::from_secs(15));
     }
 
-    /// The coordinator on node `i`: `spx-doctor --cluster` with nothing
-    /// else (its config decides the transport).
+    /// The coordinator on node `i`: `spx-doctor --cluster` and its
+    /// config (by its path on this host, as the agents' are), which
+    /// decides the transport.
     pub fn coordinator(&self, i: usize) -> Command {
         let mut cmd = self.ssh.fabric.node(i).spx();
         cmd.env_remove("SPX_DOCTOR_VIA")
             .env_remove("SPINIFEX_CONFIG_PATH")
             .env_remove("NO_COLOR")
             .env_remove("TRACEPARENT")
-            .arg("--cluster");
+            .arg("--cluster")
+            .arg("--config")
+            .arg(self.etc(i).join("spinifex.toml"));
         cmd
     }
 }
