@@ -102,7 +102,7 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a pre
 disable-ipsec\t'Before setting ipsec_enabled = false'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l record -d 'Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply' -r -F
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l via -d 'How to reach the nodes: nats (each node\'s spx-doctor agent, on Spinifex\'s bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh]' -r -f -a "nats\t'Every node\'s spx-doctor agent, over Spinifex\'s NATS'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l via -d 'How to reach the nodes: nats (each node\'s agent, on Spinifex\'s bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh]' -r -f -a "nats\t'Every node\'s agent, over Spinifex\'s NATS'
 ssh\t'This node in-process, the others over OpenSSH'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-config -d 'The ssh client configuration (`ssh -F FILE`) [default: ssh\'s own: ~/.ssh/config, /etc/ssh/ssh_config]' -r -F
@@ -205,7 +205,7 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d '
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service: answer cluster run requests on Spinifex\'s NATS (see contrib/systemd/spx-doctor-agent.service)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'

@@ -52,7 +52,7 @@ pub enum Action {
         #[arg(value_enum)]
         shell: Shell,
     },
-    /// Run as a service: answer cluster run requests on Spinifex's NATS (see contrib/systemd/spx-doctor-agent.service).
+    /// Run as a service on this node: answer cluster run requests on Spinifex's NATS (`--cluster --via nats`).
     Agent(crate::agent::AgentArgs),
     /// Print the man page (roff).
     #[command(hide = true)]

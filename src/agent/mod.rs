@@ -259,7 +259,9 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
         }
         state.tick().await;
     }
-    let _ = client.flush().await;
+    // Answers already handed to the client go out, unless the bus is
+    // gone: a stop never waits on a server that is not there.
+    let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
     Ok(stopped())
 }
 

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 /// `--via`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ViaFlag {
-    /// Every node's spx-doctor agent, over Spinifex's NATS.
+    /// Every node's agent, over Spinifex's NATS.
     Nats,
     /// This node in-process, the others over OpenSSH.
     Ssh,
@@ -20,7 +20,7 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub cluster: bool,
 
-    /// How to reach the nodes: nats (each node's spx-doctor agent, on Spinifex's bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh].
+    /// How to reach the nodes: nats (each node's agent, on Spinifex's bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh].
     #[arg(long, value_enum, value_name = "HOW", requires = "cluster")]
     pub via: Option<ViaFlag>,
 

@@ -21,6 +21,17 @@ use spx_test_harness::root_test;
 
 const SUBJECT: &str = "spinifex.doctor.h1.run";
 
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 async fn client(ca: &Path) -> async_nats::Client {
     async_nats::ConnectOptions::new()
         .add_root_certificates(ca.to_owned())
@@ -157,6 +168,8 @@ fn hostile_requests_are_refused_or_bounded() {
             .expect("strace's child: the agent")
             .parse()
             .unwrap();
+    // Ours, by pid, whatever happens: a tracee outlives a killed strace.
+    let _agent_guard = KillOnDrop(agent_pid);
 
     let ca = server.ca.clone();
     let rt = || {
@@ -318,6 +331,27 @@ fn hostile_requests_are_refused_or_bounded() {
     assert_eq!(
         (kind.as_str(), &body["error"]["kind"]),
         ("error", &Value::from("bad-value"))
+    );
+    // systemd stops it with SIGTERM, whether or not the bus is there.
+    server.stop();
+    agent.wait_for("lost the connection", 1, Duration::from_secs(5), "agent");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent_pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    agent.wait_for("stopping", 1, Duration::from_secs(3), "agent");
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{agent_pid}")).exists() && t0.elapsed() < Duration::from_secs(3)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !Path::new(&format!("/proc/{agent_pid}/status")).exists()
+            || std::fs::read_to_string(format!("/proc/{agent_pid}/status"))
+                .unwrap_or_default()
+                .contains("zombie"),
+        "the agent ended on SIGTERM"
     );
     drop(agent);
 

@@ -100,7 +100,12 @@ fn nats_and_ssh_give_the_same_verdicts_on_a_lab_with_a_black_hole() {
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| format!("{k}: nats {:?}, ssh {:?}", a.get(k), b.get(k)))
         .collect();
-    assert!(differ.is_empty(), "{differ:#?}");
+    assert!(
+        differ.is_empty(),
+        "{differ:#?}\nn5 over NATS: {:#}\nn5's agent: {}",
+        node(&over_nats, "n5")["report"]["checks"],
+        lab.agent_log(5)
+    );
     let pm = cluster_check(&over_nats, "cluster.path-matrix");
     assert_eq!(
         pm["evidence"]["cut_off"],
