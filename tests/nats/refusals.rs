@@ -91,7 +91,7 @@ fn a_nats_run_that_cannot_connect_is_a_report_that_says_so() {
             .arg("--cluster")
             .arg("--config")
             .arg(&cfg)
-            .args(["--via", "ssh", "--check", "sysctl", "--timeout", "2s"]),
+            .args(["--via", "ssh", "--check", "sysctl", "--timeout", "10s"]),
     );
     assert!(code >= 1, "{doc:#}");
     assert_eq!(doc["via"], "ssh");
