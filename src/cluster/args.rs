@@ -20,7 +20,7 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub cluster: bool,
 
-    /// How to reach the nodes: nats (each node's agent, on Spinifex's bus) or ssh [default: nats when the config has [nodes.<this node>.nats], else ssh].
+    /// How to reach the nodes: nats (each node's agent, on Spinifex's bus) or ssh [default: nats when the config has this node's [nodes.NODE.nats], else ssh].
     #[arg(long, value_enum, value_name = "HOW", requires = "cluster")]
     pub via: Option<ViaFlag>,
 
