@@ -73,7 +73,8 @@ pub struct Expectations {
     pub underlay_family: Family,
     /// The MTU guests are given on an underlay of `underlay_family`.
     pub guest_mtu: u32,
-    /// ESP SAs this node holds at least when IPsec is wanted, else exactly 0.
+    /// ESP SAs this node holds at least when IPsec is up with every peer
+    /// (2×(N−1)), else exactly 0.
     pub esp_sa_min: usize,
 }
 
@@ -144,9 +145,19 @@ pub fn guest_mtu(underlay_mtu: u32, ipsec: bool, ipv6_underlay: bool) -> u32 {
     underlay - overhead
 }
 
-/// One SA per node pair per direction: 2×(N−1).
+/// The floor of ESP SAs a node holds when IPsec is up with every peer: one
+/// per peer per direction, 2×(N−1). ovs-monitor-ipsec's layout holds
+/// twice that ([`ovs_sa_layout`]).
 pub fn expected_sa_count(node_count: usize) -> usize {
     2 * node_count.saturating_sub(1)
+}
+
+/// The ESP SAs a node holds with every peer's tunnels up, as
+/// ovs-monitor-ipsec lays them out: per peer two strongSwan connections
+/// (`-in-` with this node's UDP 6081, `-out-` with the peer's), each one
+/// CHILD_SA of two SAs, so 4×(N−1). Rekeying adds more for a while.
+pub fn ovs_sa_layout(node_count: usize) -> usize {
+    4 * node_count.saturating_sub(1)
 }
 
 /// 1 queue pair with IPsec (multiqueue reorders ESP and costs 12%),
@@ -185,6 +196,8 @@ mod tests {
     fn sa_count_and_queues() {
         assert_eq!(expected_sa_count(4), 6);
         assert_eq!(expected_sa_count(1), 0);
+        assert_eq!(ovs_sa_layout(3), 8);
+        assert_eq!(ovs_sa_layout(1), 0);
         assert_eq!(nic_queues(true, 4), 1);
         assert_eq!(nic_queues(false, 4), 4);
         assert_eq!(nic_queues(false, 32), 8);

@@ -7,7 +7,15 @@
 //! (one side rekeyed and the other did not), which drops every packet of
 //! that direction. Only the two tables side by side show it. The SA lists
 //! come from every node's `ipsec.xfrm` evidence (`sas`: src, dst, spi,
-//! algorithm, direction; never keys).
+//! algorithm, direction, reqid; never keys).
+//!
+//! What pairs up is one CHILD_SA: strongSwan installs both of its SAs on
+//! both ends with the same SPIs, each end under its own reqid (A's `-out-`
+//! connection to B is B's `-in-` connection from A), so SPIs are matched
+//! and reqids never compared. A pair of nodes that never sent each other
+//! geneve holds no SA on either end; when both ends' `ipsec.xfrm` say they
+//! are armed for each other (ovs-monitor-ipsec's `auto=route`), that is
+//! how it should be.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -27,7 +35,7 @@ pub struct ClusterSaPairs;
 crate::kinds! {
     /// What `cluster.sa-pairs` can say, per ordered pair of nodes (or node) and for the check.
     pub enum SaPairsKind for "cluster.sa-pairs" {
-        /// Every outbound ESP SA is on the node it points to as an inbound SA, same SPI and algorithm.
+        /// Every outbound ESP SA is on the node it points to as an inbound SA, same SPI and algorithm (a pair that never sent each other geneve holds none on either end, both armed for it).
         Ok = pass("ok"),
         /// An outbound SA is missing on the node it points to (or a node holds an inbound SA the other end does not have, or no outbound SA at all): that direction's packets are dropped.
         Unpaired = fail("unpaired"),
@@ -69,9 +77,13 @@ impl Check for ClusterSaPairs {
     fn explain(&self) -> &'static str {
         "Where IPsec is wanted (ipsec_enabled on every node of a cluster of more than one), \
          puts every node's SA table side by side (ipsec.xfrm evidence `sas`: src, dst, SPI, \
-         algorithm and direction, dumped over netlink; never keys). For every ordered pair \
-         A->B, A's outbound ESP SA (src A, dst B) must exist on B as an inbound SA with the \
-         same SPI and algorithm, and B must hold no inbound SA from A that A does not have. \
+         algorithm, direction and reqid, dumped over netlink; never keys). For every ordered \
+         pair A->B, A's outbound ESP SA (src A, dst B) must exist on B as an inbound SA with \
+         the same SPI and algorithm, and B must hold no inbound SA from A that A does not \
+         have: the two ends of one CHILD_SA share its SPIs, each under its own reqid (A's \
+         `-out-` connection is B's `-in-`), so reqids are never compared. A pair with no SA \
+         on either end passes when both ends are armed for each other (ipsec.xfrm: policies \
+         demand ESP and IKE makes the SAs on the first packet). \
          No node may hold SAs toward an address that is no node of the cluster (proven only \
          when every node of the config answered). Addresses are matched to nodes by the \
          config's host/advertise and the addresses each node reports as its own.\n\
@@ -111,6 +123,9 @@ pub struct ReportedSa {
     pub spi: String,
     pub algorithm: Option<String>,
     pub direction: SaDirection,
+    /// The reporting node's reqid for it (0 when its doctor did not say).
+    #[serde(default)]
+    pub reqid: u32,
 }
 
 impl ReportedSa {
@@ -122,6 +137,7 @@ impl ReportedSa {
             spi: s.spi.to_ascii_lowercase(),
             algorithm: s.algorithm,
             direction: s.direction,
+            reqid: s.reqid,
         }
     }
 }
@@ -170,6 +186,10 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
 
     let book = facts.address_book();
     let mut tables: BTreeMap<&str, Vec<ReportedSa>> = BTreeMap::new();
+    // Per node: the peers it is armed for (no SA yet) and those it waits
+    // for keys toward (IKE pending).
+    let mut armed: BTreeMap<&str, Vec<IpAddr>> = BTreeMap::new();
+    let mut pending: BTreeMap<&str, Vec<IpAddr>> = BTreeMap::new();
     let mut unjudged: Vec<String> = Vec::new();
     for n in &facts.nodes {
         match n.report.as_ref() {
@@ -177,6 +197,8 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             Ok(_) => match n.check("ipsec.xfrm") {
                 Some(c) => match c.evidence_as::<IpsecXfrmEvidence>() {
                     Some(e) => {
+                        armed.insert(&n.name, e.armed_peers);
+                        pending.insert(&n.name, e.pending_peers);
                         let list = e.sas.into_iter().map(|s| ReportedSa::of(&n.name, s));
                         tables.insert(&n.name, list.collect());
                     }
@@ -245,8 +267,30 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 .collect();
             let before = problems.len();
             let mut kinds = Vec::new();
+            let toward = |lists: &BTreeMap<&str, Vec<IpAddr>>, from: &str, to: &str| {
+                lists
+                    .get(from)
+                    .is_some_and(|l| l.iter().any(|ip| book.owner(*ip) == Some(to)))
+            };
+            if out.is_empty() && inbound.is_empty() && toward(&armed, a, b) && toward(&armed, b, a)
+            {
+                subjects.push(Subject::new(
+                    SaPairsKind::Ok,
+                    pair(a, b),
+                    format!("no SA yet on either end: {a} and {b} are armed for each other (made on the first packet)"),
+                ));
+                continue;
+            }
             if out.is_empty() {
-                problems.push(format!("{} has no outbound SA", pair(a, b)));
+                problems.push(format!(
+                    "{} has no outbound SA{}",
+                    pair(a, b),
+                    if toward(&pending, a, b) {
+                        format!(" (IKE pending on {a})")
+                    } else {
+                        String::new()
+                    }
+                ));
                 kinds.push(SaPairsKind::Unpaired);
             }
             for s in &out {
@@ -401,21 +445,61 @@ mod tests {
         format!("198.18.0.{}", i + 1)
     }
 
-    /// The SPI OVN's IKE would pick for i->j (any distinct value).
-    fn spi(i: usize, j: usize) -> String {
-        format!("0x{:08x}", 0xc000_0000u32 + (i as u32) * 16 + j as u32)
+    /// The SPI of the SA `src`->`dst` of the CHILD_SA that `owner`'s
+    /// `-out-` connection made (its geneve to the other end): as strongSwan
+    /// installs it on both ends (any distinct value).
+    fn spi(owner: usize, src: usize, dst: usize) -> String {
+        format!(
+            "0x{:08x}",
+            0xc000_0000u32 + (owner as u32) * 256 + (src as u32) * 16 + dst as u32
+        )
     }
 
-    fn sa(src: usize, dst: usize, me: usize, spi: &str, alg: &str) -> Value {
+    /// Node `me`'s reqid for the connection toward `peer`: its `-in-`
+    /// connection (`out` false) or its `-out-` one. Each node numbers its
+    /// own, as charon does.
+    fn reqid(me: usize, peer: usize, out: bool) -> u32 {
+        let mut n = 0;
+        for p in (0..NAMES.len()).filter(|p| *p != me) {
+            n += 2;
+            if p == peer {
+                break;
+            }
+        }
+        n - u32::from(!out)
+    }
+
+    fn sa(
+        src: usize,
+        dst: usize,
+        me: usize,
+        spi: &str,
+        alg: &str,
+        reqid: u32,
+        ports: &str,
+    ) -> Value {
         json!({"src": ip(src), "dst": ip(dst), "spi": spi, "algorithm": alg,
-               "direction": if src == me { "out" } else { "in" }})
+               "direction": if src == me { "out" } else { "in" },
+               "reqid": reqid, "selector": ports, "bytes": 0})
     }
 
     fn node(i: usize, sas: Vec<Value>, ipsec: bool) -> NodeAnswer {
+        node_with(i, sas, ipsec, json!([]), json!([]))
+    }
+
+    fn node_with(
+        i: usize,
+        sas: Vec<Value>,
+        ipsec: bool,
+        armed: Value,
+        pending: Value,
+    ) -> NodeAnswer {
         let checks = json!([{
             "id": "ipsec.xfrm", "title": "t", "status": "pass", "summary": "s",
-            "evidence": {"sa_count": sas.len(), "expected_min": 4, "algorithms": [ALG], "sas": sas,
-                         "missing_pairs": [], "stale_pairs": [], "peers": null, "peer_source": "s"},
+            "evidence": {"sa_count": sas.len(), "expected_min": 4, "expected": 8, "algorithms": [ALG], "sas": sas,
+                         "missing_pairs": [], "stale_pairs": [], "pending": [], "pending_peers": pending,
+                         "armed_peers": armed, "policy_count": 8, "policy_error": null,
+                         "peers": null, "peer_source": "s"},
             "remediation": [], "duration_ms": 1
         }]);
         answer(
@@ -429,16 +513,58 @@ mod tests {
         )
     }
 
-    /// A healthy table for node i: out and in SAs with every other node.
+    /// Node i's SAs with peer j as strongSwan holds them under
+    /// ovs-monitor-ipsec's layout: two CHILD_SAs, i's `-out-` (i's geneve
+    /// to j, `dport 6081`, and j's replies, `sport 6081`) and j's `-out-`
+    /// (which is i's `-in-`), 4 SAs; the same SPIs on both ends, each end
+    /// under its own reqids.
+    fn with_peer(i: usize, j: usize) -> Vec<Value> {
+        vec![
+            sa(
+                i,
+                j,
+                i,
+                &spi(i, i, j),
+                ALG,
+                reqid(i, j, true),
+                "udp dport 6081",
+            ),
+            sa(
+                j,
+                i,
+                i,
+                &spi(i, j, i),
+                ALG,
+                reqid(i, j, true),
+                "udp sport 6081",
+            ),
+            sa(
+                j,
+                i,
+                i,
+                &spi(j, j, i),
+                ALG,
+                reqid(i, j, false),
+                "udp dport 6081",
+            ),
+            sa(
+                i,
+                j,
+                i,
+                &spi(j, i, j),
+                ALG,
+                reqid(i, j, false),
+                "udp sport 6081",
+            ),
+        ]
+    }
+
+    /// A healthy table for node i: 4 SAs with every other node.
     fn healthy(i: usize) -> Vec<Value> {
-        let mut v = Vec::new();
-        for j in 0..NAMES.len() {
-            if j != i {
-                v.push(sa(i, j, i, &spi(i, j), ALG));
-                v.push(sa(j, i, i, &spi(j, i), ALG));
-            }
-        }
-        v
+        (0..NAMES.len())
+            .filter(|j| *j != i)
+            .flat_map(|j| with_peer(i, j))
+            .collect()
     }
 
     fn lab(tables: Vec<Vec<Value>>) -> ClusterFacts {
@@ -454,17 +580,29 @@ mod tests {
 
     #[test]
     fn matching_tables_pass() {
-        let f = judge(&lab((0..3).map(healthy).collect()));
+        let tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
+        // One CHILD_SA on both ends: the same SPI, each end its own reqid.
+        let on = |t: &Vec<Value>, spi: &str| {
+            t.iter().find(|s| s["spi"] == spi).unwrap()["reqid"].clone()
+        };
+        assert_ne!(on(&tables[0], &spi(0, 0, 1)), on(&tables[1], &spi(0, 0, 1)));
+        let f = judge(&lab(tables));
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(f.evidence["pairs_checked"], 6);
+        assert_eq!(f.evidence["sas"].as_array().unwrap().len(), 24);
+        assert_eq!(f.findings[0].summary, "2 outbound SA(s), each on n1");
     }
 
     #[test]
     fn a_rekey_one_side_missed_is_named_with_both_spis() {
         let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
-        // n1 rekeyed its n1->n2 SA; n2 still holds the old inbound one.
-        tables[1].retain(|s| !(s["src"] == ip(1) && s["dst"] == ip(2)));
-        tables[1].push(sa(1, 2, 1, "0xdeadbeef", ALG));
+        // n1 rekeyed the SA of its geneve to n2; n2 still holds the old one.
+        let old = spi(1, 1, 2);
+        for s in tables[1].iter_mut() {
+            if s["spi"] == old.as_str() {
+                s["spi"] = json!("0xdeadbeef");
+            }
+        }
         let f = judge(&lab(tables));
         assert_eq!(f.status, Status::Fail);
         assert!(
@@ -476,8 +614,7 @@ mod tests {
         );
         assert!(
             f.summary.contains(&format!(
-                "n1->n2: n2 holds inbound spi {} (198.18.0.2->198.18.0.3) that n1 does not have",
-                spi(1, 2)
+                "n1->n2: n2 holds inbound spi {old} (198.18.0.2->198.18.0.3) that n1 does not have"
             )),
             "{}",
             f.summary
@@ -501,13 +638,67 @@ mod tests {
             "{}",
             f.summary
         );
-        assert!(f.summary.contains(&format!("n0->n2: spi {} (198.18.0.1->198.18.0.3) is rfc4106(gcm(aes)) on n0 but cbc(aes) on n2", spi(0, 2))), "{}", f.summary);
+        assert!(
+            f.summary.contains(&format!(
+                "n0->n1: n1 holds inbound spi {} (198.18.0.1->198.18.0.2) that n0 does not have",
+                spi(0, 0, 1)
+            )),
+            "{}",
+            f.summary
+        );
+        assert!(f.summary.contains(&format!("n0->n2: spi {} (198.18.0.1->198.18.0.3) is rfc4106(gcm(aes)) on n0 but cbc(aes) on n2", spi(0, 0, 2))), "{}", f.summary);
+    }
+
+    #[test]
+    fn a_pair_that_never_sent_passes_when_both_ends_are_armed() {
+        // n0 and n2 never sent each other geneve (auto=route): no SA on
+        // either end, each armed for the other.
+        let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
+        tables[0].retain(|s| s["src"] != ip(2) && s["dst"] != ip(2));
+        tables[2].retain(|s| s["src"] != ip(0) && s["dst"] != ip(0));
+        let nodes = |armed: [Value; 3], pending: [Value; 3]| {
+            facts(
+                tables
+                    .iter()
+                    .zip(armed.into_iter().zip(pending))
+                    .enumerate()
+                    .map(|(i, (t, (a, p)))| node_with(i, t.clone(), true, a, p))
+                    .collect(),
+                &["ipsec.xfrm"],
+            )
+        };
+        let f = judge(&nodes(
+            [json!([ip(2)]), json!([]), json!([ip(0)])],
+            [json!([]), json!([]), json!([])],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert!(f.findings.iter().any(|s| s.subject == "n0->n2"
+            && s.summary == "no SA yet on either end: n0 and n2 are armed for each other (made on the first packet)"));
+        // Only one end armed: the other holds nothing that demands ESP.
+        let f = judge(&nodes(
+            [json!([ip(2)]), json!([]), json!([])],
+            [json!([]), json!([]), json!([])],
+        ));
+        assert_eq!(f.status, Status::Fail, "{}", f.summary);
+        // n0 waits for keys toward n2 (n2's IKE is gone): named.
+        let f = judge(&nodes(
+            [json!([]), json!([]), json!([])],
+            [json!([ip(2)]), json!([]), json!([])],
+        ));
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.summary
+                .contains("n0->n2 has no outbound SA (IKE pending on n0)"),
+            "{}",
+            f.summary
+        );
     }
 
     #[test]
     fn an_sa_toward_no_node_of_the_cluster_fails_only_when_everyone_answered() {
         let mut tables: Vec<Vec<Value>> = (0..3).map(healthy).collect();
-        tables[0].push(json!({"src": ip(0), "dst": "198.18.0.99", "spi": "0x00000099", "algorithm": ALG, "direction": "out"}));
+        tables[0].push(sa(0, 0, 0, "0x00000099", ALG, 9, "udp dport 6081"));
+        tables[0].last_mut().unwrap()["dst"] = json!("198.18.0.99");
         let f = judge(&lab(tables.clone()));
         assert_eq!(f.status, Status::Fail);
         assert!(f.summary.contains("n0 holds spi 0x00000099 (198.18.0.1->198.18.0.99) toward 198.18.0.99, which is no node of the cluster"), "{}", f.summary);
@@ -516,6 +707,26 @@ mod tests {
         facts.config_nodes.push("n9".into());
         let f = judge(&facts);
         assert_eq!(f.status, Status::Error, "{}", f.summary);
+    }
+
+    #[test]
+    fn reports_of_doctors_without_reqids_still_pair() {
+        let tables: Vec<Vec<Value>> = (0..3)
+            .map(|i| {
+                healthy(i)
+                    .into_iter()
+                    .map(|mut s| {
+                        let o = s.as_object_mut().unwrap();
+                        o.remove("reqid");
+                        o.remove("selector");
+                        o.remove("bytes");
+                        s
+                    })
+                    .collect()
+            })
+            .collect();
+        let f = judge(&lab(tables));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
     }
 
     #[test]

@@ -65,6 +65,7 @@ impl Host for LiveHost {
             Request::Links => Fact::Links(links::links(limit.deadline)?),
             Request::Addresses => Fact::Addresses(links::local_addresses(limit.deadline)?),
             Request::XfrmStates => Fact::Xfrm(xfrm::states(bound)?),
+            Request::XfrmPolicies => Fact::XfrmPolicies(xfrm::policies(bound)?),
             Request::Ethtool { ioctl, interface } => {
                 let e = Ethtool::open()?;
                 match ioctl {

@@ -52,7 +52,7 @@ use crate::probe::ovsdb::{Answer, Budget, Row};
 use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::Discovery;
 use crate::probe::qemu::qmp::{QmpError, QmpFacts};
-use crate::probe::xfrm::SecurityAssociation;
+use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
 use crate::probe::ProbeError;
 
 /// The scope of questions asked outside any check: the report's host name
@@ -266,9 +266,20 @@ impl<'a> HostRef<'a> {
         ask!(self, Request::Addresses, self.netlink(), Addresses)
     }
 
-    /// Every IPsec security association (no keys).
+    /// Every IPsec security association (no keys), larval ACQUIRE states
+    /// included.
     pub fn xfrm_states(&self, bound: Duration) -> Result<Vec<SecurityAssociation>, ProbeError> {
         ask!(self, Request::XfrmStates, Limit::bound(bound), Xfrm)
+    }
+
+    /// Every IPsec policy, sockets' own included.
+    pub fn xfrm_policies(&self, bound: Duration) -> Result<Vec<XfrmPolicy>, ProbeError> {
+        ask!(
+            self,
+            Request::XfrmPolicies,
+            Limit::bound(bound),
+            XfrmPolicies
+        )
     }
 
     pub fn ethtool_drvinfo(&self, interface: &str) -> Result<Reported<DrvInfo>, ProbeError> {

@@ -26,7 +26,7 @@ use crate::probe::ovsdb::{Answer, Row};
 use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::Discovery;
 use crate::probe::qemu::qmp::{QmpError, QmpFacts};
-use crate::probe::xfrm::SecurityAssociation;
+use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
 
 /// One question to the host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,8 @@ pub enum Request {
     Addresses,
     /// `XFRM_MSG_GETSA` dump: every security association (never a key).
     XfrmStates,
+    /// `XFRM_MSG_GETPOLICY` dump: every IPsec policy.
+    XfrmPolicies,
     /// One `SIOCETHTOOL` read of one interface.
     Ethtool {
         ioctl: EthtoolGet,
@@ -145,6 +147,7 @@ pub enum Fact {
     Links(Vec<Link>),
     Addresses(Vec<IpAddr>),
     Xfrm(Vec<SecurityAssociation>),
+    XfrmPolicies(Vec<XfrmPolicy>),
     Drvinfo(Reported<DrvInfo>),
     Channels(Reported<Channels>),
     Rings(Reported<Rings>),
@@ -176,6 +179,7 @@ impl Fact {
             Fact::Links(_) => "links",
             Fact::Addresses(_) => "addresses",
             Fact::Xfrm(_) => "xfrm",
+            Fact::XfrmPolicies(_) => "xfrm-policies",
             Fact::Drvinfo(_) => "drvinfo",
             Fact::Channels(_) => "channels",
             Fact::Rings(_) => "rings",
@@ -215,6 +219,7 @@ impl Request {
             Request::Links => "link dump".into(),
             Request::Addresses => "address dump".into(),
             Request::XfrmStates => "xfrm state dump".into(),
+            Request::XfrmPolicies => "xfrm policy dump".into(),
             Request::Ethtool { ioctl, interface } => {
                 format!("ethtool {} {interface}", ioctl.name())
             }

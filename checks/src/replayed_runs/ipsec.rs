@@ -11,7 +11,9 @@ use crate::endpoint::Endpoint;
 use crate::finding::Status;
 use crate::host::{Fact, Request, SelectOp};
 use crate::probe::ovsdb::{Answer, Row};
-use crate::probe::xfrm::SecurityAssociation;
+use crate::probe::xfrm::{
+    PolicyAction, PolicyDir, PolicyTemplate, SecurityAssociation, Selector, XfrmPolicy,
+};
 
 const NB: &str = "tcp:198.18.3.181:6641";
 const SB: &str = "tcp:198.18.3.181:6642";
@@ -97,22 +99,66 @@ fn flags_left_on_after_disabling_ipsec_fail() {
     );
 }
 
-fn sa(src: &str, dst: &str, spi: u32) -> SecurityAssociation {
+/// A geneve selector between two nodes: `udp dport 6081` or `udp sport
+/// 6081`, as strongSwan sets it on ovs-monitor-ipsec's connections.
+fn geneve(src: &str, dst: &str, dport: bool) -> Selector {
+    Selector {
+        src: ip(src),
+        dst: ip(dst),
+        src_prefix: 32,
+        dst_prefix: 32,
+        proto: 17,
+        sport: if dport { 0 } else { 6081 },
+        sport_mask: if dport { 0 } else { 0xffff },
+        dport: if dport { 6081 } else { 0 },
+        dport_mask: if dport { 0xffff } else { 0 },
+        ifindex: 0,
+    }
+}
+
+fn sa(src: &str, dst: &str, spi: u32, reqid: u32, dport: bool) -> SecurityAssociation {
     SecurityAssociation {
         src: ip(src),
         dst: ip(dst),
         spi,
         proto: 50,
         mode: 0,
-        reqid: 1,
+        reqid,
         algorithm: Some("rfc4106(gcm(aes))".into()),
+        selector: Some(geneve(src, dst, dport)),
+        larval: false,
+        bytes: 0,
+        packets: 0,
+    }
+}
+
+fn policy(src: &str, dst: &str, dir: PolicyDir, reqid: u32, spi: u32) -> XfrmPolicy {
+    XfrmPolicy {
+        selector: geneve(src, dst, true),
+        dir,
+        socket: false,
+        action: PolicyAction::Allow,
+        priority: 366911,
+        index: reqid * 8 + dir as u32,
+        templates: vec![PolicyTemplate {
+            src: ip("0.0.0.0"),
+            dst: ip("0.0.0.0"),
+            proto: 50,
+            spi,
+            reqid,
+            mode: 0,
+            optional: false,
+        }],
+        mark: None,
     }
 }
 
 #[test]
 fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
-    // Three nodes want IPsec: 2x(3-1) = 4 SAs; the one pair to spx3 is
-    // one-way only.
+    // Three nodes want IPsec. With spx2 both of ovs-monitor-ipsec's
+    // connections are up (4 SAs); with spx3 only this node's -out-
+    // connection (its geneve to spx3 and the replies), and nothing demands
+    // ESP for spx3's geneve to here: that direction is named.
     let (ovs, ovs_rows) = ovs_row(Some("true"));
     let (sb, sb_rows) = select(
         SB,
@@ -125,19 +171,31 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
             {"ip": "198.18.3.183", "type": "geneve"},
         ]),
     );
+    let (me, two, three) = ("198.18.3.181", "198.18.3.182", "198.18.3.183");
     let f = Facts::new()
         .config(&config(true, 3))
         .ok(
             Request::XfrmStates,
             Fact::Xfrm(vec![
-                sa("198.18.3.181", "198.18.3.182", 0xc1),
-                sa("198.18.3.182", "198.18.3.181", 0xc2),
-                sa("198.18.3.181", "198.18.3.183", 0xc3),
+                sa(me, two, 0xc1, 2, true),
+                sa(two, me, 0xc2, 2, false),
+                sa(two, me, 0xc3, 1, true),
+                sa(me, two, 0xc4, 1, false),
+                sa(me, three, 0xc5, 4, true),
+                sa(three, me, 0xc6, 4, false),
+            ]),
+        )
+        .ok(
+            Request::XfrmPolicies,
+            Fact::XfrmPolicies(vec![
+                policy(me, two, PolicyDir::Out, 2, 0xc1),
+                policy(two, me, PolicyDir::In, 1, 0),
+                policy(me, three, PolicyDir::Out, 4, 0xc5),
             ]),
         )
         .ok(
             Request::Addresses,
-            Fact::Addresses(vec![ip("127.0.0.1"), ip("198.18.3.181")]),
+            Fact::Addresses(vec![ip("127.0.0.1"), ip(me)]),
         )
         // Peer discovery's SB source looks for the local OVS socket first.
         .exists("/var/run/openvswitch/db.sock", true)
@@ -145,7 +203,12 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
         .ok(sb, sb_rows)
         .run(&IpsecXfrm);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert!(f.summary.contains("198.18.3.183"), "{}", f.summary);
-    assert_eq!(f.evidence["sa_count"], 3);
+    assert_eq!(
+        f.summary,
+        "IPsec is wanted but missing 198.18.3.183->198.18.3.181 (no SA, and no policy demands one: nothing encrypts that geneve)"
+    );
+    assert_eq!(f.evidence["sa_count"], 6);
+    assert_eq!(f.evidence["expected"], 8);
     assert_eq!(f.evidence["sas"][0]["direction"], "out");
+    assert_eq!(f.evidence["sas"][0]["selector"], "udp dport 6081");
 }
