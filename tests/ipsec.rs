@@ -474,47 +474,58 @@ fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
     );
 
     // Real ESP states, where the kernel can hold them (CONFIG_INET_ESP and
-    // gcm): the full mesh but one direction to 198.18.0.4.
+    // gcm), in strongSwan's layout (kernel_lab::strongswan measures it):
+    // per peer two CHILD_SAs, 4 SAs with port selectors. The full mesh
+    // but the SA carrying 198.18.0.4's geneve to here.
     let key = "0x0102030405060708090a0b0c0d0e0f1011121314";
+    let add = |src: &str, dst: &str, spi: u32, reqid: u32, ports: &str| -> bool {
+        let mut args: Vec<String> = [
+            "ip", "xfrm", "state", "add", "src", src, "dst", dst, "proto", "esp", "spi",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        args.push(spi.to_string());
+        args.extend(["reqid".to_owned(), reqid.to_string()]);
+        args.extend(
+            [
+                "mode",
+                "transport",
+                "aead",
+                "rfc4106(gcm(aes))",
+                key,
+                "128",
+                "sel",
+                "src",
+            ]
+            .map(str::to_owned),
+        );
+        args.extend([format!("{src}/32"), "dst".to_owned(), format!("{dst}/32")]);
+        args.extend(ports.split_whitespace().map(str::to_owned));
+        ns.try_exec(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let me = "198.18.0.1";
     let mut added = 0;
-    for (i, (src, dst)) in [
-        ("198.18.0.1", "198.18.0.2"),
-        ("198.18.0.2", "198.18.0.1"),
-        ("198.18.0.1", "198.18.0.3"),
-        ("198.18.0.3", "198.18.0.1"),
-        ("198.18.0.1", "198.18.0.4"),
-    ]
-    .into_iter()
-    .enumerate()
+    for (i, peer) in ["198.18.0.2", "198.18.0.3", "198.18.0.4"]
+        .into_iter()
+        .enumerate()
     {
-        let spi = format!("{}", 0x1000 + i);
-        let ok = ns.try_exec(&[
-            "ip",
-            "xfrm",
-            "state",
-            "add",
-            "src",
-            src,
-            "dst",
-            dst,
-            "proto",
-            "esp",
-            "spi",
-            &spi,
-            "reqid",
-            "1",
-            "mode",
-            "transport",
-            "aead",
-            "rfc4106(gcm(aes))",
-            key,
-            "128",
-        ]);
-        if !ok {
-            println!("skipping the real-SA half: this kernel cannot hold rfc4106(gcm(aes)) ESP states (CONFIG_INET_ESP / CONFIG_CRYPTO_GCM); kernel_lab::ipsec proves it on Debian's kernel, recorded dumps in ipsec_xfrm unit tests");
-            return;
+        let (out, inn) = (2 * i as u32 + 2, 2 * i as u32 + 1);
+        let base = 0x1000 + 16 * i as u32;
+        let mut layout = vec![
+            (me, peer, base, out, "proto udp dport 6081"),
+            (peer, me, base + 1, out, "proto udp sport 6081"),
+            (me, peer, base + 3, inn, "proto udp sport 6081"),
+        ];
+        if peer != "198.18.0.4" {
+            layout.push((peer, me, base + 2, inn, "proto udp dport 6081"));
         }
-        added += 1;
+        for (src, dst, spi, reqid, ports) in layout {
+            if !add(src, dst, spi, reqid, ports) {
+                println!("skipping the real-SA half: this kernel cannot hold rfc4106(gcm(aes)) ESP states (CONFIG_INET_ESP / CONFIG_CRYPTO_GCM); kernel_lab::strongswan proves it on Debian's kernel, recorded dumps in ipsec_xfrm unit tests");
+                return;
+            }
+            added += 1;
+        }
     }
     let (_, doc) = run_json(&mut cmd);
     let f = check(&doc, "ipsec.xfrm");
@@ -530,31 +541,11 @@ fn xfrm_wanted_names_every_missing_pair_from_sb_encap() {
     assert_eq!(
         f["evidence"]["sas"][0],
         json!({"src": "198.18.0.1", "dst": "198.18.0.2", "spi": "0x00001000",
-               "algorithm": "rfc4106(gcm(aes))", "direction": "other"})
+               "algorithm": "rfc4106(gcm(aes))", "direction": "other", "reqid": 2,
+               "selector": "udp dport 6081", "bytes": 0})
     );
     assert!(!f["evidence"].to_string().contains("0102030405"));
-    assert!(ns.try_exec(&[
-        "ip",
-        "xfrm",
-        "state",
-        "add",
-        "src",
-        "198.18.0.4",
-        "dst",
-        "198.18.0.1",
-        "proto",
-        "esp",
-        "spi",
-        "0x2004",
-        "reqid",
-        "1",
-        "mode",
-        "transport",
-        "aead",
-        "rfc4106(gcm(aes))",
-        key,
-        "128",
-    ]));
+    assert!(add("198.18.0.4", me, 0x1022, 5, "proto udp dport 6081"));
     let (code, doc) = run_json(&mut cmd);
     assert_eq!(check(&doc, "ipsec.xfrm")["status"], "pass", "{doc:#}");
     assert_eq!(code, 0);

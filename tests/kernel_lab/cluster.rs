@@ -1,7 +1,8 @@
-//! `cluster.sa-pairs` on real ESP, over real sshd: the ipsec group's three
-//! nodes ([`super::ipsec::esp_mesh`]: namespaces n1-n3 of the guest,
-//! `rfc4106(gcm(aes))` SAs both ways per pair, geneve tunnels through
-//! them), each also running Debian's `sshd` on its own address with its own
+//! `cluster.sa-pairs` on real ESP, over real sshd: three nodes holding
+//! strongSwan's layout written by hand ([`super::ipsec::esp_mesh`]:
+//! namespaces n1-n3 of the guest, two CHILD_SAs per pair, 4
+//! `rfc4106(gcm(aes))` SAs per peer with the same SPIs on both ends under
+//! each end's own reqids, geneve tunnels through them), each also running Debian's `sshd` on its own address with its own
 //! host key, its own `/etc/spinifex/spinifex.toml` bound over `/etc` by `ip
 //! netns exec` from `/etc/netns/NODE` (the files come from
 //! [`crate::support::sshd::SshFiles`], as in the host's cluster lab).
@@ -16,7 +17,9 @@ use std::os::unix::fs::symlink;
 
 use serde_json::Value;
 
-use super::ipsec::{addr, esp_mesh, gcm, overlay_pings, sa, spi, DIRECTIONS, MODULES};
+use super::ipsec::{
+    addr, esp_mesh, gcm, geneve_spi, overlay_pings, policies, sa, sa_with, DIRECTIONS, MODULES,
+};
 use crate::cluster::{cluster_check, node};
 use crate::support::sshd::{node_config, SshFiles};
 use crate::support::vm::{self, Vm, VmOptions, GUEST_FILES};
@@ -207,7 +210,7 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
         "geneve over ESP, {DIRECTIONS:?}"
     );
 
-    // 1. The full mesh: every node's 4 SAs reported exactly as `ip xfrm
+    // 1. The full mesh: every node's 8 SAs reported exactly as `ip xfrm
     //    state` shows them, each outbound SA on its peer: pass, exit 0.
     let (code, c, doc) = cluster_run(&vm, &files);
     assert_eq!(c["status"], "pass", "{c:#}");
@@ -222,18 +225,40 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
     );
     for n in NODES {
         let oracle = oracle_sas(&vm, n);
-        assert_eq!(oracle.len(), 4, "n{n}: {oracle:?}");
+        assert_eq!(oracle.len(), 8, "n{n}: {oracle:?}");
         assert_eq!(reported_sas(&doc, n), oracle, "n{n}");
         assert_eq!(node_xfrm(&doc, n)["status"], "pass");
     }
-    assert_eq!(c["evidence"]["sas"].as_array().unwrap().len(), 12);
+    assert_eq!(c["evidence"]["sas"].as_array().unwrap().len(), 24);
+    // One CHILD_SA, both ends: the same SPI, each end's own reqid.
+    let reqid_of = |n: u32, spi: &str| {
+        c["evidence"]["sas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| {
+                s["node"] == format!("n{n}")
+                    && s["spi"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with(spi.trim_start_matches("0x"))
+            })
+            .map(|s| s["reqid"].clone())
+            .unwrap()
+    };
+    assert_ne!(
+        reqid_of(1, &geneve_spi(1, 2)),
+        reqid_of(2, &geneve_spi(1, 2)),
+        "{c:#}"
+    );
 
     // 2. One SA gone from each of two pairs (one run per fault costs 5-10
     //    s of emulated ssh; the pairs are judged apart, and the exact list
-    //    shows no other pair is named). n1->n2: the outbound SA, on n1;
-    //    n2->n3: its inbound twin, on n3. Both directions stop (the
-    //    oracle); each is named with its direction and SPI.
-    let (spi12, spi23) = (spi(1, 2), spi(2, 3));
+    //    shows no other pair is named). n1->n2: the SA carrying n1's
+    //    geneve, on n1; n2->n3: the one carrying n2's geneve, on n3. Both
+    //    directions stop (the oracle); each is named with its direction
+    //    and SPI.
+    let (spi12, spi23) = (geneve_spi(1, 2), geneve_spi(2, 3));
     ip(&vm, 1, &[delete(1, 2, &spi12)]);
     ip(&vm, 3, &[delete(2, 3, &spi23)]);
     assert_eq!(
@@ -245,43 +270,59 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
     assert_problems(
         code,
         &c,
-        &[
-            "n1->n2 has no outbound SA".to_owned(),
-            orphan_inbound(1, 2, &spi12),
-            not_on_peer(2, 3, &spi23),
-        ],
+        &[orphan_inbound(1, 2, &spi12), not_on_peer(2, 3, &spi23)],
     );
     assert!(
         strings(&c["remediation"])[0]
             .starts_with("on n1, n2 and n3: `systemctl restart openvswitch-ipsec`"),
         "{c:#}"
     );
-    ip(&vm, 1, &[sa(1, 2, &gcm())]);
-    ip(&vm, 3, &[sa(2, 3, &gcm())]);
+    // Back as they were (the pings left ACQUIRE states on n1: gone too).
+    vm.ok("ip -n n1 xfrm state flush proto esp && ip -n n1 xfrm policy flush");
+    let mut restore: Vec<String> = Vec::new();
+    for peer in [2, 3] {
+        restore.extend([
+            sa(1, 1, 1, peer, &gcm()),
+            sa(1, 1, peer, 1, &gcm()),
+            sa(1, peer, peer, 1, &gcm()),
+            sa(1, peer, 1, peer, &gcm()),
+        ]);
+        restore.extend(policies(1, peer, "add", &geneve_spi(1, peer)));
+    }
+    ip(&vm, 1, &restore);
+    ip(&vm, 3, &[sa(3, 2, 2, 3, &gcm())]);
+    assert_eq!(overlay_pings(&vm, &[(1, 2), (2, 3)], 5), [true, true]);
 
     // 3. Two pairs whose ends disagree, and SAs toward an address that is
     //    no node. n1->n3: n3 holds the SPI with AES-CBC while n1 encrypts
-    //    with GCM. n2->n1: n2 rekeyed (a new SPI) and n1 did not. n2 also
+    //    with GCM. n2->n1: n2 rekeyed the SA of its geneve to n1 (a new
+    //    SPI, its policy updated, as charon does) and n1 did not. n2 also
     //    holds SAs with 198.18.0.9. Both directions stop (the oracle). n2
-    //    alone looks healthy (every SA has its reverse, all GCM): only the
-    //    tables side by side show its pair and its foreign SAs.
+    //    alone looks healthy (OVN not asked, every SA it holds carries its
+    //    geneve, all GCM): only the tables side by side show its pair and
+    //    its foreign SAs.
     let cbc = format!(
         "enc 'cbc(aes)' 0x{} auth-trunc 'hmac(sha256)' 0x{} 128",
         "11".repeat(16),
         "22".repeat(32)
     );
-    let (spi13, spi21, rekeyed) = (spi(1, 3), spi(2, 1), "0x2021".to_owned());
-    ip(&vm, 3, &[delete(1, 3, &spi13), sa(1, 3, &cbc)]);
-    ip(
-        &vm,
-        2,
-        &[
-            delete(2, 1, &spi21),
-            sa(2, 1, &gcm()).replace(&spi21, &rekeyed),
-            sa(2, 9, &gcm()),
-            sa(9, 2, &gcm()),
-        ],
-    );
+    let (spi13, spi21, rekeyed) = (geneve_spi(1, 3), geneve_spi(2, 1), "0x2021".to_owned());
+    ip(&vm, 3, &[delete(1, 3, &spi13), sa(3, 1, 1, 3, &cbc)]);
+    let mut rekey = vec![delete(2, 1, &spi21), sa_with(2, 2, 2, 1, &rekeyed, &gcm())];
+    rekey.extend(policies(2, 1, "update", &rekeyed));
+    rekey.extend([
+        format!(
+            "xfrm state add src {} dst 198.18.0.9 proto esp spi 0x2209 reqid 9 mode transport {}",
+            addr(2),
+            gcm()
+        ),
+        format!(
+            "xfrm state add src 198.18.0.9 dst {} proto esp spi 0x0992 reqid 9 mode transport {}",
+            addr(2),
+            gcm()
+        ),
+    ]);
+    ip(&vm, 2, &rekey);
     assert_eq!(
         overlay_pings(&vm, &[(1, 3), (2, 1), (3, 2)], 2),
         [false, false, true],
@@ -303,8 +344,8 @@ fn cluster_sa_pairs_on_real_esp_over_real_sshd() {
     assert_eq!(
         set(&c["evidence"]["foreign"]),
         BTreeSet::from([
-            format!("n2 holds {} toward {}", spi_text(2, 9, &spi(2, 9)), addr(9)),
-            format!("n2 holds {} toward {}", spi_text(9, 2, &spi(9, 2)), addr(9)),
+            format!("n2 holds {} toward {}", spi_text(2, 9, "0x2209"), addr(9)),
+            format!("n2 holds {} toward {}", spi_text(9, 2, "0x0992"), addr(9)),
         ]),
         "{c:#}"
     );

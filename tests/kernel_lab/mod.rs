@@ -14,6 +14,7 @@ mod cluster;
 mod ipsec;
 mod nic;
 mod qemu;
+mod strongswan;
 mod tcp;
 mod udp;
 

@@ -12,6 +12,7 @@ pub mod ovsdb_server;
 pub mod qemu;
 pub mod root;
 pub mod sshd;
+pub mod strongswan;
 pub mod vm;
 
 use std::path::{Path, PathBuf};

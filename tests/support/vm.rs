@@ -762,16 +762,29 @@ impl Vm {
     /// records a bundle into the lab's shared directory, and the host
     /// replays it: the report must be the same ([`super::assert_replays`]).
     pub fn spx(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
-        let (out, bundle) = self.spx_recording(netns, args);
+        self.spx_in(&netns_prefix(netns), args)
+    }
+
+    /// [`Vm::spx`] run behind a guest command `prefix` (a lab node's, such
+    /// as `support::strongswan::Mesh::enter`), or none.
+    pub fn spx_in(&self, prefix: &str, args: &[&str]) -> (i32, Value) {
+        let (code, doc, _) = self.spx_in_recorded(prefix, args);
+        (code, doc)
+    }
+
+    /// [`Vm::spx_in`], and the path on this host of the bundle the run
+    /// recorded (replayed already).
+    pub fn spx_in_recorded(&self, prefix: &str, args: &[&str]) -> (i32, Value, PathBuf) {
+        let (out, bundle) = self.spx_recording_in(prefix, args);
         let doc = parse_report(&out, super::assert_valid);
         super::assert_replays(&bundle, &doc, None);
-        (out.code, doc)
+        (out.code, doc, bundle)
     }
 
     /// [`Vm::spx`] for a `--cluster` run: the cluster report's schema (a
     /// cluster run records nothing: each node records its own).
     pub fn spx_cluster(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
-        let out = self.sh(&doctor_line(netns, args, &[]));
+        let out = self.sh(&doctor_line(&netns_prefix(netns), args, &[]));
         let doc = parse_report(&out, super::assert_valid_cluster);
         (out.code, doc)
     }
@@ -779,22 +792,34 @@ impl Vm {
     /// Run the doctor in the guest with `--record` into the shared
     /// directory: its output, and the bundle's path on the host.
     pub fn spx_recording(&self, netns: Option<&str>, args: &[&str]) -> (GuestOutput, PathBuf) {
+        self.spx_recording_in(&netns_prefix(netns), args)
+    }
+
+    /// [`Vm::spx_recording`] behind a guest command `prefix`.
+    pub fn spx_recording_in(&self, prefix: &str, args: &[&str]) -> (GuestOutput, PathBuf) {
         static BUNDLES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = BUNDLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("bundle-{n}.spxb");
         let files = self.files_dir();
         let guest_bundle = format!("{GUEST_FILES}/{name}");
-        let line = doctor_line(netns, args, &["--record", guest_bundle.as_str()]);
+        let line = doctor_line(prefix, args, &["--record", guest_bundle.as_str()]);
         (self.sh(&line), files.join(name))
     }
 
     /// Wait in the guest until the shell test `condition` holds, at most
     /// `bound`; false if it never did.
     pub fn wait_until(&self, condition: &str, bound: Duration) -> bool {
+        self.wait_until_every(condition, bound, "0.05")
+    }
+
+    /// [`Vm::wait_until`], testing every `every` seconds: for conditions
+    /// that cost several processes to test while the guest's own work
+    /// (daemons, IKE) needs its one emulated CPU.
+    pub fn wait_until_every(&self, condition: &str, bound: Duration, every: &str) -> bool {
         let secs = bound.as_secs().max(1);
         self.sh_within(
             &format!(
-                "end=$(($(date +%s) + {secs})); until {condition}; do [ $(date +%s) -lt $end ] || exit 1; sleep 0.05; done"
+                "end=$(($(date +%s) + {secs})); until {condition}; do [ $(date +%s) -lt $end ] || exit 1; sleep {every}; done"
             ),
             bound + Duration::from_secs(30),
         )
@@ -853,13 +878,19 @@ pub fn helper(netns: Option<&str>, args: &[&str]) -> String {
     )
 }
 
-/// The guest shell line that runs the built `spx-doctor` (inside `netns`
-/// when given) with a clean environment, `args`, `--format json` and
-/// `extra`.
-fn doctor_line(netns: Option<&str>, args: &[&str], extra: &[&str]) -> String {
+/// The guest command prefix that runs a command inside `netns`, or none.
+fn netns_prefix(netns: Option<&str>) -> String {
+    netns.map_or(String::new(), |ns| format!("ip netns exec {}", quote(ns)))
+}
+
+/// The guest shell line that runs the built `spx-doctor` (behind the
+/// command `prefix`, such as `ip netns exec NS`, when not empty) with a
+/// clean environment, `args`, `--format json` and `extra`.
+fn doctor_line(prefix: &str, args: &[&str], extra: &[&str]) -> String {
     let mut line = String::from("exec ");
-    if let Some(ns) = netns {
-        line.push_str(&format!("ip netns exec {} ", quote(ns)));
+    if !prefix.is_empty() {
+        line.push_str(prefix);
+        line.push(' ');
     }
     line.push_str("env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home ");
     line.push_str(&quote(super::bin()));
