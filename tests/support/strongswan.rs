@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::vm::{quote, Vm, GUEST_FILES};
+use super::vm::{quote, run_tool, Vm, GUEST_FILES};
 
 /// What a guest with this mesh loads.
 pub const MODULES: [&str; 7] = [
@@ -195,21 +195,6 @@ pub fn missing_tools() -> Option<String> {
             missing.join(", ")
         )
     })
-}
-
-fn run_tool(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn openssl(args: &[&str], cwd: &Path) -> Result<String, String> {
@@ -413,6 +398,11 @@ impl Mesh {
                         "encaps": ["named-uuid", encap]}}));
         }
         database(&dir.join("sb.db"), SB_SCHEMA, serde_json::Value::Array(sb))?;
+        // What the guest copies in one go: every node's /etc/netns/nN and
+        // its run directory.
+        for node in &nodes {
+            lay_out(dir, node).map_err(|e| format!("{}: {e}", node.ns))?;
+        }
         let mesh = Mesh {
             nodes,
             prepared,
@@ -476,33 +466,37 @@ impl Mesh {
     }
 
     /// The guest script that builds the fabric and every node: namespaces,
-    /// the underlay bridge, geneve to every peer (IPv6 off, so that nothing
-    /// but the tests' own traffic crosses a tunnel: an idle node stays
-    /// idle), each node's /etc and /var/run, and its OVS database served
-    /// with the rows a Spinifex node's has (system-id, ovn-encap-ip, the
-    /// IPsec certificate paths, ipsec_encapsulation), then OVN's southbound
-    /// with one geneve chassis per node (`unix:/tmp/sb.sock`). The database
-    /// files were made on the host ([`Mesh::prepare`]): every process the
-    /// emulated CPU need not start is seconds saved. strongSwan is not
-    /// started ([`Mesh::start`]).
+    /// the underlay bridge, geneve to every peer (no IPv6 address on the
+    /// tunnels, so that nothing but the tests' own traffic crosses one: an
+    /// idle node stays idle), each node's /etc and /var/run, and its OVS
+    /// database served with the rows a Spinifex node's has (system-id,
+    /// ovn-encap-ip, the IPsec certificate paths, ipsec_encapsulation), then
+    /// OVN's southbound with one geneve chassis per node
+    /// (`unix:/tmp/sb.sock`). The trees and database files were made on the
+    /// host ([`Mesh::prepare`]): every process the emulated CPU need not
+    /// start is time saved. strongSwan is not started ([`Mesh::start`]).
     pub fn setup_script(&self) -> String {
         let files = self.guest_dir().display().to_string();
         let mut s = String::from("set -e\n");
         // /var/run is a link to /run in Debian; each node gets its own.
         s.push_str("[ -L /var/run ] && rm /var/run && mkdir /var/run\n");
-        s.push_str("mkdir -p /run/spx-nodes /etc/spinifex\nip netns add sw\n");
-        // One copy of strongswan.d off 9p, linked into every node's.
-        s.push_str("cp -a /etc/strongswan.d /run/spx-nodes/strongswan.d\n");
-        s.push_str("ip -n sw -b - <<'EOF'\nlink add br0 type bridge\nlink set br0 up\nEOF\n");
+        let _ = writeln!(
+            s,
+            "mkdir -p /run/spx-nodes /etc/spinifex\n\
+             cp -a /etc/strongswan.d {STRONGSWAN_D}\n\
+             cp -a {files}/netns /etc/\n\
+             cp -a {files}/run/. /run/spx-nodes/"
+        );
         let count = self.nodes.len() as u32;
+        let mut top = vec!["netns add sw".to_owned()];
+        top.extend(self.nodes.iter().map(|n| format!("netns add {}", n.ns)));
+        let _ = writeln!(s, "ip -b - <<'EOF'\n{}\nEOF", top.join("\n"));
+        let mut sw = vec![
+            "link add br0 type bridge".to_owned(),
+            "link set br0 up".to_owned(),
+        ];
         for node in &self.nodes {
             let n = node.index;
-            let _ = writeln!(s, "ip netns add {}", node.ns);
-            let _ = writeln!(
-                s,
-                "ip netns exec {} sh -c 'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6'",
-                node.ns
-            );
             let mut batch = vec![
                 "link set lo up".to_owned(),
                 format!("link add eth0 type veth peer name p{n} netns sw"),
@@ -516,38 +510,30 @@ impl Mesh {
                         "link add gnv{p} type geneve id 1{lo}{hi} remote {}",
                         addr(p)
                     ),
+                    // No IPv6 address, so no IPv6 chatter (DAD, router
+                    // solicitations) through the tunnel: an idle node
+                    // stays idle.
+                    format!("link set gnv{p} addrgenmode none"),
                     format!("addr add 10.{lo}{hi}.0.{n}/24 dev gnv{p}"),
                     format!("link set gnv{p} up"),
                 ]);
             }
             let _ = writeln!(
                 s,
-                "ip -n {} -b - <<'EOF'\n{}\nEOF\nip -n sw link set p{n} master br0 up",
+                "ip -n {} -b - <<'EOF'\n{}\nEOF",
                 node.ns,
                 batch.join("\n")
             );
-            let (etc, run) = (format!("/etc/netns/{}", node.ns), Mesh::run_dir(n));
+            sw.push(format!("link set p{n} master br0 up"));
+        }
+        let _ = writeln!(s, "ip -n sw -b - <<'EOF'\n{}\nEOF", sw.join("\n"));
+        for node in &self.nodes {
             let _ = writeln!(
                 s,
-                "mkdir -p {etc} {run}/openvswitch\n\
-                 cp -as /run/spx-nodes/strongswan.d {etc}/\n\
-                 mkdir -p {ipsec_d}\n\
-                 cp -a {files}/{ns}/etc/. {etc}/\n\
-                 chmod 0600 {etc}/spinifex/ipsec/peer.key\n\
-                 ln -s /etc/spinifex/ca.pem {etc}/spinifex/ipsec/ca.pem\n\
-                 ln -s /etc/spinifex/ca.pem {etc}/ipsec.d/cacerts/spinifex-ca.pem\n\
-                 cat >{etc}/strongswan.d/zz-spx-lab.conf <<'EOF'\n{LAB_LOG}EOF",
-                ns = node.ns,
-                ipsec_d = IPSEC_D.map(|d| format!("{etc}/ipsec.d/{d}")).join(" "),
-            );
-            let _ = writeln!(
-                s,
-                "cp {files}/{ns}/conf.db {run}/openvswitch/conf.db\n\
-                 {enter} ovsdb-server --detach --no-chdir --pidfile=/var/run/openvswitch/ovsdb-server.pid \
+                "{enter} ovsdb-server --detach --no-chdir --pidfile=/var/run/openvswitch/ovsdb-server.pid \
                  --unixctl=/var/run/openvswitch/ovsdb-server.ctl --remote=punix:/var/run/openvswitch/db.sock \
                  /var/run/openvswitch/conf.db",
-                ns = node.ns,
-                enter = self.enter(n),
+                enter = self.enter(node.index),
             );
         }
         let _ = writeln!(
@@ -655,13 +641,77 @@ impl Mesh {
     }
 }
 
-/// Copy a tree (files, directories and their modes; no links).
+/// Node `node`'s `/etc/netns/nN` (under `netns/nN`) and run directory
+/// (under `run/nN`), from what was prepared under `nN/`: its ipsec.conf and
+/// ipsec.secrets, strongswan.d (Debian's files, linked to the guest's one
+/// copy, with ovs-monitor-ipsec's ovs.conf and the lab's log file),
+/// ipsec.d with the CA linked into cacerts, the Spinifex credentials
+/// (`ipsec/ca.pem` a link to the cluster CA, as Spinifex makes it), and
+/// its OVS database.
+fn lay_out(dir: &Path, node: &Node) -> std::io::Result<()> {
+    use std::os::unix::fs::symlink;
+    let from = dir.join(&node.ns).join("etc");
+    let etc = dir.join("netns").join(&node.ns);
+    fs::create_dir_all(&etc)?;
+    for f in ["ipsec.conf", "ipsec.secrets"] {
+        fs::copy(from.join(f), etc.join(f))?;
+    }
+    copy_tree(&from.join("spinifex"), &etc.join("spinifex"))?;
+    symlink("/etc/spinifex/ca.pem", etc.join("spinifex/ipsec/ca.pem"))?;
+    for d in IPSEC_D {
+        fs::create_dir_all(etc.join("ipsec.d").join(d))?;
+    }
+    symlink(
+        "/etc/spinifex/ca.pem",
+        etc.join("ipsec.d/cacerts/spinifex-ca.pem"),
+    )?;
+    link_tree(
+        Path::new("/etc/strongswan.d"),
+        Path::new(STRONGSWAN_D),
+        &etc.join("strongswan.d"),
+    )?;
+    fs::copy(
+        from.join("strongswan.d/ovs.conf"),
+        etc.join("strongswan.d/ovs.conf"),
+    )?;
+    fs::write(etc.join("strongswan.d/zz-spx-lab.conf"), LAB_LOG)?;
+    let run = dir.join("run").join(&node.ns).join("openvswitch");
+    fs::create_dir_all(&run)?;
+    fs::copy(dir.join(&node.ns).join("conf.db"), run.join("conf.db"))?;
+    Ok(())
+}
+
+/// Where the guest keeps its one copy of `/etc/strongswan.d` (every
+/// node's own strongswan.d links to it: inside a node, `/etc/strongswan.d`
+/// is the node's).
+const STRONGSWAN_D: &str = "/run/spx-nodes/strongswan.d";
+
+/// `to` made like `tree`: its directories, and for each file a link to the
+/// same path under `target`.
+fn link_tree(tree: &Path, target: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(tree)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if entry.file_type()?.is_dir() {
+            link_tree(&entry.path(), &target.join(&name), &to.join(&name))?;
+        } else {
+            std::os::unix::fs::symlink(target.join(&name), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copy a tree: files (with their modes), directories and links.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     fs::create_dir_all(to)?;
     for entry in fs::read_dir(from)? {
         let entry = entry?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type()?.is_dir() {
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else if kind.is_dir() {
             copy_tree(&src, &dst)?;
         } else {
             fs::copy(&src, &dst)?;

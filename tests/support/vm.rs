@@ -208,7 +208,9 @@ fn image_at(cache: &Path, package: &str, release: &str) -> Image {
     }
 }
 
-fn run_tool(cmd: &mut Command) -> Result<String, String> {
+/// Run a host tool to the end: its stdout, or a one-line error with its
+/// stderr.
+pub fn run_tool(cmd: &mut Command) -> Result<String, String> {
     let out = cmd
         .stdin(Stdio::null())
         .output()

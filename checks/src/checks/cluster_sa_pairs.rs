@@ -519,44 +519,26 @@ mod tests {
     /// (which is i's `-in-`), 4 SAs; the same SPIs on both ends, each end
     /// under its own reqids.
     fn with_peer(i: usize, j: usize) -> Vec<Value> {
-        vec![
-            sa(
-                i,
-                j,
-                i,
-                &spi(i, i, j),
-                ALG,
-                reqid(i, j, true),
-                "udp dport 6081",
-            ),
-            sa(
-                j,
-                i,
-                i,
-                &spi(i, j, i),
-                ALG,
-                reqid(i, j, true),
-                "udp sport 6081",
-            ),
-            sa(
-                j,
-                i,
-                i,
-                &spi(j, j, i),
-                ALG,
-                reqid(i, j, false),
-                "udp dport 6081",
-            ),
-            sa(
-                i,
-                j,
-                i,
-                &spi(j, i, j),
-                ALG,
-                reqid(i, j, false),
-                "udp sport 6081",
-            ),
+        // (src, dst, whose -out- CHILD_SA, its selector)
+        [
+            (i, j, i, "udp dport 6081"),
+            (j, i, i, "udp sport 6081"),
+            (j, i, j, "udp dport 6081"),
+            (i, j, j, "udp sport 6081"),
         ]
+        .into_iter()
+        .map(|(s, d, owner, ports)| {
+            sa(
+                s,
+                d,
+                i,
+                &spi(owner, s, d),
+                ALG,
+                reqid(i, j, owner == i),
+                ports,
+            )
+        })
+        .collect()
     }
 
     /// A healthy table for node i: 4 SAs with every other node.

@@ -124,6 +124,22 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
+/// The mesh-up capture of n1 without the SAs `src`->`dst` whose selector
+/// reads `ports` (`udp dport 6081`: the one carrying geneve).
+fn mesh_up_without(src: &str, dst: &str, ports: &str) -> Vec<SecurityAssociation> {
+    let mut states = lab_states("mesh-up-n1");
+    let before = states.len();
+    states.retain(|s| {
+        !(s.src == ip(src)
+            && s.dst == ip(dst)
+            && s.selector
+                .as_ref()
+                .is_some_and(|sel| sel.ports_text() == ports))
+    });
+    assert_eq!(states.len(), before - 1, "one SA {src}->{dst} {ports}");
+    states
+}
+
 fn ips(list: &[&str]) -> Vec<IpAddr> {
     list.iter().map(|s| ip(s)).collect()
 }
@@ -432,15 +448,7 @@ fn the_stopped_node_itself_encrypts_nothing() {
 fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     // The SA carrying 198.18.0.2's geneve in, gone from n1; the reply SA of
     // its CHILD_SA (same reqid) is still here, and so is the policy.
-    let mut states = lab_states("mesh-up-n1");
-    let gone = states
-        .iter()
-        .position(|s| {
-            s.src == ip("198.18.0.2")
-                && s.selector.as_ref().unwrap().ports_text() == "udp dport 6081"
-        })
-        .unwrap();
-    states.remove(gone);
+    let states = mesh_up_without("198.18.0.2", "198.18.0.1", "udp dport 6081");
     let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
@@ -454,11 +462,7 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     );
     assert_eq!(f.evidence["sa_count"], 7);
     // The outbound one: its policy's template still names its SPI.
-    let mut states = lab_states("mesh-up-n1");
-    states.retain(|s| {
-        !(s.dst == ip("198.18.0.3")
-            && s.selector.as_ref().unwrap().ports_text() == "udp dport 6081")
-    });
+    let states = mesh_up_without("198.18.0.1", "198.18.0.3", "udp dport 6081");
     let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
     assert_eq!(
         f.evidence["missing_pairs"],
@@ -472,14 +476,9 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
 
 #[test]
 fn the_idle_reply_sas_are_not_needed_for_geneve() {
-    // Without the two `sport 6081` SAs of a peer, its geneve is still
-    // carried both ways: 3 SAs with it, no verdict against it.
-    let mut states = lab_states("mesh-up-n1");
-    states.retain(|s| {
-        !(s.src == ip("198.18.0.1")
-            && s.dst == ip("198.18.0.2")
-            && s.selector.as_ref().unwrap().ports_text() == "udp sport 6081")
-    });
+    // Without a `sport 6081` SA of a peer (one of the replies' SAs), its
+    // geneve is still carried both ways: 3 SAs with it, no verdict.
+    let states = mesh_up_without("198.18.0.1", "198.18.0.2", "udp sport 6081");
     let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(

@@ -355,7 +355,7 @@ fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidenc
                 format!("on this node: `ipsec statusall` shows the IKE_SA toward {peers} and `journalctl -t charon | grep -E 'AUTH_FAILED|no trusted|retransmit'` why it does not complete; the kernel drops this node's geneve to {peers} until it does"),
             ]);
         }
-        if kinds_have(&analysis.problems, |p| {
+        if analysis.problems.iter().any(|p| {
             matches!(
                 p,
                 Problem::Missing(_) | Problem::FewPeers { .. } | Problem::FewSas { .. }
@@ -411,8 +411,4 @@ fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidenc
         )
     };
     finding.evidence(&evidence).subjects(subjects)
-}
-
-fn kinds_have(problems: &[Problem], pick: impl Fn(&Problem) -> bool) -> bool {
-    problems.iter().any(pick)
 }
