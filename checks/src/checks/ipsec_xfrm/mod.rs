@@ -21,7 +21,7 @@
 //! packet a policy wants encrypted while no SA exists leaves an ACQUIRE
 //! (larval) state: SPI 0, no algorithm, the packet dropped.
 //!
-//! [`analyse`] judges the facts (pure); [`words`] says it.
+//! [`analyse`] judges the facts (pure); `words` says it.
 
 mod analyse;
 mod words;
@@ -367,7 +367,7 @@ fn gather_peers(ctx: &Ctx) -> PeerView {
     }
 }
 
-/// The verdict on `facts`: [`analyse`]d, then said ([`words::finding`]).
+/// The verdict on `facts`: [`analyse`]d, then said (`words::finding`).
 pub fn judge(facts: &XfrmFacts) -> Finding {
     words::finding(facts, &analyse(facts))
 }
