@@ -50,6 +50,11 @@ fn cluster_run(vm: &Vm, files: &SshFiles) -> (i32, Value, Value) {
             "ipsec.xfrm",
             "--timeout",
             "60s",
+            // Three doctors, two sshd sessions and the coordinator share
+            // one emulated CPU: a netlink dump can take over the default
+            // second there.
+            "--probe-timeout",
+            "5s",
         ],
     );
     for n in NODES {

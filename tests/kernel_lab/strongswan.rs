@@ -43,8 +43,19 @@ fn note(line: &str) {
 fn xfrm_recorded(vm: &Vm, mesh: &Mesh, n: u32, ipsec: bool) -> (i32, Value, std::path::PathBuf) {
     let cfg = mesh.doctor_config(vm, n, ipsec);
     let started = Instant::now();
-    let (code, doc, bundle) =
-        vm.spx_in_recorded(&mesh.enter(n), &["--check", "ipsec.xfrm", "--config", &cfg]);
+    // (--probe-timeout: on the emulated CPU, shared with three charons, a
+    // netlink dump can take over the default second.)
+    let (code, doc, bundle) = vm.spx_in_recorded(
+        &mesh.enter(n),
+        &[
+            "--check",
+            "ipsec.xfrm",
+            "--config",
+            &cfg,
+            "--probe-timeout",
+            "5s",
+        ],
+    );
     note(&format!(
         "n{n}: {} in {:.1}s (the doctor's own {} ms)",
         check(&doc, "ipsec.xfrm")["code"],
