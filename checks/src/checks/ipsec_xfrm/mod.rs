@@ -54,7 +54,7 @@ crate::kinds! {
         LeftoverSas = fail("leftover-sas"),
         /// IKE pending or failing toward a peer: the kernel holds an ACQUIRE (larval) state for it, SPI 0 and no keys, waits for the IKE daemon and drops what it sends (the peer's IPsec daemons are down, or one end does not trust the other's certificate).
         IkePending = fail("ike-pending"),
-        /// IPsec is wanted but a peer's geneve, in one direction, has neither an SA nor a policy demanding one (nothing encrypts it: sent in clear or dropped), or SAs fall short of 2x(N-1) with peers unaccounted for.
+        /// IPsec is wanted but a peer's geneve, in one direction, has no SA: nothing demands one (sent in clear, or the policies could not be read), or it was removed behind the IKE daemon's back (the rest of its CHILD_SA is here: dropped); or SAs fall short of 2x(N-1) with peers unaccounted for.
         MissingSas = fail("missing-sas"),
         /// An ESP SA uses another algorithm than the rfc4106(gcm(aes)) OVN negotiates: an IKE configuration OVN does not own.
         WrongAlgorithm = fail("wrong-algorithm"),

@@ -173,6 +173,11 @@ fn lab_facts(
     }
 }
 
+/// n1's verdict on `states` with the mesh-up policies.
+fn judge_with_mesh_up_policies(states: Vec<SecurityAssociation>) -> Finding {
+    judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))))
+}
+
 fn situation(me: u8, name: &str) -> XfrmFacts {
     lab_facts(me, lab_states(name), Ok(lab_policies(name)))
 }
@@ -449,7 +454,7 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     // The SA carrying 198.18.0.2's geneve in, gone from n1; the reply SA of
     // its CHILD_SA (same reqid) is still here, and so is the policy.
     let states = mesh_up_without("198.18.0.2", "198.18.0.1", "udp dport 6081");
-    let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
+    let f = judge_with_mesh_up_policies(states);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/missing-sas",
@@ -463,7 +468,7 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     assert_eq!(f.evidence["sa_count"], 7);
     // The outbound one: its policy's template still names its SPI.
     let states = mesh_up_without("198.18.0.1", "198.18.0.3", "udp dport 6081");
-    let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
+    let f = judge_with_mesh_up_policies(states);
     assert_eq!(
         f.evidence["missing_pairs"],
         serde_json::json!(["198.18.0.1->198.18.0.3"])
@@ -479,7 +484,7 @@ fn the_idle_reply_sas_are_not_needed_for_geneve() {
     // Without a `sport 6081` SA of a peer (one of the replies' SAs), its
     // geneve is still carried both ways: 3 SAs with it, no verdict.
     let states = mesh_up_without("198.18.0.1", "198.18.0.2", "udp sport 6081");
-    let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
+    let f = judge_with_mesh_up_policies(states);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(
         subjects(&f)[0],
@@ -682,7 +687,7 @@ fn an_sa_to_a_removed_node_warns() {
     ));
     bytes.extend(done);
     let states = parse_dump(&bytes).unwrap().states;
-    let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
+    let f = judge_with_mesh_up_policies(states);
     assert_eq!(f.status, Status::Warn, "{}", f.summary);
     assert_eq!(
         f.evidence["stale_pairs"],
@@ -697,7 +702,7 @@ fn the_wrong_algorithm_fails() {
     let mut bytes = newsa("198.18.0.1", "198.18.0.2", 0x5002, None);
     bytes.extend(hex(DONE));
     states.extend(parse_dump(&bytes).unwrap().states);
-    let f = judge(&lab_facts(1, states, Ok(lab_policies("mesh-up-n1"))));
+    let f = judge_with_mesh_up_policies(states);
     assert_eq!(f.status, Status::Fail);
     assert!(
         f.summary
