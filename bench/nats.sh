@@ -29,7 +29,8 @@
 # Needs: root, iproute2, openssh-server, openssh-client, nats-server,
 # openssl, time, python3. Usage: bench/nats.sh [RUNS]   (SPX=path uses that
 # binary; SIZES="16 32 64" and IDLE=60 change the labs and the idle
-# window). Takes about 6 minutes.
+# window; KEEP=DIR keeps each size's last reports as DIR/N-ssh.json and
+# DIR/N-nats.json). Takes about 6 minutes (10 with 64 nodes under load).
 set -euo pipefail
 
 RUNS=${1:-3}
@@ -165,6 +166,9 @@ for n in $SIZES; do
     read -r sw srss nwall nrss <<<"$(side_by_side)"
     printf '%-22s %9s %9s %9s %9s %8s  %s | %s\n' "$n nodes (1 black hole)" "$sw" "$(mib "$srss")" "$nwall" "$(mib "$nrss")" \
         "$(awk -v a="$sw" -v b="$nwall" 'BEGIN{printf "%.1fx", a/b}')" "$(verdict_of "$WORK/ssh.json")" "$(verdict_of "$WORK/nats.json")"
+    if [[ -n ${KEEP:-} ]]; then
+        mkdir -p "$KEEP" && cp "$WORK/ssh.json" "$KEEP/$n-ssh.json" && cp "$WORK/nats.json" "$KEEP/$n-nats.json"
+    fi
     if [[ $n -eq 16 && -z $IDLE_LINE ]]; then
         pid=${AGENT_PIDS[1]}
         sleep 2
