@@ -232,6 +232,8 @@ pub enum Change {
     EnableJumbo,
     /// Before setting ipsec_enabled = false.
     DisableIpsec,
+    /// Before setting ipsec_enabled = true.
+    EnableIpsec,
 }
 
 impl Change {
@@ -241,6 +243,7 @@ impl Change {
         match self {
             Change::EnableJumbo => Preflight::EnableJumbo,
             Change::DisableIpsec => Preflight::DisableIpsec,
+            Change::EnableIpsec => Preflight::EnableIpsec,
         }
     }
 }

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 use crate::support::ovsdb_server::OvsdbServer;
 use crate::support::{self, bundle_dir, bundle_text, check, run, spx};
 
-/// A private key, certificate and CA certificate as ovs-monitor-ipsec
-/// reads them from `Open_vSwitch . other_config` (there as paths or PEM
-/// text): none may reach a bundle.
-const SECRETS: [(&str, &str); 3] = [
+/// A private key and a certificate pasted into `Open_vSwitch .
+/// other_config` as PEM text: neither may reach a bundle. (OVS means these
+/// keys as file paths; a path is kept, [`PATH`].)
+const SECRETS: [(&str, &str); 2] = [
     (
         "private_key",
         "-----BEGIN PRIVATE KEY----- spx-test-secret-4f1c9a7e -----END PRIVATE KEY-----",
@@ -25,8 +25,11 @@ const SECRETS: [(&str, &str); 3] = [
         "certificate",
         "-----BEGIN CERTIFICATE----- spx-test-cert-0b6d2e11 -----END CERTIFICATE-----",
     ),
-    ("ca_cert", "/etc/keys/spx-test-cacert-77aa31f0.pem"),
 ];
+
+/// The CA certificate as ovs-monitor-ipsec is really given it: a path,
+/// which names the file and holds no secret (ipsec.cert judges that file).
+const PATH: (&str, &str) = ("ca_cert", "/etc/keys/spx-test-cacert-77aa31f0.pem");
 
 #[test]
 fn ovsdb_keys_and_certificates_never_enter_a_bundle() {
@@ -40,7 +43,7 @@ fn ovsdb_keys_and_certificates_never_enter_a_bundle() {
         "other_config:ipsec_encapsulation=true".to_owned(),
         "external_ids:ovn-encap-ip=198.18.0.1".to_owned(),
     ];
-    for (key, value) in SECRETS {
+    for (key, value) in SECRETS.into_iter().chain([PATH]) {
         set.push(format!("other_config:{key}=\"{value}\""));
     }
     let set: Vec<&str> = set.iter().map(String::as_str).collect();
@@ -81,6 +84,11 @@ fn ovsdb_keys_and_certificates_never_enter_a_bundle() {
         assert!(!text.contains(marker), "the bundle holds {key}: {text}");
         assert!(!text.contains(key), "the bundle names {key}: {text}");
     }
+    assert!(
+        text.contains(&format!(r#"["{}","{}"]"#, PATH.0, PATH.1)),
+        "the bundle lacks the {} path: {text}",
+        PATH.0
+    );
     support::assert_replays(&bundle, &doc, None);
 }
 

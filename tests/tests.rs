@@ -8,6 +8,7 @@ mod cluster_verdicts;
 mod codes;
 mod hardening;
 mod ipsec;
+mod ipsec_cert;
 mod junit;
 mod kernel_lab;
 mod monitoring;

@@ -40,15 +40,33 @@ pub struct Config {
     pub doctor: Doctor,
 }
 
-/// `[doctor]`: levels per code, as `--allow` and `--deny` give them. Every
-/// code is checked against the catalog when the file is read.
-#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, Deserialize)]
+/// `[doctor]`: levels per code, as `--allow` and `--deny` give them (every
+/// code is checked against the catalog when the file is read), and the
+/// doctor's own thresholds.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default)]
 pub struct Doctor {
     /// `allow = ["CODE", …]`: known problems of these kinds pass, with a note.
     pub allow: Vec<String>,
     /// `deny = ["CODE", …]`: warnings of these kinds fail.
     pub deny: Vec<String>,
+    /// `cert_warn_days = N`: `ipsec.cert` warns when a certificate expires
+    /// within N days ([`DEFAULT_CERT_WARN_DAYS`]).
+    pub cert_warn_days: u32,
+}
+
+/// Days before a certificate's expiry that `ipsec.cert` warns, unless
+/// `[doctor] cert_warn_days` says otherwise.
+pub const DEFAULT_CERT_WARN_DAYS: u32 = 30;
+
+impl Default for Doctor {
+    fn default() -> Doctor {
+        Doctor {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            cert_warn_days: DEFAULT_CERT_WARN_DAYS,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
@@ -223,6 +241,7 @@ struct RawDoctor {
     allow: Vec<Spanned<String>>,
     #[serde(default)]
     deny: Vec<Spanned<String>>,
+    cert_warn_days: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -376,6 +395,19 @@ impl RawDoctor {
                 }
             }
         }
+        if let Some(days) = &self.cert_warn_days {
+            let n = *days.get_ref();
+            doctor.cert_warn_days = u32::try_from(n)
+                .ok()
+                .filter(|d| (1..=3650).contains(d))
+                .ok_or_else(|| {
+                    (
+                        Some(days.span()),
+                        "doctor.cert_warn_days".to_owned(),
+                        format!("{n} is not a number of days from 1 to 3650"),
+                    )
+                })?;
+        }
         Ok(doctor)
     }
 }
@@ -491,6 +523,16 @@ host = "198.18.3.182:8443"
         )
         .unwrap_err();
         assert!(e.message.contains("in both"), "{e}");
+        assert_eq!(p("").unwrap().doctor.cert_warn_days, 30);
+        assert_eq!(
+            p("[doctor]\ncert_warn_days = 45\n")
+                .unwrap()
+                .doctor
+                .cert_warn_days,
+            45
+        );
+        let e = p("[doctor]\ncert_warn_days = 0\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("doctor.cert_warn_days"), "{e}");
         // The doctor's own table knows its keys; the rest of the file stays lenient.
         let e = p("[doctor]\nalow = []\n").unwrap_err();
         assert!(e.message.contains("unknown field `alow`"), "{e}");

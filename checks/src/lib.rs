@@ -54,6 +54,8 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::underlay_on_link::UnderlayOnLink,
     &checks::ipsec_flags::IpsecFlags,
     &checks::ipsec_xfrm::IpsecXfrm,
+    &checks::ipsec_cert::IpsecCert,
+    &checks::ipsec_daemon::IpsecDaemon,
     &checks::nic_offloads::NicOffloads,
     &checks::nic_tso::NicTso,
     &checks::nic_queues::NicQueues,

@@ -14,6 +14,8 @@ use crate::finding::{Finding, Status};
 use crate::probe::{links, peers};
 use crate::spinifex;
 
+pub mod enable_ipsec;
+
 /// Each check's id and finding, in report order.
 pub type Results<'a> = [(&'a str, &'a Finding)];
 
@@ -26,10 +28,16 @@ pub enum Preflight {
     EnableJumbo,
     /// Before setting `ipsec_enabled = false`.
     DisableIpsec,
+    /// Before setting `ipsec_enabled = true`.
+    EnableIpsec,
 }
 
 impl Preflight {
-    pub const ALL: [Preflight; 2] = [Preflight::EnableJumbo, Preflight::DisableIpsec];
+    pub const ALL: [Preflight; 3] = [
+        Preflight::EnableJumbo,
+        Preflight::DisableIpsec,
+        Preflight::EnableIpsec,
+    ];
 
     /// Its profile: the checks it requires and its runbook.
     pub fn profile(self) -> &'static Profile {
@@ -91,6 +99,13 @@ pub static PROFILES: &[Profile] = &[
         required: &["underlay.on-link", "ipsec.flags", "ipsec.xfrm"],
         default_mtu: None,
         runbook: disable_ipsec,
+    },
+    Profile {
+        preflight: Preflight::EnableIpsec,
+        name: "enable-ipsec",
+        required: &["ipsec.cert", "ipsec.daemon"],
+        default_mtu: None,
+        runbook: enable_ipsec::runbook,
     },
 ];
 

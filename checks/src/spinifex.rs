@@ -33,6 +33,25 @@ pub const WAN_PEERS_DEFINE: &str = "spinifex_peers";
 /// The daemon's systemd unit.
 pub const DAEMON_UNIT: &str = "spinifex-daemon";
 
+/// Spinifex's IPsec credentials (`admin/ipsec.go`): under the config's
+/// directory, `ipsec/peer.pem` (0644) and `ipsec/peer.key` (0600, RSA
+/// PKCS#8), issued by the cluster CA `ca.pem` (its key `ca.key` beside it)
+/// for 365 days, CN and dNSName the node's name, O `Spinifex Platform`,
+/// the node's IP, key usage digitalSignature and keyEncipherment, EKUs
+/// clientAuth, serverAuth and ipsecIKE.
+pub const IPSEC_DIR: &str = "ipsec";
+pub const PEER_CERT: &str = "peer.pem";
+pub const PEER_KEY: &str = "peer.key";
+pub const CLUSTER_CA: &str = "ca.pem";
+pub const CLUSTER_CA_KEY: &str = "ca.key";
+pub const PEER_CERT_DAYS: u32 = 365;
+pub const PEER_KEY_BITS: u32 = 4096;
+pub const CERT_ORGANIZATION: &str = "Spinifex Platform";
+/// The name Spinifex links the cluster CA under in charon's trust store.
+pub const CHARON_TRUST_LINK: &str = "spinifex-ca.pem";
+/// The unit that runs ovs-monitor-ipsec, which starts charon.
+pub const OVS_IPSEC_UNIT: &str = "openvswitch-ipsec";
+
 /// The Linux bridge of each plane is `br-` + the plane's name.
 pub const BRIDGE_PREFIX: &str = "br-";
 /// The vpc plane's bridge, best first: planes collapse vpc → lan → wan on

@@ -19,7 +19,7 @@ mod ssh;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
-use spx_checks::checks::cluster_path_matrix;
+use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
 use spx_checks::cluster::{
     self as facts, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
 };
@@ -185,6 +185,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                     .then(|| (n.name.clone(), c.summary.clone()))
             })
             .collect();
+        let ipsec_not_ready = cluster
+            .answered()
+            .flat_map(|n| {
+                ["ipsec.cert", "ipsec.daemon"]
+                    .into_iter()
+                    .filter_map(move |id| {
+                        let c = n.check(id)?;
+                        matches!(c.status, Status::Fail | Status::Error)
+                            .then(|| (n.name.clone(), id.to_owned(), c.summary.clone()))
+                    })
+            })
+            .collect();
+        let ca_drift = findings
+            .iter()
+            .find(|(c, _, _)| c.id() == "cluster.config-drift")
+            .and_then(|(_, f, _)| cluster_config_drift::ipsec_ca_drift(f));
         let opts = &plan.settings.options;
         let expectations = expect::Expectations::from_config(&plan.config);
         let rb = facts::runbook::RunbookFacts {
@@ -205,6 +221,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 .unwrap_or_else(|| "<ovn_nb_addr from spinifex.toml>".to_owned()),
             path_matrix: matrix,
             routed,
+            ipsec_not_ready,
+            ca_drift,
         };
         facts::runbook::runbook(p.preflight, &rb)
             .iter()

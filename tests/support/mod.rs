@@ -9,6 +9,8 @@ pub mod fabric;
 pub mod nats;
 pub mod netns;
 pub mod ovsdb_server;
+pub mod pki;
+pub mod private;
 pub mod qemu;
 pub mod root;
 pub mod sshd;

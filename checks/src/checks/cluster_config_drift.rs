@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::check::{Check, Declared, Scope};
+use crate::checks::ipsec_cert::IpsecCertEvidence;
 use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
@@ -33,6 +34,8 @@ crate::kinds! {
         UnderlayMtuDrift = fail("underlay-mtu-drift"),
         /// The [nodes.*] tables differ between nodes: SAs and peers nobody else expects.
         NodeListDrift = fail("node-list-drift"),
+        /// The nodes' IPsec CAs differ (ipsec.cert's CA, by subject and public key): IKE between nodes of different CAs fails with AUTHENTICATION_FAILED.
+        IpsecCaDrift = fail("ipsec-ca-drift"),
         /// A node did not answer or reported no config, so whether the configs agree is unknown.
         ConfigUnknown = error("config-unknown"),
         /// The configs agree, but the nodes run different versions of the doctor.
@@ -149,6 +152,97 @@ const SETTINGS: &[Setting] = &[
         read: |n| Some(json!(n.version()?)),
     },
 ];
+
+/// The `drift` key of the IPsec CA.
+const IPSEC_CA: &str = "ipsec_ca";
+
+/// A node's IPsec CA as `ipsec.cert` read it: subject and public key
+/// (a CA renewed with its own key is the same CA).
+fn ipsec_ca(n: &NodeAnswer) -> Option<Value> {
+    let e: IpsecCertEvidence = n.evidence("ipsec.cert")?;
+    let ca = e.ca?;
+    Some(json!({"subject": ca.subject, "public_key_sha256": ca.public_key_sha256}))
+}
+
+fn ca_shown(v: &Value) -> String {
+    let key = v["public_key_sha256"].as_str().unwrap_or_default();
+    format!(
+        "CA \"{}\" (key {})",
+        v["subject"].as_str().unwrap_or_default(),
+        &key[..16.min(key.len())]
+    )
+}
+
+/// The drift of the IPsec CA, its sentence, and each odd node with its CA.
+type CaDrift = (Drift, String, Vec<(String, String)>);
+
+/// The nodes whose `ipsec.cert` read a CA, grouped by it: the drift, its
+/// sentence, and each odd node with what it has. Nodes without that
+/// evidence (IPsec not judged there) are left out.
+fn ca_drift(facts: &ClusterFacts) -> Option<CaDrift> {
+    let mut groups: Vec<(Value, Vec<String>)> = Vec::new();
+    for n in facts.answered() {
+        let Some(v) = ipsec_ca(n) else { continue };
+        match groups.iter_mut().find(|(g, _)| *g == v) {
+            Some((_, nodes)) => nodes.push(n.name.clone()),
+            None => groups.push((v, vec![n.name.clone()])),
+        }
+    }
+    if groups.len() < 2 {
+        return None;
+    }
+    groups.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
+    let clear = groups[0].1.len() > groups[1].1.len();
+    let says = |(v, nodes): &(Value, Vec<String>)| {
+        format!(
+            "{} {} {}",
+            and_list(nodes),
+            if nodes.len() == 1 { "has" } else { "have" },
+            ca_shown(v)
+        )
+    };
+    let text = if clear {
+        let odd: Vec<String> = groups[1..].iter().map(says).collect();
+        format!(
+            "{} (the other {} have {})",
+            and_list(&odd),
+            groups[0].1.len(),
+            ca_shown(&groups[0].0)
+        )
+    } else {
+        groups.iter().map(says).collect::<Vec<_>>().join("; ")
+    };
+    let odd_groups = if clear { &groups[1..] } else { &groups[..] };
+    let odd = odd_groups
+        .iter()
+        .flat_map(|(v, nodes)| nodes.iter().map(move |n| (n.clone(), ca_shown(v))))
+        .collect();
+    let drift = Drift {
+        key: IPSEC_CA.to_owned(),
+        values: groups
+            .iter()
+            .map(|(v, nodes)| DriftValue {
+                value: v.clone(),
+                nodes: nodes.clone(),
+            })
+            .collect(),
+    };
+    Some((drift, text, odd))
+}
+
+/// How the nodes' IPsec CAs differ, from a `cluster.config-drift` result
+/// (for the enable-ipsec runbook), when they do.
+pub fn ipsec_ca_drift(f: &Finding) -> Option<String> {
+    let e: ConfigDriftEvidence = f.evidence_as()?;
+    let d = e.drift.iter().find(|d| d.key == IPSEC_CA)?;
+    Some(
+        d.values
+            .iter()
+            .map(|v| format!("{}: {}", and_list(&v.nodes), ca_shown(&v.value)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
 
 fn shown(key: &str, v: &Value) -> String {
     match (key, v) {
@@ -294,6 +388,18 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 and_list(&odd_nodes)
             ),
         });
+    }
+
+    if let Some((d, text, odd)) = ca_drift(facts) {
+        kinds.push(ConfigDriftKind::IpsecCaDrift);
+        fail_parts.push(format!("ipsec CA: {text}"));
+        for (node, shown) in odd {
+            subjects.push(Subject::new(ConfigDriftKind::IpsecCaDrift, node, shown));
+        }
+        fixes.push(
+            "copy one cluster CA (ca.pem and ca.key, beside spinifex.toml) to every node that has another, reissue its peer certificate from it (`spx doctor --check ipsec.cert` there gives the commands) and link it into charon's trust store".to_owned(),
+        );
+        drift.push(d);
     }
 
     for n in unanswered.iter().chain(&without_config) {

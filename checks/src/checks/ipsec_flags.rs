@@ -472,7 +472,7 @@ mod tests {
             ovs: Ok(Answer {
                 value: OvsRow {
                     ipsec_encapsulation: ovs.map(str::to_owned),
-                    ovn_encap_ip: None,
+                    ..OvsRow::default()
                 },
                 endpoint: ep("unix:/var/run/openvswitch/db.sock"),
                 passed_over: vec![],

@@ -7,6 +7,8 @@ pub mod cluster_path_matrix;
 pub mod cluster_reachable;
 pub mod cluster_sa_pairs;
 pub mod cpu_softirq;
+pub mod ipsec_cert;
+pub mod ipsec_daemon;
 pub mod ipsec_flags;
 pub mod ipsec_xfrm;
 pub mod mtu_overlay;

@@ -24,6 +24,11 @@ pub struct RunbookFacts<'a> {
     pub path_matrix: Option<&'a Finding>,
     /// Nodes whose `underlay.on-link` warned or failed, with its summary.
     pub routed: Vec<(String, String)>,
+    /// Nodes whose `ipsec.cert` or `ipsec.daemon` did not pass, with the
+    /// check and its summary.
+    pub ipsec_not_ready: Vec<(String, String, String)>,
+    /// How the nodes' IPsec CAs differ (`cluster.config-drift`), when they do.
+    pub ca_drift: Option<String>,
 }
 
 /// The steps of `preflight` for the cluster.
@@ -31,6 +36,7 @@ pub fn runbook(preflight: Preflight, f: &RunbookFacts) -> Vec<String> {
     match preflight {
         Preflight::EnableJumbo => enable_jumbo(f),
         Preflight::DisableIpsec => disable_ipsec(f),
+        Preflight::EnableIpsec => enable_ipsec(f),
     }
 }
 
@@ -113,6 +119,36 @@ fn disable_ipsec(f: &RunbookFacts) -> Vec<String> {
     steps
 }
 
+fn enable_ipsec(f: &RunbookFacts) -> Vec<String> {
+    let mut steps = Vec::new();
+    if let Some(drift) = &f.ca_drift {
+        steps.push(format!(
+            "STOP: the nodes do not share one IPsec CA ({drift}): IKE between nodes of different CAs fails. Copy one cluster CA (ca.pem and ca.key) to every node and reissue the peer certificates its own report names"
+        ));
+    }
+    for (node, check, summary) in &f.ipsec_not_ready {
+        steps.push(format!(
+            "STOP: on {node}, {check}: {summary} (its own report has the fix)"
+        ));
+    }
+    steps.push(format!(
+        "{}, the node that holds the NB database (/run/ovn/ovnnb_db.sock) last: set `ipsec_enabled = true` under [network] in /etc/spinifex/spinifex.toml and `systemctl restart spinifex-daemon` (the NB node's restart sets NB_Global ipsec=true, which makes every tunnel encrypt)",
+        in_order(f)
+    ));
+    steps.push(
+        "at once after the last node: `spx doctor --cluster --check ipsec` must pass on every node (SAs to every peer, flags set, daemons up): a partial enable once black-holed cross-chassis traffic for 5.5 minutes while every health signal stayed green".to_owned(),
+    );
+    steps.push(format!(
+        "then stop and start the running guests each node's report names (host_mtu above {}, the guest MTU with IPsec on): they drop larger packets until then; expect launches to fail for a minute or two while ovn-controller reprograms the tunnels (not a capacity problem)",
+        expect::guest_mtu(f.underlay_mtu, true, false)
+    ));
+    steps.push(format!(
+        "afterwards a plain `spx doctor --cluster` verifies the end state: ipsec_enabled = true on every node (cluster.config-drift), SAs paired (cluster.sa-pairs), flags set (ipsec.flags), DHCP and tap MTU {} (mtu.overlay)",
+        expect::guest_mtu(f.underlay_mtu, true, false)
+    ));
+    steps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +162,8 @@ mod tests {
             nb: "tcp:198.18.0.1:6641,tcp:198.18.0.2:6641".into(),
             path_matrix: m,
             routed: vec![],
+            ipsec_not_ready: vec![],
+            ca_drift: None,
         }
     }
 
@@ -156,5 +194,22 @@ mod tests {
             .iter()
             .any(|s| s.starts_with("on every node (n0, n1, n2): `ovs-vsctl remove")));
         assert!(steps.iter().any(|s| s.contains("1408 -> 1442")));
+    }
+
+    #[test]
+    fn enabling_ipsec_stops_on_a_node_not_ready_and_on_ca_drift() {
+        let steps = runbook(Preflight::EnableIpsec, &facts(None));
+        assert!(steps[0].starts_with("one node at a time, in this order: n0, n1, n2, the node that holds the NB database"), "{steps:#?}");
+        assert!(steps.iter().any(|s| s.contains("host_mtu above 1408")));
+        let mut f = facts(None);
+        f.ca_drift = Some("n2 has CA ab12".into());
+        f.ipsec_not_ready.push((
+            "n1".into(),
+            "ipsec.cert".into(),
+            "the peer certificate expired".into(),
+        ));
+        let steps = runbook(Preflight::EnableIpsec, &f);
+        assert!(steps[0].starts_with("STOP: the nodes do not share one IPsec CA (n2 has CA ab12)"));
+        assert!(steps[1].starts_with("STOP: on n1, ipsec.cert: the peer certificate expired"));
     }
 }

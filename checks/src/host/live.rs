@@ -10,7 +10,7 @@ use crate::probe::ethtool::Ethtool;
 use crate::probe::icmp_probe::{self, Settings};
 use crate::probe::ovsdb::{self, wire::Select, Budget};
 use crate::probe::qemu::{self};
-use crate::probe::{journal, links, peers, xfrm, ProbeError};
+use crate::probe::{credential, journal, links, peers, process, xfrm, ProbeError};
 
 /// Bounds for live reads a caller gave none for.
 const DEFAULT_BOUND: Duration = Duration::from_secs(2);
@@ -137,6 +137,15 @@ impl Host for LiveHost {
                 )
             }
             Request::Clock => Fact::Elapsed(self.started.elapsed()),
+            Request::Credential { path } => Fact::Credential(credential::read(path)?),
+            Request::Process { pid, names } => Fact::Process(process::by_pid(*pid, names)?),
+            Request::ProcessesNamed { names } => Fact::Processes(process::named(names)?),
+            Request::WallClock => Fact::Count(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_err(|e| ProbeError::Other(format!("the clock is before 1970: {e}")))?
+                    .as_secs(),
+            ),
         })
     }
 }

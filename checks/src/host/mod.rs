@@ -22,9 +22,12 @@
 //! the window that was measured, and never sleeps through one.
 //!
 //! Secrets never reach a fact, so they never reach a bundle: xfrm keys are
-//! not parsed into [`crate::probe::xfrm::SecurityAssociation`], and OVSDB
+//! not parsed into [`crate::probe::xfrm::SecurityAssociation`], OVSDB
 //! values of key and certificate columns are dropped as they are read
-//! ([`crate::probe::ovsdb::drop_secrets`]).
+//! unless they are file paths ([`crate::probe::ovsdb::drop_secrets`]), a
+//! private key file becomes the fingerprint of its public key
+//! ([`crate::probe::credential`]), and of a process that is not one the
+//! check asked about only its program is kept ([`crate::probe::process`]).
 
 mod bundle;
 mod live;
@@ -44,11 +47,13 @@ pub use replay::{Replay, ANY_SCOPE};
 pub use request::{EthtoolGet, Fact, Request, SelectOp};
 
 use crate::endpoint::Endpoint;
+use crate::probe::credential::CredentialFile;
 use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
 use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
 use crate::probe::journal::JournalLookup;
 use crate::probe::links::{Link, Route};
 use crate::probe::ovsdb::{Answer, Budget, Row};
+use crate::probe::process::ProcessInfo;
 use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::Discovery;
 use crate::probe::qemu::qmp::{QmpError, QmpFacts};
@@ -436,6 +441,38 @@ impl<'a> HostRef<'a> {
     pub fn clock(&self) -> Duration {
         let answer: Result<Duration, ProbeError> = ask!(self, Request::Clock, Limit::NONE, Elapsed);
         answer.unwrap_or_default()
+    }
+
+    /// A credential file: its certificates, and of a private key only the
+    /// facts derived from it ([`crate::probe::credential`]).
+    pub fn credential(&self, path: impl AsRef<Path>) -> Result<CredentialFile, ProbeError> {
+        let path = path.as_ref().to_owned();
+        ask!(self, Request::Credential { path }, Limit::NONE, Credential)
+    }
+
+    /// Process `pid` (`NotFound` when there is none), its command line
+    /// whole only when it is known by one of `names`.
+    pub fn process(&self, pid: i32, names: &[&str]) -> Result<ProcessInfo, ProbeError> {
+        let names = names.iter().map(|n| (*n).to_owned()).collect();
+        ask!(self, Request::Process { pid, names }, Limit::NONE, Process)
+    }
+
+    /// Every process known by one of `names` ([`crate::probe::process`]).
+    pub fn processes_named(&self, names: &[&str]) -> Result<Vec<ProcessInfo>, ProbeError> {
+        let names = names.iter().map(|n| (*n).to_owned()).collect();
+        ask!(
+            self,
+            Request::ProcessesNamed { names },
+            Limit::NONE,
+            Processes
+        )
+    }
+
+    /// The wall clock, seconds since the Unix epoch (a replay's: the
+    /// recorded one).
+    pub fn unix_time(&self) -> Result<i64, ProbeError> {
+        let secs: u64 = ask!(self, Request::WallClock, Limit::NONE, Count)?;
+        i64::try_from(secs).map_err(|_| ProbeError::Other(format!("the clock reads {secs}")))
     }
 
     /// Wait until `until` (a replay does not wait).

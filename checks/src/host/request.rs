@@ -18,11 +18,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::endpoint::Endpoint;
+use crate::probe::credential::CredentialFile;
 use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
 use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
 use crate::probe::journal::JournalLookup;
 use crate::probe::links::{Link, Route};
 use crate::probe::ovsdb::{Answer, Row};
+use crate::probe::process::ProcessInfo;
 use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::Discovery;
 use crate::probe::qemu::qmp::{QmpError, QmpFacts};
@@ -103,6 +105,20 @@ pub enum Request {
     /// Time since the run started: sampling checks measure their window
     /// with it, so a replay judges the window the live run measured.
     Clock,
+    /// A credential file (PEM certificates and keys): its mode, owner and
+    /// link, its certificates, and of a private key only what was derived
+    /// from it (never the key).
+    Credential { path: PathBuf },
+    /// One process by pid (`/proc/PID`), its command line kept whole only
+    /// when it is known by one of `names`.
+    Process { pid: i32, names: Vec<String> },
+    /// Every process known by one of `names` (its command name or the
+    /// program its command line runs).
+    ProcessesNamed { names: Vec<String> },
+    /// The wall clock, in seconds since the Unix epoch: what a
+    /// certificate's validity is judged at (a replay judges at the
+    /// recorded time).
+    WallClock,
 }
 
 /// The `SIOCETHTOOL` reads a check makes.
@@ -162,6 +178,9 @@ pub enum Fact {
         socket: SocketKind,
     },
     Resolved(BTreeMap<String, Result<Vec<IpAddr>, String>>),
+    Credential(CredentialFile),
+    Process(ProcessInfo),
+    Processes(Vec<ProcessInfo>),
 }
 
 impl Fact {
@@ -191,6 +210,9 @@ impl Fact {
             Fact::Qmp(_) => "qmp",
             Fact::Icmp { .. } => "icmp",
             Fact::Resolved(_) => "resolved",
+            Fact::Credential(_) => "credential",
+            Fact::Process(_) => "process",
+            Fact::Processes(_) => "processes",
         }
     }
 }
@@ -234,6 +256,10 @@ impl Request {
             Request::Hostname => "host name".into(),
             Request::OnlineCpus => "online CPUs".into(),
             Request::Clock => "clock".into(),
+            Request::Credential { path } => format!("credential {}", path.display()),
+            Request::Process { pid, .. } => format!("process {pid}"),
+            Request::ProcessesNamed { names } => format!("processes named {}", names.join(", ")),
+            Request::WallClock => "wall clock".into(),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! verdict: permission denied is a *skip* (needs privilege), a missing file
 //! or device is *not applicable*, anything else is an *error*. None is a fail.
 
+pub mod credential;
 pub mod ethtool;
 pub mod icmp_probe;
 pub mod journal;
@@ -14,6 +15,7 @@ pub mod links;
 pub mod ovsdb;
 pub mod peers;
 pub mod proc_stats;
+pub mod process;
 pub mod qemu;
 pub mod snmp;
 pub mod sysfs_net;

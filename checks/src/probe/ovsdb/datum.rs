@@ -41,8 +41,9 @@ pub fn map_get(
 }
 
 /// Remove the entries of a map value (`["map", [[k, v], ...]]`) whose key
-/// is one of `keys`; any other value is left as it is.
-pub fn drop_map_keys(v: &mut Value, keys: &[&str]) {
+/// is one of `keys` and whose value `keep` refuses; any other value is left
+/// as it is.
+pub fn drop_map_keys(v: &mut Value, keys: &[&str], keep: impl Fn(&Value) -> bool) {
     let Value::Array(a) = v else { return };
     if a.len() != 2 || a[0] != "map" {
         return;
@@ -50,7 +51,7 @@ pub fn drop_map_keys(v: &mut Value, keys: &[&str]) {
     if let Value::Array(pairs) = &mut a[1] {
         pairs.retain(|p| {
             !matches!(p.as_array().map(Vec::as_slice),
-                Some([Value::String(k), _]) if keys.contains(&k.as_str()))
+                Some([Value::String(k), v]) if keys.contains(&k.as_str()) && !keep(v))
         });
     }
 }

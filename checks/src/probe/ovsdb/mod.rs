@@ -69,18 +69,31 @@ pub struct Answer<T> {
     pub passed_over: Vec<(Endpoint, String)>,
 }
 
-/// Columns whose values are keys or certificates (`SSL` tables;
-/// `Open_vSwitch . other_config` keys of ovs-monitor-ipsec). Their values
-/// are dropped as rows are read, so no fact, and no bundle, holds them.
+/// Columns whose values name keys or certificates (`SSL` tables;
+/// `Open_vSwitch . other_config` keys of ovs-monitor-ipsec). OVS means them
+/// as file paths, and a path is kept (`ipsec.cert` judges the files OVS
+/// points at); any other value (PEM text pasted in) is dropped as rows are
+/// read, so no fact, and no bundle, holds it.
 pub const SECRET_COLUMNS: [&str; 3] = ["private_key", "certificate", "ca_cert"];
 
-/// Drop every secret from `rows`: a column named in [`SECRET_COLUMNS`], and
-/// a map entry so keyed (`other_config:private_key`).
+/// A value that names a file: absolute, one line of printable text, no PEM
+/// armour, no longer than a path may be.
+pub fn is_file_path(value: &str) -> bool {
+    value.starts_with('/')
+        && value.len() < 4096
+        && !value.contains("-----")
+        && !value.chars().any(char::is_control)
+}
+
+/// Drop every secret from `rows`: a value of a column named in
+/// [`SECRET_COLUMNS`], or of a map entry so keyed
+/// (`other_config:private_key`), that is not a file path.
 pub fn drop_secrets(rows: &mut [Row]) {
+    let keep = |v: &Value| v.as_str().is_some_and(is_file_path);
     for row in rows {
-        row.retain(|column, _| !SECRET_COLUMNS.contains(&column.as_str()));
+        row.retain(|column, v| !SECRET_COLUMNS.contains(&column.as_str()) || keep(v));
         for value in row.values_mut() {
-            datum::drop_map_keys(value, &SECRET_COLUMNS);
+            datum::drop_map_keys(value, &SECRET_COLUMNS, keep);
         }
     }
 }
@@ -292,6 +305,14 @@ pub struct OvsRow {
     pub ipsec_encapsulation: Option<String>,
     /// `external_ids:ovn-encap-ip`, as written (may be comma-separated).
     pub ovn_encap_ip: Option<String>,
+    /// `other_config:certificate`, `private_key`, `ca_cert`: the files
+    /// ovs-monitor-ipsec gives the IKE daemon (paths; other values never
+    /// leave the probe, [`drop_secrets`]).
+    pub certificate: Option<String>,
+    pub private_key: Option<String>,
+    pub ca_cert: Option<String>,
+    /// `external_ids:system-id`: the chassis name, this node's IKE identity.
+    pub system_id: Option<String>,
 }
 
 /// Read the local Open_vSwitch row.
@@ -321,6 +342,10 @@ pub fn ovs_row(
         value: OvsRow {
             ipsec_encapsulation: get("other_config", "ipsec_encapsulation")?,
             ovn_encap_ip: get("external_ids", "ovn-encap-ip")?,
+            certificate: get("other_config", "certificate")?,
+            private_key: get("other_config", "private_key")?,
+            ca_cert: get("other_config", "ca_cert")?,
+            system_id: get("external_ids", "system-id")?,
         },
         endpoint: ans.endpoint,
         passed_over: ans.passed_over,
@@ -557,14 +582,14 @@ mod tests {
     }
 
     #[test]
-    fn keys_and_certificates_never_leave_the_probe() {
+    fn keys_and_certificates_never_leave_the_probe_but_their_paths_do() {
         // An SSL row and ovs-monitor-ipsec's other_config keys, as
         // ovsdb-server 3.1 encodes them.
         let mut rows: Vec<Row> = vec![
             serde_json::from_value(json!({
                 "private_key": "/etc/keys/host-privkey.pem",
                 "certificate": "-----BEGIN CERTIFICATE-----",
-                "ca_cert": "/etc/keys/cacert.pem",
+                "ca_cert": "cacert.pem",
                 "bootstrap_ca_cert": false,
             }))
             .unwrap(),
@@ -572,8 +597,8 @@ mod tests {
                 "other_config": ["map", [
                     ["ipsec_encapsulation", "true"],
                     ["private_key", "-----BEGIN PRIVATE KEY----- s3cr3t"],
-                    ["certificate", "cert"],
-                    ["ca_cert", "ca"],
+                    ["certificate", "/etc/spinifex/ipsec/peer.pem"],
+                    ["ca_cert", "/etc/x\n-----BEGIN"],
                 ]],
                 "external_ids": ["map", [["ovn-encap-ip", "198.18.0.1"]]],
             }))
@@ -582,11 +607,17 @@ mod tests {
         drop_secrets(&mut rows);
         assert_eq!(
             Value::Object(rows[0].clone()),
-            json!({"bootstrap_ca_cert": false})
+            json!({"private_key": "/etc/keys/host-privkey.pem", "bootstrap_ca_cert": false})
         );
         assert_eq!(
             rows[1]["other_config"],
-            json!(["map", [["ipsec_encapsulation", "true"]]])
+            json!([
+                "map",
+                [
+                    ["ipsec_encapsulation", "true"],
+                    ["certificate", "/etc/spinifex/ipsec/peer.pem"]
+                ]
+            ])
         );
         assert_eq!(
             rows[1]["external_ids"],
