@@ -94,7 +94,13 @@ fn credentials_as_spinifex_issues_them_pass_and_no_key_reaches_the_bundle() {
         path(&lab.node.ca_pem()),
         path(&lab.node.peer_pem())
     ]));
-    let from_cert = openssl(&["x509", "-noout", "-pubkey", "-in", path(&lab.node.peer_pem())]);
+    let from_cert = openssl(&[
+        "x509",
+        "-noout",
+        "-pubkey",
+        "-in",
+        path(&lab.node.peer_pem()),
+    ]);
     let from_key = openssl(&["pkey", "-pubout", "-in", path(&lab.node.peer_key())]);
     assert_eq!(from_cert, from_key);
 
@@ -146,7 +152,11 @@ fn credentials_as_spinifex_issues_them_pass_and_no_key_reaches_the_bundle() {
         for offset in 0..3 {
             use base64::Engine as _;
             let b64 = base64::engine::general_purpose::STANDARD.encode(&d[offset..offset + 48]);
-            assert!(!text.contains(&b64), "the bundle holds the private exponent of {}", key.display());
+            assert!(
+                !text.contains(&b64),
+                "the bundle holds the private exponent of {}",
+                key.display()
+            );
         }
     }
 }
@@ -192,8 +202,13 @@ fn an_expired_certificate_fails_and_the_printed_reissue_makes_it_pass() {
         "{c:#}"
     );
     let fixes = support::strings(&c["remediation"]);
-    assert!(fixes[0].starts_with("no `spx` command reissues the IPsec peer certificate"), "{fixes:#?}");
-    assert!(fixes.iter().any(|f| f.starts_with("systemctl restart openvswitch-ipsec")));
+    assert!(
+        fixes[0].starts_with("no `spx` command reissues the IPsec peer certificate"),
+        "{fixes:#?}"
+    );
+    assert!(fixes
+        .iter()
+        .any(|f| f.starts_with("systemctl restart openvswitch-ipsec")));
 
     // Run the printed commands as an operator would, in a shell on the
     // node (all but the restart of the service, which this test has not).
@@ -221,7 +236,10 @@ fn an_expired_certificate_fails_and_the_printed_reissue_makes_it_pass() {
         path(&lab.node.peer_pem())
     ]));
     let text = openssl(&["x509", "-noout", "-text", "-in", path(&lab.node.peer_pem())]);
-    assert!(text.contains("Subject: O = Spinifex Platform, CN = spx1"), "{text}");
+    assert!(
+        text.contains("Subject: O = Spinifex Platform, CN = spx1"),
+        "{text}"
+    );
     assert!(text.contains("TLS Web Client Authentication, TLS Web Server Authentication, ipsec Internet Key Exchange"), "{text}");
     assert!(text.contains("DNS:spx1, IP Address:198.18.0.1"), "{text}");
     let (code, doc) = lab.run(&[]);
@@ -241,7 +259,13 @@ fn near_expiry_warns_within_the_configured_window() {
     assert_eq!(code, 0);
     let c = check(&doc, "ipsec.cert");
     assert_eq!(c["code"], "ipsec.cert/expires-soon", "{c:#}");
-    assert!(c["summary"].as_str().unwrap().contains("(10 days from now)"), "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("(10 days from now)"),
+        "{c:#}"
+    );
     let (code, _) = lab.run(&["--strict"]);
     assert_eq!(code, 1);
     // [doctor] cert_warn_days = 5: ten days left is no warning.
@@ -264,10 +288,22 @@ fn a_certificate_for_another_name_fails() {
     assert_eq!(code, 1);
     let c = check(&doc, "ipsec.cert");
     assert_eq!(c["code"], "ipsec.cert/wrong-name", "{c:#}");
-    assert!(c["summary"].as_str().unwrap().contains("CN \"spx9\""), "{c:#}");
-    assert!(c["summary"].as_str().unwrap().contains("the OVS chassis id is \"spx1\""), "{c:#}");
+    assert!(
+        c["summary"].as_str().unwrap().contains("CN \"spx9\""),
+        "{c:#}"
+    );
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("the OVS chassis id is \"spx1\""),
+        "{c:#}"
+    );
     let fixes = support::strings(&c["remediation"]).join("\n");
-    assert!(fixes.contains("-subj \"/O=Spinifex Platform/CN=spx1\""), "{fixes}");
+    assert!(
+        fixes.contains("-subj \"/O=Spinifex Platform/CN=spx1\""),
+        "{fixes}"
+    );
 }
 
 #[root_test]
@@ -275,7 +311,8 @@ fn a_certificate_of_another_ca_does_not_chain() {
     let lab = Lab::spinifex();
     let other = Ca::new("Spinifex CA");
     let key = rsa_key(2048);
-    lab.node.write_peer(&Peer::spinifex("spx1").issue(&other, &key), &key);
+    lab.node
+        .write_peer(&Peer::spinifex("spx1").issue(&other, &key), &key);
     // The oracle: same issuer name, but openssl refuses the signature.
     assert!(!openssl_ok(&[
         "verify",
@@ -286,7 +323,10 @@ fn a_certificate_of_another_ca_does_not_chain() {
     let (code, doc) = lab.run(&[]);
     assert_eq!(code, 1);
     assert_eq!(code_of(&doc), "ipsec.cert/untrusted-chain");
-    let s = check(&doc, "ipsec.cert")["summary"].as_str().unwrap().to_owned();
+    let s = check(&doc, "ipsec.cert")["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(s.contains("the CA's key did not sign it"), "{s}");
 }
 
@@ -298,7 +338,13 @@ fn a_key_of_another_certificate_and_a_world_readable_key_fail() {
     lab.node.write_peer(&cert, &other_key);
     // The oracle: their public keys differ.
     assert_ne!(
-        openssl(&["x509", "-noout", "-pubkey", "-in", path(&lab.node.peer_pem())]),
+        openssl(&[
+            "x509",
+            "-noout",
+            "-pubkey",
+            "-in",
+            path(&lab.node.peer_pem())
+        ]),
         openssl(&["pkey", "-pubout", "-in", path(&lab.node.peer_key())])
     );
     let (code, doc) = lab.run(&[]);
@@ -311,7 +357,10 @@ fn a_key_of_another_certificate_and_a_world_readable_key_fail() {
     assert_eq!(code, 1);
     assert_eq!(code_of(&doc), "ipsec.cert/key-exposed");
     let fixes = support::strings(&check(&doc, "ipsec.cert")["remediation"]);
-    assert_eq!(fixes[0], format!("chmod 0600 {}", lab.node.peer_key().display()));
+    assert_eq!(
+        fixes[0],
+        format!("chmod 0600 {}", lab.node.peer_key().display())
+    );
 }
 
 #[root_test]
@@ -359,8 +408,14 @@ fn ovs_pointing_at_other_files_fails_and_unset_ones_too() {
         .iter()
         .map(|f| f["subject"].as_str().unwrap().to_owned())
         .collect();
-    assert!(subjects.contains(&"other_config:certificate".to_owned()), "{subjects:?}");
-    assert!(subjects.contains(&"other_config:ca_cert".to_owned()), "{subjects:?}");
+    assert!(
+        subjects.contains(&"other_config:certificate".to_owned()),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects.contains(&"other_config:ca_cert".to_owned()),
+        "{subjects:?}"
+    );
     // A link to the same file is the same file.
     std::fs::remove_file(&copy).unwrap();
     std::os::unix::fs::symlink(lab.node.peer_pem(), &copy).unwrap();
@@ -412,6 +467,10 @@ fn a_ca_missing_from_charons_trust_store_fails_as_charon_sees_it() {
     ) {
         return;
     }
+    // No other test's charon runs meanwhile (ipsec.daemon's tests count them).
+    let _only = crate::ipsec_daemon::CHARON_LOCK
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let lab = Lab::spinifex();
     // Linked as Spinifex links it: charon loads it.
     let log = charon_loads(lab.node.trust.path());
@@ -436,11 +495,20 @@ fn a_ca_missing_from_charons_trust_store_fails_as_charon_sees_it() {
         "{fixes:#?}"
     );
     // A link to a CA that moved is named as such.
-    std::os::unix::fs::symlink("/nonexistent/ca.pem", lab.node.trust.path().join("spinifex-ca.pem"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        "/nonexistent/ca.pem",
+        lab.node.trust.path().join("spinifex-ca.pem"),
+    )
+    .unwrap();
     let (_, doc) = lab.run(&[]);
-    let s = check(&doc, "ipsec.cert")["summary"].as_str().unwrap().to_owned();
-    assert!(s.contains("spinifex-ca.pem links to /nonexistent/ca.pem, which does not exist"), "{s}");
+    let s = check(&doc, "ipsec.cert")["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        s.contains("spinifex-ca.pem links to /nonexistent/ca.pem, which does not exist"),
+        "{s}"
+    );
 }
 
 #[root_test]
@@ -450,7 +518,12 @@ fn before_enabling_ipsec_the_credentials_are_judged_and_unset_ovs_pointers_are_f
         .unwrap()
         .replace("ipsec_enabled = true", "ipsec_enabled = false");
     std::fs::write(&lab.node.config, text).unwrap();
-    for key in ["certificate", "private_key", "ca_cert", "ipsec_encapsulation"] {
+    for key in [
+        "certificate",
+        "private_key",
+        "ca_cert",
+        "ipsec_encapsulation",
+    ] {
         lab.ovs
             .vsctl(&["remove", "Open_vSwitch", ".", "other_config", key]);
     }

@@ -9,6 +9,7 @@ mod codes;
 mod hardening;
 mod ipsec;
 mod ipsec_cert;
+mod ipsec_daemon;
 mod junit;
 mod kernel_lab;
 mod monitoring;

@@ -34,7 +34,11 @@ pub fn rsa_key(bits: u32) -> String {
         ])
         .output()
         .expect("run openssl (bash .ci/run installs openssl)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -78,8 +78,16 @@ fn program_words(argv: &[String]) -> Vec<&str> {
             .iter()
             .any(|i| b == *i || (b.starts_with(i) && b[i.len()..].starts_with('.')));
         if interpreter {
-            if let Some(script) = argv.iter().skip(1).find(|w| !w.starts_with('-')) {
-                words.push(script);
+            // The first word that is not an option, unless the program
+            // comes from an option (`python3 -c CODE`, `-m MODULE`).
+            for w in argv.iter().skip(1) {
+                if matches!(w.as_str(), "-c" | "-m") {
+                    break;
+                }
+                if !w.starts_with('-') {
+                    words.push(w.as_str());
+                    break;
+                }
             }
         }
     }
@@ -195,6 +203,11 @@ mod tests {
             "charon-systemd",
             &words(&["/usr/sbin/charon-systemd"]),
             "charon"
+        ));
+        assert!(!is_named(
+            "python3",
+            &words(&["python3", "-c", "ovs-monitor-ipsec"]),
+            "ovs-monitor-ipsec"
         ));
         // A script that mentions the name as an argument is not it.
         assert!(!is_named(

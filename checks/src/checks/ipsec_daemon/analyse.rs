@@ -96,11 +96,12 @@ pub fn analyse(facts: &DaemonFacts) -> Analysis {
 
     match facts.mode {
         Mode::Wanted => {
-            for d in [Daemon::OvsMonitorIpsec, Daemon::Charon] {
-                if running[&d].is_empty() {
-                    problems.insert(0, Problem::NotRunning { daemon: d });
-                }
-            }
+            let down: Vec<Problem> = [Daemon::OvsMonitorIpsec, Daemon::Charon]
+                .into_iter()
+                .filter(|d| running[d].is_empty())
+                .map(|daemon| Problem::NotRunning { daemon })
+                .collect();
+            problems.splice(0..0, down);
         }
         Mode::NotWanted => {
             let ike: Vec<(i32, String)> = processes

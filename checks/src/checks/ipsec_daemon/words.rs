@@ -44,17 +44,9 @@ fn pid_file_said(facts: &DaemonFacts, d: Daemon) -> String {
     let Some(f) = facts.pid_files.iter().find(|f| f.daemon == d) else {
         return String::new();
     };
+    // A pid file naming a dead or another process has its own sentence.
     match &f.state {
         PidFileState::Absent => format!(" (no {})", f.path.display()),
-        PidFileState::Gone(pid) => {
-            format!(" ({} names pid {pid}, which is gone)", f.path.display())
-        }
-        PidFileState::Names(p) if !p.is_named(d.name()) => format!(
-            " ({} names pid {}, which is {})",
-            f.path.display(),
-            p.pid,
-            p.program()
-        ),
         _ => String::new(),
     }
 }
