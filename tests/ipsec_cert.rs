@@ -21,9 +21,9 @@ use crate::support::{self, check, run_json, spx};
 const TRUST_STORE: &str = "/etc/ipsec.d/cacerts";
 
 /// A node's credentials and its Open_vSwitch row, as Spinifex sets it.
-struct Lab {
-    ca: Ca,
-    node: NodeFiles,
+pub(crate) struct Lab {
+    pub(crate) ca: Ca,
+    pub(crate) node: NodeFiles,
     ovs: OvsdbServer,
 }
 
@@ -45,20 +45,24 @@ impl Lab {
         Lab { ca, node, ovs }
     }
 
-    fn spinifex() -> Lab {
+    pub(crate) fn spinifex() -> Lab {
         Lab::new(Peer::spinifex("spx1"))
     }
 
     /// The doctor's ipsec.cert, with this node's trust store over
     /// /etc/ipsec.d/cacerts.
-    fn run(&self, extra: &[&str]) -> (i32, Value) {
+    pub(crate) fn command(&self, extra: &[&str]) -> Command {
         let mut cmd = spx();
         cmd.args(["--check", "ipsec.cert", "--config"])
             .arg(&self.node.config)
             .args(["--ovs-db", &self.ovs.unix()])
             .args(extra);
         isolate(&mut cmd, &[(self.node.trust.path(), TRUST_STORE)], false);
-        run_json(&mut cmd)
+        cmd
+    }
+
+    fn run(&self, extra: &[&str]) -> (i32, Value) {
+        run_json(&mut self.command(extra))
     }
 
     fn reissue(&self, peer: &Peer, key: &str) {

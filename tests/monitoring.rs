@@ -95,9 +95,12 @@ fn every_declared_series_appears_in_a_real_run() {
             me.v4, peer.v4
         ),
     );
+    // ipsec.cert's series come from a node with IPsec credentials: a
+    // second run, below.
     let checks: Vec<&str> = spx_checks::metrics::declared()
         .iter()
         .map(|(id, _)| *id)
+        .filter(|id| *id != "ipsec.cert")
         .collect();
     let doctor = || {
         let mut cmd = me.spx();
@@ -114,6 +117,19 @@ fn every_declared_series_appears_in_a_real_run() {
     let (code, text, err) = support::run_replayed(doctor().args(["--format", "prometheus"]));
     assert!(code < 2, "{err}\n{text}");
     promtool_check(&text);
+    let lab = crate::ipsec_cert::Lab::spinifex();
+    let (code, certs, err) = support::run_replayed(&mut lab.command(&["--format", "prometheus"]));
+    assert_eq!(code, 0, "{err}\n{certs}");
+    promtool_check(&certs);
+    let days = |label: &str| {
+        sample(
+            &certs,
+            &format!("spx_doctor_ipsec_certificate_expiry_seconds{{certificate=\"{label}\"}}"),
+        )
+        .map(|s| (s / 86_400.0).round())
+    };
+    assert_eq!((days("peer"), days("ca")), (Some(365.0), Some(3650.0)));
+    let text = format!("{text}{certs}");
     for (id, metric) in spx_checks::metrics::declared() {
         assert!(
             text.contains(&format!(

@@ -230,3 +230,88 @@ fn runbooks_name_the_loaded_config_its_underlay_mtu_and_the_ipv6_guest_mtu() {
         "{steps}"
     );
 }
+
+/// A paused QEMU in `ns` with one VPC NIC of `host_mtu` on tap `tap`.
+fn guest(
+    ns: &support::Netns,
+    name: &str,
+    tap: &str,
+    host_mtu: u32,
+) -> crate::support::qemu::QemuGuest {
+    ns.ip(&["tuntap", "add", "dev", tap, "mode", "tap"]);
+    crate::support::qemu::QemuGuest::start(
+        ns,
+        &[
+            "-name",
+            &format!("guest={name}"),
+            "-netdev",
+            &format!("tap,id=net0,ifname={tap},script=no,downscript=no"),
+            "-device",
+            &format!("virtio-net-pci,netdev=net0,mac=02:00:00:00:00:01,host_mtu={host_mtu}"),
+        ],
+    )
+}
+
+#[root_test]
+fn enable_ipsec_goes_on_valid_credentials_and_names_the_guests_to_restart() {
+    // A node with IPsec off, its credentials as Spinifex issues them, the
+    // daemons installed (Debian's packages, which bash .ci/run installs).
+    let lab = crate::ipsec_cert::Lab::spinifex();
+    let text = std::fs::read_to_string(&lab.node.config)
+        .unwrap()
+        .replace("ipsec_enabled = true", "ipsec_enabled = false");
+    std::fs::write(&lab.node.config, text).unwrap();
+    // Two running guests: one started with IPsec off (host_mtu 1442, above
+    // the 1408 IPsec implies at 1500), one already at 1408.
+    let ns = support::Netns::new();
+    let old = guest(&ns, "spx-test-old", "tapeni-ipold", 1442);
+    let new = guest(&ns, "spx-test-new", "tapeni-ipnew", 1408);
+    let (code, doc) = run_json(&mut lab.command(&["--for", "enable-ipsec"]));
+    assert_eq!(doc["profile"], "enable-ipsec");
+    for id in ["ipsec.cert", "ipsec.daemon"] {
+        assert_eq!(check(&doc, id)["status"], "pass", "{:#}", check(&doc, id));
+    }
+    assert_eq!(code, 0);
+    let steps = runbook(&doc);
+    let all = steps.join("\n");
+    assert!(!all.contains("STOP"), "{all}");
+    let guests = steps
+        .iter()
+        .find(|s| s.starts_with("then stop and start these running guests"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(
+        guests.contains(&format!(
+            "pid {} (spx-test-old) tap tapeni-ipold host_mtu=1442",
+            old.pid
+        )),
+        "{guests}"
+    );
+    assert!(
+        guests.contains("above 1408, the guest MTU with IPsec on (underlay 1500)"),
+        "{guests}"
+    );
+    assert!(!guests.contains(&format!("pid {} ", new.pid)), "{guests}");
+    assert!(
+        all.contains("set `ipsec_enabled = true` under [network] in"),
+        "{all}"
+    );
+
+    // An expired certificate: the preflight fails and the runbook stops.
+    let ca = &lab.ca;
+    let key = crate::support::pki::rsa_key(2048);
+    let expired = crate::support::pki::Peer {
+        not_before_days: -400,
+        not_after_days: -1,
+        ..crate::support::pki::Peer::spinifex("spx1")
+    };
+    lab.node.write_peer(&expired.issue(ca, &key), &key);
+    let (code, doc) = run_json(&mut lab.command(&["--for", "enable-ipsec"]));
+    assert_eq!(code, 1);
+    let steps = runbook(&doc);
+    assert!(
+        steps[0].starts_with(
+            "STOP: ipsec.cert: before enabling IPsec: the peer certificate expired on "
+        ),
+        "{steps:#?}"
+    );
+}
