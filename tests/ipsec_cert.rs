@@ -458,8 +458,7 @@ fn charon_loads(trust: &Path) -> String {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let _ = child.wait();
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    text
+    std::fs::read_to_string(&log).unwrap_or_default()
 }
 
 #[root_test]

@@ -83,10 +83,12 @@ impl Check for ClusterConfigDrift {
     fn explain(&self) -> &'static str {
         "Compares what every node's report says it ran with (JSON v1 `config`: [network] \
          ipsec_enabled and underlay_mtu as the node's spinifex.toml has them, the names of \
-         its [nodes.*] tables) and the doctor's version (`tool.version`). Names the odd \
-         node(s) and their values against the rest.\n\
+         its [nodes.*] tables), the IPsec CA its ipsec.cert read (by subject and public key; \
+         nodes where ipsec.cert did not read one are left out) and the doctor's version \
+         (`tool.version`). Names the odd node(s) and their values against the rest.\n\
          \n\
-         Fails when ipsec_enabled, underlay_mtu or the node list differ; a different doctor \
+         Fails when ipsec_enabled, underlay_mtu, the node list or the IPsec CA differ (IKE \
+         between nodes of different CAs fails); a different doctor \
          version alone is a warning. A node that did not answer leaves the check \
          inconclusive unless the others already disagree.\n\
          \n\
@@ -651,5 +653,67 @@ mod tests {
         ));
         assert_eq!(f.status, Status::Error, "{}", f.summary);
         assert!(f.summary.starts_with("n1 did not answer"), "{}", f.summary);
+    }
+
+    /// A node's report with an ipsec.cert result whose CA has `key`.
+    fn with_ca(name: &str, key: &str) -> crate::cluster::NodeAnswer {
+        let ca = json!({
+            "path": "/etc/spinifex/ca.pem", "resolved": "/etc/spinifex/ca.pem",
+            "subject": "O=Spinifex Platform, CN=Spinifex CA", "issuer": "O=Spinifex Platform, CN=Spinifex CA",
+            "common_name": "Spinifex CA", "dns_names": [], "ip_addresses": [],
+            "not_before": "2026-01-01T00:00:00Z", "not_after": "2036-01-01T00:00:00Z",
+            "expires_in_seconds": 1, "extended_key_usages": null, "serial": "01",
+            "sha256": key, "public_key_sha256": key,
+        });
+        let evidence = json!({
+            "purpose": "ipsec-wanted", "warn_days": 30, "checked_at": "2026-06-01T00:00:00Z",
+            "certificate": null, "key": null, "ca": ca,
+            "ovs_certificate": null, "ovs_private_key": null, "ovs_ca_cert": null,
+            "system_id": name, "node": name, "trusted_as": [],
+        });
+        let check = json!([{"id": "ipsec.cert", "status": "pass", "code": "ipsec.cert/ok", "summary": "x", "evidence": evidence}]);
+        answer(
+            name,
+            report("0.1.0", config(name, true, 1500, ALL), &[], check),
+        )
+    }
+
+    #[test]
+    fn a_node_of_another_ipsec_ca_is_named_and_nodes_without_one_are_left_out() {
+        let a = "aa".repeat(32);
+        let b = "bb".repeat(32);
+        let f = judge(&facts(
+            vec![
+                with_ca("n0", &a),
+                with_ca("n1", &a),
+                with_ca("n2", &b),
+                node("n3", true, 1500, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.kind.name, "ipsec-ca-drift", "{}", f.summary);
+        assert!(
+            f.summary.contains(
+                "ipsec CA: n2 has CA \"O=Spinifex Platform, CN=Spinifex CA\" (key bbbbbbbbbbbbbbbb) (the other 2 have CA"
+            ),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.findings[0].subject, "n2");
+        assert_eq!(
+            ipsec_ca_drift(&f).as_deref(),
+            Some("n0 and n1: CA \"O=Spinifex Platform, CN=Spinifex CA\" (key aaaaaaaaaaaaaaaa); n2: CA \"O=Spinifex Platform, CN=Spinifex CA\" (key bbbbbbbbbbbbbbbb)")
+        );
+        let f = judge(&facts(
+            vec![
+                with_ca("n0", &a),
+                with_ca("n1", &a),
+                node("n2", true, 1500, "0.1.0"),
+                node("n3", true, 1500, "0.1.0"),
+            ],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        assert_eq!(ipsec_ca_drift(&f), None);
     }
 }

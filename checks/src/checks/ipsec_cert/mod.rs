@@ -16,7 +16,7 @@
 //!
 //! [`gather`] reads the facts through the host seam (a private key only as
 //! the fingerprint of its public key); [`analyse`] judges them (pure);
-//! [`words`] says it.
+//! `words` says it.
 
 mod analyse;
 #[cfg(test)]
@@ -72,7 +72,7 @@ crate::kinds! {
         KeyExposed = fail("key-exposed"),
         /// OVS other_config:certificate, private_key or ca_cert is unset or names other files than Spinifex's credentials: ovs-monitor-ipsec configures IKE with those.
         OvsPointers = fail("ovs-pointers"),
-        /// The peer certificate or the CA expires within the warning window ([doctor] cert_warn_days, 30 days unless set): nothing renews it.
+        /// The peer certificate or the CA expires within the warning window (`[doctor] cert_warn_days`, 30 days unless set): nothing renews it.
         ExpiresSoon = warn("expires-soon"),
         /// The local Open_vSwitch database could not be read, so the files OVS points at and the chassis id are unknown: never a pass.
         DbUnreachable = error("db-unreachable"),

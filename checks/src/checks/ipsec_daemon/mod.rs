@@ -20,7 +20,7 @@
 //! them.
 //!
 //! [`gather`] reads the facts through the host seam; [`analyse`] judges
-//! them (pure); [`words`] says it.
+//! them (pure); `words` says it.
 
 mod analyse;
 #[cfg(test)]

@@ -1,1 +1,121 @@
+//! The judgement on recorded `/proc` facts (the real daemons are in
+//! tests/ipsec_daemon.rs), every verdict checked against the schema.
 
+use super::*;
+use crate::finding::Status;
+
+fn process(pid: i32, comm: &str, argv: &[&str], state: char) -> ProcessInfo {
+    ProcessInfo {
+        pid,
+        comm: comm.to_owned(),
+        argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+        exe: None,
+        state,
+    }
+}
+
+fn monitor(pid: i32) -> ProcessInfo {
+    // As `ovs-ctl start-ovs-ipsec` runs it (Debian's openvswitch-ipsec 3.1).
+    process(
+        pid,
+        "ovs-monitor-ips",
+        &[
+            "/usr/bin/python3",
+            "/usr/share/openvswitch/scripts/ovs-monitor-ipsec",
+            "--pidfile=/var/run/openvswitch/ovs-monitor-ipsec.pid",
+            "--ike-daemon=strongswan",
+            "--log-file",
+            "--detach",
+            "unix:/var/run/openvswitch/db.sock",
+        ],
+        'S',
+    )
+}
+
+fn charon(pid: i32, state: char) -> ProcessInfo {
+    process(pid, "charon", &["/usr/lib/ipsec/charon"], state)
+}
+
+fn facts(mode: Mode, processes: Vec<ProcessInfo>) -> DaemonFacts {
+    let pid_files = Daemon::ALL
+        .iter()
+        .map(|d| PidFile {
+            daemon: *d,
+            path: d.pid_file().into(),
+            state: processes
+                .iter()
+                .find(|p| p.is_named(d.name()))
+                .map_or(PidFileState::Absent, |p| PidFileState::Names(p.clone())),
+        })
+        .collect();
+    DaemonFacts {
+        mode,
+        pid_files,
+        processes: Ok(processes),
+        installed: Daemon::ALL
+            .iter()
+            .map(|d| (d.name().to_owned(), Some(d.programs()[0].into())))
+            .chain([("ipsec".to_owned(), Some(IPSEC_COMMAND.into()))])
+            .collect(),
+    }
+}
+
+fn judge(f: &DaemonFacts) -> Finding {
+    crate::schema_check::valid("ipsec.daemon", words::finding(f, &analyse(f)))
+}
+
+#[test]
+fn both_daemons_running_pass_and_a_zombie_charon_is_not_running() {
+    let f = judge(&facts(Mode::Wanted, vec![monitor(100), charon(200, 'S')]));
+    assert_eq!(f.status, Status::Pass, "{}", f.summary);
+    let e: IpsecDaemonEvidence = f.evidence_as().unwrap();
+    let running: Vec<f64> = e.series().iter().map(|s| s.value).collect();
+    assert_eq!(running, [1.0, 0.0, 1.0]);
+    let f = judge(&facts(Mode::Wanted, vec![monitor(100), charon(200, 'Z')]));
+    assert_eq!(f.kind.name, "not-running");
+    assert!(f.summary.contains("charon is not running"), "{}", f.summary);
+    assert!(f.findings.iter().any(|s| s.kind.name == "stale-pid-file"));
+}
+
+#[test]
+fn an_ike_daemon_with_ipsec_off_fails_whichever_it_is() {
+    let f = judge(&facts(
+        Mode::NotWanted,
+        vec![process(
+            300,
+            "charon-systemd",
+            &["/usr/sbin/charon-systemd"],
+            'S',
+        )],
+    ));
+    assert_eq!(f.kind.name, "ike-daemon-running");
+    assert!(
+        f.remediation
+            .iter()
+            .any(|r| r.starts_with("systemctl mask --now strongswan")),
+        "{:?}",
+        f.remediation
+    );
+    let f = judge(&facts(Mode::NotWanted, vec![monitor(100)]));
+    assert_eq!((f.status, f.kind.name), (Status::Warn, "monitor-running"));
+    assert_eq!(judge(&facts(Mode::NotWanted, vec![])).status, Status::Pass);
+}
+
+#[test]
+fn before_enabling_ipsec_a_missing_program_fails_and_running_is_not_judged() {
+    let mut x = facts(Mode::EnableIpsec, vec![]);
+    assert_eq!(judge(&x).status, Status::Pass);
+    x.installed.last_mut().unwrap().1 = None;
+    let f = judge(&x);
+    assert_eq!(f.kind.name, "not-installed");
+    assert!(
+        f.summary
+            .contains("ipsec is not installed (looked at /usr/sbin/ipsec)"),
+        "{}",
+        f.summary
+    );
+    // A listing of /proc that failed is an error, never a pass.
+    let mut x = facts(Mode::Wanted, vec![]);
+    x.processes = Err("listing /proc: EACCES".into());
+    assert_eq!(judge(&x).status, Status::Error);
+}

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 use x509_parser::extensions::GeneralName;
-use x509_parser::oid_registry::{OID_X509_COMMON_NAME, OID_X509_EXT_KEY_USAGE};
+use x509_parser::oid_registry::{OID_X509_COMMON_NAME, OID_X509_EXT_EXTENDED_KEY_USAGE};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::pem::sha256_hex;
@@ -139,7 +139,7 @@ pub fn parse(der: &[u8]) -> Result<CertInfo, String> {
     }
     let extended_key_usages = cert
         .iter_extensions()
-        .any(|e| e.oid == OID_X509_EXT_KEY_USAGE)
+        .any(|e| e.oid == OID_X509_EXT_EXTENDED_KEY_USAGE)
         .then(|| ekus(&cert))
         .transpose()?;
     let (is_ca, may_sign_certificates) = (
