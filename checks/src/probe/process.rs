@@ -158,6 +158,17 @@ pub fn named(names: &[String]) -> Result<Vec<ProcessInfo>, ProbeError> {
         .map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
     let mut out = Vec::new();
     for p in all.flatten() {
+        // The command name first (one small read): only a process of one
+        // of the names, or an interpreter that may run one, is read whole.
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", p.pid())).unwrap_or_default();
+        let comm = comm.trim_end_matches('\n');
+        let maybe = names.iter().any(|n| comm == &n[..n.len().min(15)])
+            || INTERPRETERS
+                .iter()
+                .any(|i| comm == *i || (comm.starts_with(i) && comm[i.len()..].starts_with('.')));
+        if !maybe {
+            continue;
+        }
         match read_process(p.pid(), Some(names)) {
             Ok(info) if names.iter().any(|n| info.is_named(n)) => out.push(info),
             _ => {}
