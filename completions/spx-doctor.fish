@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster via= nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -30,7 +30,7 @@ mtu.path\t'The underlay carries the target MTU to every peer'
 mtu.overlay\t'DHCP options, VPC taps and the underlay bridge carry the guest MTU the config implies'
 underlay.on-link\t'Every peer is on this node\'s L2 segment, with no router hop'
 ipsec.flags\t'Config, NB_Global.ipsec and OVS ipsec_encapsulation agree'
-ipsec.xfrm\t'ESP SAs to every peer when IPsec is wanted, none when it is not'
+ipsec.xfrm\t'ESP SAs (or their armed policies) for every peer when IPsec is wanted, none when it is not'
 ipsec.cert\t'The IPsec peer certificate, key and cluster CA are valid, matching, named for this chassis and trusted by charon'
 ipsec.daemon\t'ovs-monitor-ipsec and charon run when IPsec is wanted, charon does not when it is not'
 nic.offloads\t'Underlay NIC can segment geneve in hardware'
@@ -60,7 +60,7 @@ mtu.path\t'The underlay carries the target MTU to every peer'
 mtu.overlay\t'DHCP options, VPC taps and the underlay bridge carry the guest MTU the config implies'
 underlay.on-link\t'Every peer is on this node\'s L2 segment, with no router hop'
 ipsec.flags\t'Config, NB_Global.ipsec and OVS ipsec_encapsulation agree'
-ipsec.xfrm\t'ESP SAs to every peer when IPsec is wanted, none when it is not'
+ipsec.xfrm\t'ESP SAs (or their armed policies) for every peer when IPsec is wanted, none when it is not'
 ipsec.cert\t'The IPsec peer certificate, key and cluster CA are valid, matching, named for this chassis and trusted by charon'
 ipsec.daemon\t'ovs-monitor-ipsec and charon run when IPsec is wanted, charon does not when it is not'
 nic.offloads\t'Underlay NIC can segment geneve in hardware'
@@ -107,6 +107,8 @@ disable-ipsec\t'Before setting ipsec_enabled = false'
 enable-ipsec\t'Before setting ipsec_enabled = true'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l record -d 'Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l via -d 'How to reach the nodes: nats (each node\'s agent, on Spinifex\'s bus) or ssh [default: nats when the config has this node\'s [nodes.NODE.nats], else ssh]' -r -f -a "nats\t'Every node\'s agent, over Spinifex\'s NATS'
+ssh\t'This node in-process, the others over OpenSSH'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-config -d 'The ssh client configuration (`ssh -F FILE`) [default: ssh\'s own: ~/.ssh/config, /etc/ssh/ssh_config]' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l ssh-user -d 'The user to log in as (`ssh -l USER`); any user but root runs the doctor with `sudo -n` [default: ssh\'s]' -r
@@ -135,8 +137,9 @@ ipsec.flags/missing-nb-ipsec\t'fail: NB_Global.ipsec is not true while the confi
 ipsec.flags/stale-ovs-ipsec\t'fail: OVS other_config:ipsec_encapsulation is true while the config does not want IPsec (left behind on this node)'
 ipsec.flags/missing-ovs-ipsec\t'fail: OVS other_config:ipsec_encapsulation is not true while the config wants IPsec'
 ipsec.flags/db-unreachable\t'error: NB_Global or the local Open_vSwitch database could not be read (down, no answer within the probe timeout): never a pass'
-ipsec.xfrm/leftover-sas\t'fail: ESP SAs remain although IPsec is not wanted: charon is still running and the guest path still pays ESP\'s 34 bytes'
-ipsec.xfrm/missing-sas\t'fail: IPsec is wanted but SAs are missing: fewer than 2x(N-1), or a peer without an SA in one direction (that traffic is dropped or sent in clear)'
+ipsec.xfrm/leftover-sas\t'fail: ESP SAs remain although IPsec is not wanted (charon is still running and the guest path still pays ESP\'s 34 bytes), or a policy still demands ESP and the kernel drops what it sends waiting for keys'
+ipsec.xfrm/ike-pending\t'fail: IKE pending or failing toward a peer: the kernel holds an ACQUIRE (larval) state for it, SPI 0 and no keys, waits for the IKE daemon and drops what it sends (the peer\'s IPsec daemons are down, or one end does not trust the other\'s certificate)'
+ipsec.xfrm/missing-sas\t'fail: IPsec is wanted but a peer\'s geneve, in one direction, has no SA: nothing demands one (sent in clear, or the policies could not be read), or it was removed behind the IKE daemon\'s back (the rest of its CHILD_SA is here: dropped); or SAs fall short of 2x(N-1) with peers unaccounted for'
 ipsec.xfrm/wrong-algorithm\t'fail: An ESP SA uses another algorithm than the rfc4106(gcm(aes)) OVN negotiates: an IKE configuration OVN does not own'
 ipsec.xfrm/stale-sas\t'warn: Every peer is covered, but an SA involves an address that is not a current peer (a removed node?)'
 ipsec.cert/missing\t'fail: A credential file is missing (the peer certificate, its key or the cluster CA): IKE cannot authenticate this node'
@@ -227,12 +230,13 @@ cluster.reachable/other-version\t'warn: A node runs another version of the docto
 cluster.config-drift/version-drift\t'warn: The configs agree, but the nodes run different versions of the doctor'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*]: this node in-process, the others over ssh (BatchMode), plus the cross-node checks (cluster.*)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*] (their agents over NATS, or this node in-process and the others over ssh), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
@@ -242,5 +246,9 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l h
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l config -d 'The Spinifex config, found as a run finds it; its `node` and that node\'s [nodes.NODE.nats] say where the bus is' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l runs-per-minute -d 'At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited"' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'

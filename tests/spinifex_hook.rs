@@ -355,10 +355,18 @@ fn cobra_completes_spx_doctor_through_the_doctor() {
     let (values, _, out) = complete(&["doctor", "ex"]);
     assert_eq!(values, ["explain"], "{out}");
     let (values, _, out) = complete(&["doctor", "explain", "ipsec."]);
-    assert_eq!(values, ["ipsec.flags", "ipsec.xfrm"], "{out}");
+    assert_eq!(
+        values,
+        ["ipsec.flags", "ipsec.xfrm", "ipsec.cert", "ipsec.daemon"],
+        "{out}"
+    );
     // After spx's own flags, before `doctor`, too.
     let (values, _, out) = complete(&["--config", "/x.toml", "-v", "doctor", "--for", ""]);
-    assert_eq!(values, ["enable-jumbo", "disable-ipsec"], "{out}");
+    assert_eq!(
+        values,
+        ["enable-jumbo", "disable-ipsec", "enable-ipsec"],
+        "{out}"
+    );
     // A path: the shell's own file completion (cobra's directive 0).
     let (values, directive, out) = complete(&["doctor", "--config", "/et"]);
     assert!(values.is_empty(), "{out}");

@@ -633,6 +633,7 @@ fn run_args(config: &Path, node: &str, key: &RunKey, timeout: Duration) -> RunAr
         for_change: key.profile.map(|p| match p {
             Preflight::EnableJumbo => Change::EnableJumbo,
             Preflight::DisableIpsec => Change::DisableIpsec,
+            Preflight::EnableIpsec => Change::EnableIpsec,
         }),
         cluster: crate::cluster::args::ClusterArgs {
             // The reader reads; everyone else leaves OVN alone.
