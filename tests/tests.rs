@@ -17,6 +17,7 @@ mod mtu_path;
 mod nats;
 pub mod nic;
 mod overlay;
+mod ovn_cluster;
 mod ovsdb;
 mod preflight;
 mod qemu;

@@ -63,12 +63,14 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::cpu_softirq::CpuSoftirq,
     &checks::tcp_reordering::TcpReordering,
     &checks::qemu_tuning::QemuTuning,
+    &checks::ovn_cluster::OvnCluster,
     // Cluster checks (Scope::Cluster): judged by `--cluster` from every
     // node's report; never selected by default in a node run.
     &checks::cluster_reachable::ClusterReachable,
     &checks::cluster_config_drift::ClusterConfigDrift,
     &checks::cluster_path_matrix::ClusterPathMatrix,
     &checks::cluster_sa_pairs::ClusterSaPairs,
+    &checks::cluster_chassis::ClusterChassis,
 ];
 
 /// Look a check up by id.

@@ -2,6 +2,7 @@
 //! facts, compare them with what the config implies, and say what was
 //! measured and what to type to fix it.
 
+pub mod cluster_chassis;
 pub mod cluster_config_drift;
 pub mod cluster_path_matrix;
 pub mod cluster_reachable;
@@ -17,6 +18,7 @@ pub mod nic_offloads;
 pub mod nic_queues;
 pub mod nic_rings;
 pub mod nic_tso;
+pub mod ovn_cluster;
 pub mod qemu_tuning;
 pub mod sysctl_udp_buffers;
 pub mod tcp_reordering;

@@ -400,6 +400,7 @@ pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
         "cluster.config-drift" => cluster_config_drift::judge(facts),
         "cluster.path-matrix" => cluster_path_matrix::judge(facts),
         "cluster.sa-pairs" => cluster_sa_pairs::judge(facts),
+        "cluster.chassis" => cluster_chassis::judge(facts),
         other => Finding::probe_failed(format!("{other} is not a cluster check")),
     }
 }

@@ -102,6 +102,57 @@ pub fn string(row: &Map<String, Value>, column: &str) -> Result<Option<String>, 
     }
 }
 
+/// An integer column (possibly optional: an empty set reads as `None`).
+pub fn integer(row: &Map<String, Value>, column: &str) -> Result<Option<i64>, String> {
+    let v = row
+        .get(column)
+        .ok_or_else(|| format!("row has no column {column:?}"))?;
+    let atoms = set_atoms(v).map_err(|e| format!("{column}: {e}"))?;
+    match atoms.as_slice() {
+        [] => Ok(None),
+        [Value::Number(n)] => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("{column} is not an integer: {v}")),
+        _ => Err(format!("{column} is not an integer: {v}")),
+    }
+}
+
+/// A uuid column (possibly optional), as text.
+pub fn uuid_column(row: &Map<String, Value>, column: &str) -> Result<Option<String>, String> {
+    let v = row
+        .get(column)
+        .ok_or_else(|| format!("row has no column {column:?}"))?;
+    let atoms = set_atoms(v).map_err(|e| format!("{column}: {e}"))?;
+    match atoms.as_slice() {
+        [] => Ok(None),
+        [atom] => uuid_atom(atom)
+            .map(Some)
+            .ok_or_else(|| format!("{column} is not a uuid: {v}")),
+        _ => Err(format!("{column} holds more than one uuid: {v}")),
+    }
+}
+
+/// A set-of-uuids column (references to other rows), as text.
+pub fn uuid_set(row: &Map<String, Value>, column: &str) -> Result<Vec<String>, String> {
+    let v = row
+        .get(column)
+        .ok_or_else(|| format!("row has no column {column:?}"))?;
+    set_atoms(v)
+        .map_err(|e| format!("{column}: {e}"))?
+        .iter()
+        .map(|a| uuid_atom(a).ok_or_else(|| format!("{column} holds a non-uuid: {a}")))
+        .collect()
+}
+
+/// `["uuid", "…"]` as its text.
+fn uuid_atom(v: &Value) -> Option<String> {
+    match v.as_array()?.as_slice() {
+        [Value::String(kind), Value::String(u)] if kind == "uuid" => Some(u.clone()),
+        _ => None,
+    }
+}
+
 /// The `_uuid` of a row, as text.
 pub fn uuid(row: &Map<String, Value>) -> Option<String> {
     match row.get("_uuid")?.as_array()?.as_slice() {

@@ -9,11 +9,14 @@
 //!
 //! Layers: [`wire`] (framing and messages, pure), [`datum`] (OVSDB value
 //! encoding, pure), [`conn`] (one bounded session), this module (member
-//! failover and the typed queries the checks need).
+//! failover and the typed queries the checks need); [`raft`] (the facts of
+//! `ovn.cluster` and their parsers, pure) and [`raft_read`] (its reads).
 
 pub mod conn;
 pub mod datum;
 pub mod endpoints;
+pub mod raft;
+pub mod raft_read;
 pub mod wire;
 
 use std::net::IpAddr;
@@ -197,7 +200,11 @@ fn select_one(
     deadline: Instant,
 ) -> Result<Vec<Vec<Row>>, MemberError> {
     let mut session = Session::connect(ep, deadline)?;
-    check_database(&mut session, db)?;
+    // `_Server` itself is what the check asks: asked of a member not
+    // connected to its cluster, it still answers (ovn.cluster's question).
+    if db != raft::SERVER_DB {
+        check_database(&mut session, db)?;
+    }
     let result = session.call("transact", wire::transact_params(db, selects))?;
     wire::transact_rows(&result, selects.len()).map_err(MemberError::Protocol)
 }
