@@ -213,6 +213,9 @@ pub fn silent_listener() -> (std::net::TcpListener, String) {
     (l, ep)
 }
 
+/// The election timer of every [`OvsdbCluster`].
+pub const ELECTION_TIMER_MS: u64 = 4000;
+
 /// A raft cluster of real `ovsdb-server` processes for one OVN database,
 /// made as Spinifex's install makes it (`ovsdb-tool create-cluster` on the
 /// first member, `join-cluster` on the others) and laid out like its DB
@@ -356,9 +359,13 @@ impl OvsdbCluster {
                 log: d.join(format!("m{i}.log")),
             };
             if i == 0 {
+                // An election timer of 4 s, not OVS's 1 s: on a loaded
+                // 2-core test machine a member starved for a second would
+                // move the leadership under a test's feet.
                 run(
                     "ovsdb-tool",
                     &[
+                        &format!("--election-timer={ELECTION_TIMER_MS}"),
                         "create-cluster",
                         path(&m.db),
                         schema_file(schema),
@@ -421,6 +428,22 @@ impl OvsdbCluster {
             let _ = c.wait();
         }
         let _ = std::fs::remove_file(&m.sock);
+    }
+
+    /// Freeze member `i` (SIGSTOP): the kernel still completes TCP
+    /// handshakes for it, but it never answers. Killed on Drop all the same.
+    pub fn pause_member(&self, i: usize) {
+        self.signal(i, nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    pub fn resume_member(&self, i: usize) {
+        self.signal(i, nix::sys::signal::Signal::SIGCONT);
+    }
+
+    fn signal(&self, i: usize, signal: nix::sys::signal::Signal) {
+        let child = self.members[i].child.as_ref().expect("running");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal)
+            .expect("signal our own ovsdb-server");
     }
 
     /// Wait until every running member answers connected and exactly one
@@ -503,7 +526,7 @@ impl OvsdbCluster {
     /// committed before the next), so that a member cut off from raft stays
     /// a connected follower for that long.
     pub fn set_election_timer(&self, ms: u64) {
-        let mut t = 1000;
+        let mut t = ELECTION_TIMER_MS;
         while t < ms {
             t = (t * 2).min(ms);
             let leader = &self.members[self.leader()];

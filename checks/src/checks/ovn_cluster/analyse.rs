@@ -13,13 +13,15 @@ use super::facts::{Db, DbFacts, DbSide, MemberRead, MemberRef, OvnFacts, Read};
 
 /// A member is lagging when, at the end of the sample window, it has not
 /// applied the entry the most advanced member had applied at the start,
-/// at least this long before. A healthy follower learns of every commit
-/// with the leader's next append request or heartbeat, which the leader
-/// sends at least every third of the election timer (333 ms at OVS's
-/// default of 1 s, which Spinifex keeps); 500 ms leaves half as much again
-/// for a loaded host. Below this bound (a `--sample` under 1 s, whose
-/// first reading gets half of it) lag is not judged, and the evidence
-/// says so.
+/// at least this long before. A healthy follower applies an entry one
+/// round trip after it is committed: OVS's leader sends the new commit
+/// index to every follower the moment it advances (`raft.c`,
+/// `raft_consider_updating_commit_index` sends heartbeats), whatever the
+/// election timer; 500 ms is that round trip on any LAN with room for a
+/// loaded host, and still below the seconds a member cut off from its
+/// leader goes on saying it is connected (two election timers). Below
+/// this bound (a `--sample` under 750 ms, whose first reading may take a
+/// third of it) lag is not judged, and the summary says so.
 pub const LAG_MIN_BOUND: Duration = Duration::from_millis(500);
 
 /// From this many `[nodes.*]` on, Spinifex runs NB and SB as a raft of

@@ -56,12 +56,13 @@ pub fn gather(ctx: &Ctx) -> Result<OvnFacts, Finding> {
         return Ok(facts);
     }
 
-    // The first reading gets at most half the window, so that a member that
-    // hangs cannot leave the lag no window to be measured over.
-    let half = ctx.opts.sample / 2;
+    // The first reading gets at most a third of the window, so that a
+    // member that hangs leaves the lag two thirds of it to be measured
+    // over (the second reading gives each member the whole probe timeout).
+    let third = ctx.opts.sample / 3;
     let first_budget = Budget::within(
-        budget.per_member.min(half),
-        budget.deadline.min(Instant::now() + half),
+        budget.per_member.min(third),
+        budget.deadline.min(Instant::now() + third),
     );
     let first = Cell::new(true);
     let sb_leader_first: OnceLock<Vec<Endpoint>> = OnceLock::new();

@@ -83,9 +83,9 @@ impl Check for OvnCluster {
          and is connected to the same cluster, exactly one leads, the list names three \
          members, and none lags. A member lags when, at the end of the window, it has not \
          applied the entry the most advanced member had applied at its start, at least \
-         500 ms earlier (a healthy follower hears of every commit within a heartbeat, a \
-         third of the election timer: 333 ms at OVS's default 1 s). A member that does \
-         not answer while others do is named (member-down), never an error.\n\
+         500 ms earlier (OVS's leader sends every new commit index to its followers at \
+         once, so a healthy follower is one round trip behind). A member that does not \
+         answer while others do is named (member-down), never an error.\n\
          \n\
          Then the southbound Chassis table (read from the leader): one chassis per \
          [nodes.*] name (Spinifex pins the chassis id, OVS external_ids:system-id, to the \
