@@ -81,11 +81,17 @@ impl Lab {
     fn run(&self, config: &PathBuf, extra: &[&str]) -> (i32, Value) {
         let mut cmd = spx();
         // A roomy --probe-timeout: two cores shared with a whole test run.
-        cmd.args(["--check", "ovn.cluster", "--probe-timeout", "3s", "--ovs-db"])
-            .arg(self.ovs.unix())
-            .arg("--config")
-            .arg(config)
-            .args(extra);
+        cmd.args([
+            "--check",
+            "ovn.cluster",
+            "--probe-timeout",
+            "3s",
+            "--ovs-db",
+        ])
+        .arg(self.ovs.unix())
+        .arg("--config")
+        .arg(config)
+        .args(extra);
         run_json(&mut cmd)
     }
 
@@ -357,7 +363,13 @@ fn a_member_cut_off_from_raft_is_named_as_lagging() {
     // The series: its lag in entries.
     let (code, text, _) = crate::support::run(
         spx()
-            .args(["--check", "ovn.cluster", "--format", "prometheus", "--ovs-db"])
+            .args([
+                "--check",
+                "ovn.cluster",
+                "--format",
+                "prometheus",
+                "--ovs-db",
+            ])
             .arg(lab.ovs.unix())
             .arg("--config")
             .arg(lab.default_config()),
@@ -416,7 +428,8 @@ fn a_member_that_hangs_is_named_within_the_probe_timeout() {
 #[test]
 fn a_missing_and_a_stale_chassis_are_named() {
     let lab = Lab::new();
-    lab.sb.sbctl(&["chassis-add", "retired", "geneve", "198.18.0.9"]);
+    lab.sb
+        .sbctl(&["chassis-add", "retired", "geneve", "198.18.0.9"]);
     let config = lab.config(&["n0", "n1", "n2", "n3"]);
     let (code, doc) = lab.run(&config, &[]);
     let c = check(&doc, "ovn.cluster");
@@ -424,7 +437,10 @@ fn a_missing_and_a_stale_chassis_are_named() {
     assert_eq!(
         subjects(c, "fail"),
         [
-            ("chassis n3".to_owned(), "ovn.cluster/missing-chassis".to_owned()),
+            (
+                "chassis n3".to_owned(),
+                "ovn.cluster/missing-chassis".to_owned()
+            ),
             (
                 "chassis retired".to_owned(),
                 "ovn.cluster/stale-chassis".to_owned()
@@ -438,7 +454,9 @@ fn a_missing_and_a_stale_chassis_are_named() {
         "{summary}"
     );
     assert!(
-        summary.contains("SB chassis \"retired\" (hostname unset, encap 198.18.0.9) is of no node in the config"),
+        summary.contains(
+            "SB chassis \"retired\" (hostname unset, encap 198.18.0.9) is of no node in the config"
+        ),
         "{summary}"
     );
     let fixes = crate::support::strings(&c["remediation"]);
@@ -577,10 +595,16 @@ fn a_standalone_database_is_judged_by_the_clusters_size() {
     }
     let doctor = |cfg: PathBuf| {
         let mut cmd = spx();
-        cmd.args(["--check", "ovn.cluster", "--probe-timeout", "3s", "--ovs-db"])
-            .arg(ovs.unix())
-            .arg("--config")
-            .arg(cfg);
+        cmd.args([
+            "--check",
+            "ovn.cluster",
+            "--probe-timeout",
+            "3s",
+            "--ovs-db",
+        ])
+        .arg(ovs.unix())
+        .arg("--config")
+        .arg(cfg);
         run_json(&mut cmd)
     };
     let (code, doc) = doctor(config(&["n0", "n1", "n2"]));
@@ -621,10 +645,10 @@ fn a_standalone_database_is_judged_by_the_clusters_size() {
     let c = check(&doc, "ovn.cluster");
     assert_eq!(code, 0, "{c:#}");
     assert!(
-        c["summary"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("OVN_Northbound standalone at {} (Spinifex's layout below 3 nodes", nb.tcp())),
+        c["summary"].as_str().unwrap().starts_with(&format!(
+            "OVN_Northbound standalone at {} (Spinifex's layout below 3 nodes",
+            nb.tcp()
+        )),
         "{c:#}"
     );
 }
@@ -635,7 +659,12 @@ fn a_standalone_database_is_judged_by_the_clusters_size() {
 fn no_member_answering_is_an_error_not_a_verdict() {
     let lab = Lab::new();
     let dead: Vec<String> = (0..3)
-        .map(|_| format!("tcp:127.0.0.1:{}", crate::support::ovsdb_server::refused_port()))
+        .map(|_| {
+            format!(
+                "tcp:127.0.0.1:{}",
+                crate::support::ovsdb_server::refused_port()
+            )
+        })
         .collect();
     let (code, doc) = lab.run(&lab.default_config(), &["--nb-db", &dead.join(",")]);
     let c = check(&doc, "ovn.cluster");

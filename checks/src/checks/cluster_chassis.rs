@@ -361,3 +361,203 @@ pub fn judge(cf: &ClusterFacts) -> Finding {
     };
     finding.evidence(&evidence).subjects(subjects)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Node reports as ovn.cluster writes them (its evidence, typed), for
+    //! the corners; the real thing over sshd is tests/cluster_verdicts.rs.
+    use serde_json::{json, Value};
+
+    use super::{judge as judged, ClusterChassisEvidence};
+    use crate::checks::ovn_cluster::evidence::{ChassisEvidence, LocalEvidence, RaftEvidence};
+    use crate::checks::ovn_cluster::OvnClusterEvidence;
+    use crate::cluster::testing::{answer, config, facts, report, unreached};
+    use crate::cluster::{ClusterFacts, NodeAnswer, UnreachedKind};
+    use crate::finding::{Finding, Status};
+
+    const NAMES: [&str; 3] = ["n0", "n1", "n2"];
+    const SB: &str = "tcp:198.18.9.1:6642,tcp:198.18.9.2:6642,tcp:198.18.9.3:6642";
+
+    fn judge(f: &ClusterFacts) -> Finding {
+        crate::schema_check::valid("cluster.chassis", judged(f))
+    }
+
+    fn encap(i: usize) -> String {
+        format!("198.18.0.{}", i + 1)
+    }
+
+    /// Node i's ovn.cluster evidence: n0 reads OVN (the SB chassis given),
+    /// the others only their own identity.
+    fn evidence(i: usize, chassis: &[(&str, &str)], system_id: &str, local: &str) -> Value {
+        let reader = i == 0;
+        let e = OvnClusterEvidence {
+            read_by: (!reader).then(|| "n0".to_owned()),
+            nb: None,
+            sb: reader.then(|| RaftEvidence {
+                db: "OVN_Southbound".into(),
+                endpoints: SB.into(),
+                cid: None,
+                leader: None,
+                members: vec![],
+            }),
+            lag_bound_ms: None,
+            nodes: NAMES.iter().map(|s| s.to_string()).collect(),
+            chassis: reader.then(|| {
+                chassis
+                    .iter()
+                    .map(|(name, ip)| ChassisEvidence {
+                        name: (*name).into(),
+                        hostname: None,
+                        encap_ips: vec![ip.parse().unwrap()],
+                        of_a_node: NAMES.contains(name),
+                    })
+                    .collect()
+            }),
+            chassis_read_from: None,
+            local: Some(LocalEvidence {
+                node: Some(NAMES[i].into()),
+                endpoint: "unix:/var/run/openvswitch/db.sock".into(),
+                system_id: Some(system_id.into()),
+                encap_ips: vec![local.parse().unwrap()],
+            }),
+        };
+        serde_json::to_value(e).unwrap()
+    }
+
+    fn node(i: usize, evidence: Value) -> NodeAnswer {
+        let checks = json!([{
+            "id": "ovn.cluster", "title": "t", "status": "pass", "summary": "s",
+            "evidence": evidence, "remediation": [], "duration_ms": 1
+        }]);
+        answer(
+            NAMES[i],
+            report("0.1.0", config(NAMES[i], true, 1500, &NAMES), &[], checks),
+        )
+    }
+
+    fn sb() -> Vec<(&'static str, String)> {
+        NAMES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (*n, encap(i)))
+            .collect()
+    }
+
+    fn cluster(chassis: &[(&str, String)], ids: [(&str, String); 3]) -> ClusterFacts {
+        let chassis: Vec<(&str, &str)> = chassis.iter().map(|(n, ip)| (*n, ip.as_str())).collect();
+        let nodes = ids
+            .iter()
+            .enumerate()
+            .map(|(i, (id, ip))| node(i, evidence(i, &chassis, id, ip)))
+            .collect();
+        facts(nodes, &["ovn.cluster"])
+    }
+
+    fn ids() -> [(&'static str, String); 3] {
+        [("n0", encap(0)), ("n1", encap(1)), ("n2", encap(2))]
+    }
+
+    #[test]
+    fn every_nodes_chassis_where_its_own_ovs_says_passes() {
+        let v = judge(&cluster(&sb(), ids()));
+        assert_eq!(v.status, Status::Pass, "{}", v.summary);
+        assert_eq!(
+            v.summary,
+            "every node's SB chassis (read by n0) carries the encap its own Open_vSwitch gives: \
+             n0 (chassis n0, encap 198.18.0.1), n1 (chassis n1, encap 198.18.0.2) and n2 (chassis n2, encap 198.18.0.3)"
+        );
+        let e: ClusterChassisEvidence = v.evidence_as().unwrap();
+        assert_eq!(e.nodes.len(), 3);
+    }
+
+    #[test]
+    fn a_chassis_at_an_old_address_is_named_from_the_nodes_own_report() {
+        let mut ids = ids();
+        ids[2].1 = "198.18.0.30".into();
+        let v = judge(&cluster(&sb(), ids));
+        assert_eq!(v.kind.name, "encap-mismatch");
+        assert_eq!(
+            v.summary,
+            "n2's SB chassis has encap 198.18.0.3, but its own Open_vSwitch says ovn-encap-ip 198.18.0.30: \
+             the other nodes send n2's tunnels to the wrong address"
+        );
+        assert!(v.remediation[0]
+            .starts_with("on n2: `ovs-vsctl get Open_vSwitch . external_ids:ovn-encap-ip`"));
+        assert!(v.remediation[0].contains(&format!("`ovn-sbctl --db=\"{SB}\" chassis-del`")));
+        let e: ClusterChassisEvidence = v.evidence_as().unwrap();
+        assert_eq!(
+            e.nodes[2].sb_encap_ips.as_ref().unwrap()[0].to_string(),
+            "198.18.0.3"
+        );
+    }
+
+    #[test]
+    fn a_chassis_is_found_by_the_nodes_system_id() {
+        // n1 registered under its package-generated id: found by it (its
+        // own ovn.cluster names the id), not missing here.
+        let mut chassis = sb();
+        chassis[1].0 = "4d1e3c1a";
+        let mut ids = ids();
+        ids[1].0 = "4d1e3c1a";
+        assert_eq!(judge(&cluster(&chassis, ids.clone())).status, Status::Pass);
+        // Not registered at all.
+        chassis.remove(1);
+        let v = judge(&cluster(&chassis, ids));
+        assert_eq!(v.kind.name, "missing-chassis");
+        assert_eq!(
+            v.summary,
+            "n1's chassis \"4d1e3c1a\" (its system-id) is not in SB"
+        );
+        assert!(v.remediation[0].starts_with("on n1: `systemctl status ovn-controller`"));
+    }
+
+    #[test]
+    fn a_node_without_a_report_or_the_reader_without_sb_is_not_judged() {
+        let mut f = cluster(&sb(), ids());
+        f.nodes[1] = unreached("n1", UnreachedKind::ConnectionRefused, "");
+        let v = judge(&f);
+        assert_eq!((v.status, v.kind.name), (Status::Error, "not-judged"));
+        assert_eq!(v.summary, "n1 did not answer (connection refused)");
+
+        // The reader could not read the chassis (SB named, not answering).
+        let mut e = evidence(0, &[], "n0", &encap(0));
+        e["chassis"] = Value::Null;
+        let mut f = cluster(&sb(), ids());
+        f.nodes[0] = node(0, e);
+        let v = judge(&f);
+        assert_eq!(v.kind.name, "not-judged");
+        assert!(
+            v.summary.starts_with("n0 could not read the SB chassis"),
+            "{}",
+            v.summary
+        );
+
+        // The reader itself did not answer.
+        let mut f = cluster(&sb(), ids());
+        f.nodes[0] = unreached("n0", UnreachedKind::TimedOut, "");
+        let v = judge(&f);
+        assert_eq!(
+            v.summary,
+            "n0, which reads OVN for the cluster, gave no ovn.cluster result"
+        );
+    }
+
+    #[test]
+    fn without_ovn_cluster_or_an_sb_it_skips() {
+        let mut f = cluster(&sb(), ids());
+        f.node_checks.clear();
+        assert_eq!(judge(&f).status, Status::Skip);
+        let mut e = evidence(0, &[], "n0", &encap(0));
+        e["sb"] = Value::Null;
+        e["chassis"] = Value::Null;
+        let mut f = cluster(&sb(), ids());
+        f.nodes[0] = node(0, e);
+        let v = judge(&f);
+        assert_eq!(v.status, Status::Skip, "{}", v.summary);
+        assert!(
+            v.summary.starts_with("not applicable here: n0 read no SB"),
+            "{}",
+            v.summary
+        );
+    }
+}

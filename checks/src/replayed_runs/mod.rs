@@ -13,6 +13,7 @@ mod cpu_tcp;
 mod ipsec;
 mod mtu;
 mod nic;
+mod ovn;
 mod qemu;
 mod udp;
 

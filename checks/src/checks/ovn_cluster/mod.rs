@@ -16,6 +16,9 @@ pub mod facts;
 pub mod gather;
 pub mod words;
 
+#[cfg(test)]
+mod tests;
+
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::finding::Finding;

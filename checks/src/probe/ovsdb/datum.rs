@@ -202,6 +202,30 @@ mod tests {
     }
 
     #[test]
+    fn integers_and_uuids_as_the_server_database_holds_them() {
+        // ovsdb-server 3.1's _Server Database rows: a follower's, and the
+        // _Server row itself (every optional column an empty set).
+        let r = row(json!({
+            "index": 19, "none": ["set", []], "neg": -1, "float": 1.5,
+            "cid": ["uuid", "f9807868-6c97-45a1-838e-cf3dc6fca988"],
+            "refs": ["set", [["uuid", "e1"], ["uuid", "e2"]]], "one": ["uuid", "e3"],
+        }));
+        assert_eq!(integer(&r, "index").unwrap(), Some(19));
+        assert_eq!(integer(&r, "none").unwrap(), None);
+        assert_eq!(integer(&r, "neg").unwrap(), Some(-1));
+        assert!(integer(&r, "float").is_err() && integer(&r, "cid").is_err());
+        assert_eq!(
+            uuid_column(&r, "cid").unwrap().as_deref(),
+            Some("f9807868-6c97-45a1-838e-cf3dc6fca988")
+        );
+        assert_eq!(uuid_column(&r, "none").unwrap(), None);
+        assert!(uuid_column(&r, "index").is_err() && uuid_column(&r, "refs").is_err());
+        assert_eq!(uuid_set(&r, "refs").unwrap(), ["e1", "e2"]);
+        assert_eq!(uuid_set(&r, "one").unwrap(), ["e3"]);
+        assert!(uuid_set(&r, "index").is_err() && uuid_set(&r, "missing").is_err());
+    }
+
+    #[test]
     fn wrong_shapes_are_errors() {
         let r = row(
             json!({"m": ["set", ["a"]], "b": "true", "s": ["map", []], "bad": ["map", [["k", 1]]]}),
