@@ -371,3 +371,112 @@ fn cells_toward_a_node_that_did_not_answer_never_claim_a_probe_did_not_happen() 
         "error"
     );
 }
+
+/// ovn.cluster in a cluster run: n0 reads a real three-member NB and SB
+/// raft for the cluster (over their unix sockets, which every namespace
+/// sees); n1 and n2 leave them alone and read only their own Open_vSwitch
+/// (each node its own real ovsdb-server, seen at the same path through its
+/// own /etc/spinifex); cluster.chassis puts each node's identity beside
+/// the chassis n0 read. n2's chassis still carries an old address: named
+/// from n2's own report, which no single node could do.
+#[root_test]
+fn cluster_chassis_compares_each_nodes_own_encap_ip_with_the_sb_the_reader_saw() {
+    use crate::support::ovsdb_server::OvsdbCluster;
+    let lab = SshLab::new(vec![LabNode::jumbo(); 3]);
+    let nb = OvsdbCluster::nb(3);
+    let sb = OvsdbCluster::sb_beside(&nb);
+    let mut local = Vec::new();
+    for i in 0..3 {
+        let ovs = OvsdbServer::ovs();
+        ovs.vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            &format!("external_ids:system-id={}", lab.names[i]),
+            &format!("external_ids:ovn-encap-ip={}", lab.underlay(i)),
+        ]);
+        std::os::unix::fs::symlink(&ovs.sock, lab.node_spinifex(i, "ovs.sock")).unwrap();
+        local.push(ovs);
+        let text = format!(
+            "{}[nodes.n0.vpcd]\novn_nb_addr = \"{}\"\novn_sb_addr = \"{}\"\n",
+            lab.config_text(i, false, 9000),
+            nb.unix_list(),
+            sb.unix_list()
+        );
+        lab.write_config(i, &text);
+    }
+    let register = |old_n2: bool| {
+        for i in 0..3 {
+            let name = &lab.names[i];
+            let _ = std::process::Command::new("ovn-sbctl")
+                .args([
+                    &format!("--db={}", sb.unix_list()),
+                    "--if-exists",
+                    "chassis-del",
+                    name,
+                ])
+                .status();
+            let ip = if old_n2 && i == 2 {
+                "198.18.0.99".to_owned()
+            } else {
+                lab.underlay(i).to_owned()
+            };
+            sb.sbctl(&["chassis-add", name, "geneve", &ip]);
+        }
+    };
+    let run = || {
+        run_cluster_json(lab.coordinator(0).args([
+            "--check",
+            "ovn.cluster",
+            "--ovs-db",
+            "unix:/etc/spinifex/ovs.sock",
+            "--probe-timeout",
+            "3s",
+        ]))
+    };
+
+    register(false);
+    let (code, doc) = run();
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["ovn_read_by"], "n0");
+    let reader = only_check(&doc, "n0");
+    assert_eq!(reader["code"], "ovn.cluster/ok", "{reader:#}");
+    assert_eq!(reader["evidence"]["chassis"].as_array().unwrap().len(), 3);
+    for n in &lab.names[1..] {
+        let c = only_check(&doc, n);
+        assert_eq!(c["status"], "pass", "{n}: {c:#}");
+        // The others never asked NB or SB.
+        assert_eq!(c["evidence"]["read_by"], "n0", "{c:#}");
+        assert!(
+            c["evidence"]["nb"].is_null() && c["evidence"]["sb"].is_null(),
+            "{c:#}"
+        );
+        assert_eq!(c["evidence"]["local"]["system_id"], n.as_str(), "{c:#}");
+    }
+    let cc = cluster_check(&doc, "cluster.chassis");
+    assert_eq!(cc["code"], "cluster.chassis/ok", "{cc:#}");
+    assert_eq!(cc["evidence"]["read_by"], "n0");
+
+    register(true);
+    let (code, doc) = run();
+    assert_eq!(code, 1, "{doc:#}");
+    let cc = cluster_check(&doc, "cluster.chassis");
+    assert_eq!(cc["code"], "cluster.chassis/encap-mismatch", "{cc:#}");
+    assert_eq!(
+        cc["summary"],
+        format!(
+            "n2's SB chassis has encap 198.18.0.99, but its own Open_vSwitch says ovn-encap-ip {}: the other nodes send n2's tunnels to the wrong address",
+            lab.underlay(2)
+        )
+    );
+    let fails: Vec<&Value> = cc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "fail")
+        .collect();
+    assert_eq!(fails.len(), 1, "{cc:#}");
+    assert_eq!(fails[0]["subject"], "n2");
+    // n0's own ovn.cluster knows only its own address: it passes.
+    assert_eq!(only_check(&doc, "n0")["status"], "pass", "{doc:#}");
+}
