@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use crate::support::fabric::{Fabric, NodeSpec};
+use crate::support::ovsdb_server::{OvsdbCluster, OvsdbServer};
 use crate::support::{self, run, run_json, spx, Netns};
 use spx_test_harness::root_test;
 
@@ -77,7 +78,8 @@ fn prometheus_output_passes_promtool_and_carries_the_series() {
 /// Every series a check declares appears in the textfile of a real run
 /// that produces it: a node of a netns fabric with one peer, its config
 /// naming that peer (mtu.path probes it; ipsec.xfrm counts this
-/// namespace's SAs), the host's counters for the rest. Each value is the
+/// namespace's SAs) and real three-member NB and SB rafts with a chassis
+/// per node (ovn.cluster), the host's counters for the rest. Each value is the
 /// one the JSON evidence of the same run carries, read through the typed
 /// evidence, never by key.
 #[root_test]
@@ -86,13 +88,29 @@ fn every_declared_series_appears_in_a_real_run() {
     let me = fabric.add_node(NodeSpec::jumbo());
     let peer = fabric.add_node(NodeSpec::jumbo());
     let (me, peer) = (fabric.node(me), fabric.node(peer));
+    let nb = OvsdbCluster::nb(3);
+    let sb = OvsdbCluster::sb_beside(&nb);
+    sb.sbctl(&["chassis-add", "me", "geneve", &me.v4]);
+    sb.sbctl(&["chassis-add", "peer", "geneve", &peer.v4]);
+    let ovs = OvsdbServer::ovs();
+    ovs.vsctl(&[
+        "set",
+        "Open_vSwitch",
+        ".",
+        "external_ids:system-id=me",
+        &format!("external_ids:ovn-encap-ip={}", me.v4),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let config = support::write_config(
         dir.path(),
         &format!(
             "node = \"me\"\n[network]\nipsec_enabled = false\nunderlay_mtu = 9000\n\
-             [nodes.me]\nhost = \"{}\"\n[nodes.peer]\nhost = \"{}\"\n",
-            me.v4, peer.v4
+             [nodes.me]\nhost = \"{}\"\n[nodes.me.vpcd]\novn_nb_addr = \"{}\"\n\
+             ovn_sb_addr = \"{}\"\n[nodes.peer]\nhost = \"{}\"\n",
+            me.v4,
+            nb.unix_list(),
+            sb.unix_list(),
+            peer.v4
         ),
     );
     // ipsec.cert's series come from a node with IPsec credentials: a
@@ -109,6 +127,8 @@ fn every_declared_series_appears_in_a_real_run() {
             &checks.join(","),
             "--sample",
             "200ms",
+            "--ovs-db",
+            &ovs.unix(),
             "--config",
         ])
         .arg(&config);
@@ -171,6 +191,19 @@ fn every_declared_series_appears_in_a_real_run() {
         Some(1.0)
     );
     assert_eq!(sample(&text, "spx_doctor_notes"), Some(0.0));
+    for raft in [&nb, &sb] {
+        let db = raft.db_name;
+        let leaders = format!("spx_doctor_ovn_raft_leaders{{db=\"{db}\"}}");
+        assert_eq!(sample(&text, &leaders), Some(1.0), "{text}");
+        for m in &raft.members {
+            let up = format!(
+                "spx_doctor_ovn_raft_member_up{{db=\"{db}\",member=\"{}\"}}",
+                m.unix()
+            );
+            assert_eq!(sample(&text, &up), Some(1.0), "{up}\n{text}");
+        }
+    }
+    assert_eq!(sample(&text, "spx_doctor_ovn_sb_chassis"), Some(2.0));
     // The same run as JSON: the series are its evidence, typed.
     let (_, doc) = run_json(&mut doctor());
     let udp = support::check(&doc, "udp.rcvbuf-errors");
