@@ -34,6 +34,9 @@ _spx__doctor() {
             spx__doctor,man)
                 cmd="spx__doctor__subcmd__man"
                 ;;
+            spx__doctor,watch)
+                cmd="spx__doctor__subcmd__watch"
+                ;;
             *)
                 ;;
         esac
@@ -41,7 +44,7 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --via --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions agent man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --via --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions agent watch man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -60,7 +63,7 @@ _spx__doctor() {
                     return 0
                     ;;
                 --format)
-                    COMPREPLY=($(compgen -W "table json prometheus junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json prometheus junit otlp" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -203,7 +206,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__agent)
-            opts="-h -V --config --runs-per-minute --help --version"
+            opts="-h -V --config --runs-per-minute --interval --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,6 +217,10 @@ _spx__doctor() {
                     return 0
                     ;;
                 --runs-per-minute)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -273,6 +280,36 @@ _spx__doctor() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spx__subcmd__doctor__subcmd__watch)
+            opts="-v -h -V --config --format --once --verbose --color --timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -94,7 +94,8 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l config -d 'The Sp
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l format -d 'Output format' -r -f -a "table\t''
 json\t''
 prometheus\t''
-junit\t''"
+junit\t''
+otlp\t''"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s o -l output -d 'Write the report to FILE (atomically: a temporary file in the same directory, then rename)' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
 always\t''
@@ -261,7 +262,8 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d '
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`), run the checks every --interval into the doctor\'s JetStream bucket, export OTLP metrics'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "watch" -d 'The whole cluster, live, from the agents\' reports in the doctor\'s JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
@@ -273,7 +275,19 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h 
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l config -d 'The Spinifex config, found as a run finds it; its `node` and that node\'s [nodes.NODE.nats] say where the bus is' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l runs-per-minute -d 'At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited"' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -l interval -d 'Run the default checks by itself this often, start to start, into the doctor\'s JetStream bucket (0: never) [default: the config\'s `[doctor] interval`, else 60s]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l config -d 'The Spinifex config, found as a run finds it: its [nodes.*] are the cluster, its `node`\'s [nodes.NODE.nats] says where the bus is' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l format -d 'table: a live view redrawn on a terminal; json: one JSON object per line (check transitions and node states), never redrawn' -r -f -a "table\t''
+json\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l timeout -d 'With --once: how long to wait for NATS and the bucket' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l once -d 'One cluster report from what the bucket holds now, then exit: 0 ok, 1 a failure, 2 inconclusive (a node stale or unknown), as --cluster'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s v -l verbose -d 'Show each check\'s evidence in the table'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'

@@ -52,8 +52,10 @@ pub enum Action {
         #[arg(value_enum)]
         shell: Shell,
     },
-    /// Run as a service on this node: answer cluster run requests on Spinifex's NATS (`--cluster --via nats`).
+    /// Run as a service on this node: answer cluster run requests on Spinifex's NATS (`--cluster --via nats`), run the checks every --interval into the doctor's JetStream bucket, export OTLP metrics.
     Agent(crate::agent::AgentArgs),
+    /// The whole cluster, live, from the agents' reports in the doctor's JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix.
+    Watch(crate::cluster::watch::WatchArgs),
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,
@@ -216,6 +218,8 @@ pub enum Format {
     Prometheus,
     // JUnit XML for CI gates: a testsuite per node, a testcase per check.
     Junit,
+    // OTLP metrics: the series of prometheus as one binary ExportMetricsServiceRequest (protobuf).
+    Otlp,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]

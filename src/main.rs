@@ -9,6 +9,7 @@ mod bus;
 mod cli;
 mod cluster;
 mod levels;
+mod otlp;
 mod render;
 mod report;
 mod runner;
@@ -84,7 +85,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
                 .into()),
             }
         }
+        Some(Action::Watch(args)) => cluster::watch::run(args),
         None => {
+            binary_not_to_a_terminal(&cli.run)?;
             settings::record_and_replay(&cli.run)?;
             if cli.run.replay.is_some() {
                 replay(cli.run)
@@ -122,8 +125,8 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
         render::write_atomically(path, &bundle.to_bytes())
             .map_err(|e| UsageError(format!("--record {}: {e}", path.display())))?;
     }
-    let text = render::render(&report, settings.format, &style(&settings));
-    emit(&settings, &text)?;
+    let out = render::render(&report, settings.format, &style(&settings));
+    emit(&settings, &out)?;
     Ok(report.exit_code as u8)
 }
 
@@ -141,8 +144,8 @@ fn replay(args: cli::RunArgs) -> anyhow::Result<u8> {
         host,
     };
     let report = node_report(&settings, &facts);
-    let text = render::render(&report, settings.format, &style(&settings));
-    emit(&settings, &text)?;
+    let out = render::render(&report, settings.format, &style(&settings));
+    emit(&settings, &out)?;
     Ok(report.exit_code as u8)
 }
 
@@ -264,17 +267,28 @@ pub fn style(settings: &Settings) -> Style {
 }
 
 /// Write the rendered report to --output (atomically) or stdout.
-pub fn emit(settings: &Settings, text: &str) -> anyhow::Result<()> {
+pub fn emit(settings: &Settings, out: &[u8]) -> anyhow::Result<()> {
     match &settings.output {
-        Some(path) => render::write_atomically(path, text.as_bytes())
+        Some(path) => render::write_atomically(path, out)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-        None => render::to_stdout(text)?,
+        None => render::to_stdout_bytes(out)?,
+    }
+    Ok(())
+}
+
+/// `--format otlp` is protobuf: refused (before anything runs) when it
+/// would go to a terminal.
+fn binary_not_to_a_terminal(args: &cli::RunArgs) -> Result<(), UsageError> {
+    if args.format == Format::Otlp && args.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(UsageError(
+            "--format otlp writes a binary ExportMetricsServiceRequest: send it to a file (--output FILE) or a pipe".into(),
+        ));
     }
     Ok(())
 }
 
 /// The terminal's width when stdout is one, else `COLUMNS`, else none.
-fn terminal_width() -> Option<u16> {
+pub(crate) fn terminal_width() -> Option<u16> {
     if std::io::stdout().is_terminal() {
         if let Some((w, _)) = terminal_size::terminal_size() {
             return Some(w.0);

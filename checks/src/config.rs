@@ -53,6 +53,11 @@ pub struct Doctor {
     /// `cert_warn_days = N`: `ipsec.cert` warns when a certificate expires
     /// within N days ([`DEFAULT_CERT_WARN_DAYS`]).
     pub cert_warn_days: u32,
+    /// `interval = "60s"`: how often `spx-doctor agent` runs the checks
+    /// by itself, as written (a duration like `--interval`; "0" turns the
+    /// periodic runs off). Read with [`Doctor::interval`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
 }
 
 /// Days before a certificate's expiry that `ipsec.cert` warns, unless
@@ -65,8 +70,48 @@ impl Default for Doctor {
             allow: Vec::new(),
             deny: Vec::new(),
             cert_warn_days: DEFAULT_CERT_WARN_DAYS,
+            interval: None,
         }
     }
+}
+
+impl Doctor {
+    /// `interval`, when the table gives one: `Some(ZERO)` turns the
+    /// agent's periodic runs off.
+    pub fn interval(&self) -> Option<std::time::Duration> {
+        self.interval
+            .as_deref()
+            .and_then(|t| parse_interval(t).ok())
+    }
+}
+
+/// The longest interval between an agent's periodic runs.
+pub const MAX_INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// An interval as `--interval` and `[doctor] interval` take it: a
+/// duration (`60s`, `5m`, `1m30s`), `0` for none; at least a second and at
+/// most a day.
+pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let d = humantime::parse_duration(text).map_err(|e| {
+        format!(
+            "{}: not a duration ({e}); e.g. \"60s\", or \"0\" for no periodic runs",
+            validate::shown(text)
+        )
+    })?;
+    if d.is_zero() {
+        return Ok(d);
+    }
+    if d < std::time::Duration::from_secs(1) || d > MAX_INTERVAL {
+        return Err(format!(
+            "{}: an interval is 0 (off) or from 1s to 24h",
+            validate::shown(text)
+        ));
+    }
+    Ok(d)
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
@@ -242,6 +287,7 @@ struct RawDoctor {
     #[serde(default)]
     deny: Vec<Spanned<String>>,
     cert_warn_days: Option<Spanned<i64>>,
+    interval: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -366,6 +412,10 @@ impl RawConfig {
 impl RawDoctor {
     fn validate(self) -> Result<Doctor, Invalid> {
         let mut doctor = Doctor::default();
+        if let Some(i) = &self.interval {
+            check(i, || "doctor.interval".into(), parse_interval)?;
+            doctor.interval = Some(i.get_ref().trim().to_owned());
+        }
         for (list, level, key) in [
             (&self.allow, Level::Allow, "doctor.allow"),
             (&self.deny, Level::Deny, "doctor.deny"),
@@ -537,6 +587,27 @@ host = "198.18.3.182:8443"
         let e = p("[doctor]\nalow = []\n").unwrap_err();
         assert!(e.message.contains("unknown field `alow`"), "{e}");
         assert!(p("[operator]\nalow = 1\n").is_ok());
+    }
+
+    #[test]
+    fn the_doctor_table_gives_the_agents_interval() {
+        let c = p("[doctor]\ninterval = \"90s\"\n").unwrap();
+        assert_eq!(
+            c.doctor.interval(),
+            Some(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(
+            p("[doctor]\ninterval = \"0\"\n").unwrap().doctor.interval(),
+            Some(std::time::Duration::ZERO)
+        );
+        assert_eq!(p("").unwrap().doctor.interval(), None);
+        for bad in ["\"soon\"", "\"10ms\"", "\"2d\"", "60"] {
+            let e = p(&format!("[doctor]\ninterval = {bad}\n")).unwrap_err();
+            assert!(
+                e.to_string().contains("doctor.interval") || e.message.contains("string"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

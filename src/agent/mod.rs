@@ -14,8 +14,19 @@
 //! typed error when it does not fit the server's max_payload. Runs are
 //! scheduled by [`scheduler`]: one at a time, shared, bounded per minute.
 //!
+//! Every `--interval` (`[doctor] interval`, default 60 s; 0: never) it
+//! also runs the default set by itself, start to start, sharing the
+//! sample window with requests. After each periodic run it writes the
+//! report into the doctor's JetStream bucket ([`bucket`]: key = node,
+//! with its interval), publishes a [`events::Transition`] on
+//! `spinifex.doctor.events.<node>` for every check whose code changed
+//! since the last periodic report (the bucket's, across restarts), and,
+//! when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, exports the run's series as
+//! OTLP metrics ([`crate::otlp`]).
+//!
 //! tokio runs the bus side on one thread; a run is a plain thread that
-//! calls the synchronous checks, as the CLI does.
+//! calls the synchronous checks, as the CLI does (and exports OTLP, a
+//! blocking HTTP request, before it hands its report back).
 
 pub mod scheduler;
 
@@ -24,6 +35,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
+use async_nats::jetstream::kv;
 use async_nats::{Client, Event, HeaderMap, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -31,15 +45,16 @@ use spx_checks::profile::Preflight;
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::bus::events::{self, Seen};
 use crate::bus::wire::{
     self, ErrorBody, ErrorReply, RefusalKind, Request, RunKey, TraceParent, HEADER_NODE,
     HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY, HEADER_TRACEPARENT,
 };
-use crate::bus::{backoff, NatsConfig};
+use crate::bus::{backoff, bucket, one_line, NatsConfig};
 use crate::cli::{Change, Format, RunArgs};
 use crate::render::journal::{log, Priority};
 use crate::settings::{Settings, UsageError};
-use scheduler::{Job, Limits, Offered, Refused, Scheduler, Start, Why};
+use scheduler::{Job, Limits, Offered, Periodic, Refused, Scheduler, Start, Why};
 
 /// `spx-doctor agent`.
 #[derive(clap::Args, Debug)]
@@ -51,7 +66,20 @@ pub struct AgentArgs {
     /// At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited".
     #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=600))]
     pub runs_per_minute: u32,
+
+    /// Run the default checks by itself this often, start to start, into the doctor's JetStream bucket (0: never) [default: the config's `[doctor] interval`, else 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
 }
+
+/// The interval when neither the flag nor the config gives one.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+/// A periodic run's own timeout: what a default `--cluster` run gives
+/// each node (10 s less the 2 s kept for the transport), so a default
+/// cluster request arriving during a periodic run can share it.
+pub const PERIODIC_TIMEOUT: Duration = Duration::from_secs(8);
+/// One write to the bucket, or one event, at most this long.
+const BUS_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Requests that may share one run, or wait for one together.
 const MAX_WAITERS: usize = 1024;
@@ -110,10 +138,29 @@ pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
                 path.display()
             ))
         })?;
+    let interval = match &args.interval {
+        Some(text) => spx_checks::config::parse_interval(text)
+            .map_err(|e| UsageError(format!("--interval {e}")))?,
+        None => match &settings.config {
+            ConfigState::Loaded { config, .. } => config.doctor.interval(),
+            _ => None,
+        }
+        .unwrap_or(DEFAULT_INTERVAL),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let otlp = match crate::otlp::endpoint(&env) {
+        Ok(url) => url,
+        Err(e) => {
+            log(Priority::Warning, &format!("{e}; not exporting metrics"));
+            None
+        }
+    };
     let agent = Agent {
         node,
         config: path,
         nats,
+        interval,
+        otlp,
         limits: Limits {
             runs_per_minute: args.runs_per_minute,
             max_waiters: MAX_WAITERS,
@@ -132,6 +179,28 @@ struct Agent {
     config: PathBuf,
     nats: NatsConfig,
     limits: Limits,
+    /// Between periodic runs' starts; zero: none.
+    interval: Duration,
+    /// Where each periodic run's metrics go (OTLP/HTTP).
+    otlp: Option<String>,
+}
+
+impl Agent {
+    /// What a periodic run measures: the default set, as a plain run
+    /// (which reads OVN itself when the config names NB and SB).
+    fn periodic(&self) -> Periodic {
+        Periodic {
+            key: RunKey {
+                checks: Vec::new(),
+                skips: Vec::new(),
+                profile: None,
+                sample: Duration::from_secs(1),
+                ovn_read_by: None,
+            },
+            every: self.interval,
+            timeout: PERIODIC_TIMEOUT,
+        }
+    }
 }
 
 /// Who waits for a run's answer.
@@ -151,6 +220,8 @@ struct Ran {
     body: Bytes,
     exit_code: i32,
     checks: usize,
+    /// The report (a periodic run's, for the bucket and the events).
+    doc: Option<serde_json::Value>,
 }
 
 async fn serve(agent: Agent) -> anyhow::Result<u8> {
@@ -159,7 +230,7 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
     log(
         Priority::Info,
         &format!(
-            "starting for node {}: NATS at {} ({}, {}), at most {} runs a minute",
+            "starting for node {}: NATS at {} ({}, {}), at most {} runs a minute on request; {}; {}",
             agent.node,
             agent.nats.server,
             match &agent.nats.cacert {
@@ -171,7 +242,20 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
             } else {
                 "no token"
             },
-            agent.limits.runs_per_minute
+            agent.limits.runs_per_minute,
+            if agent.interval.is_zero() {
+                "no periodic runs".to_owned()
+            } else {
+                format!(
+                    "a periodic run every {} into the {} bucket",
+                    humantime::format_duration(agent.interval),
+                    bucket::BUCKET
+                )
+            },
+            match &agent.otlp {
+                Some(url) => format!("OTLP metrics to {url}"),
+                None => "no OTLP export (OTEL_EXPORTER_OTLP_ENDPOINT is not set)".to_owned(),
+            }
         ),
     );
     let client = {
@@ -229,11 +313,19 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
     let mut state = State {
         agent: &agent,
         client: &client,
-        scheduler: Scheduler::new(agent.limits),
+        scheduler: Scheduler::new(agent.limits).with_periodic(agent.periodic(), Instant::now()),
         running: None,
         wake: None,
         quiet: Quiet::default(),
+        store: None,
+        last: None,
+        kv_failing: false,
     };
+    if !agent.interval.is_zero() {
+        state.open_bucket().await;
+    }
+    // The first periodic run is due now.
+    state.tick().await;
     loop {
         let wake = state.wake;
         tokio::select! {
@@ -367,9 +459,147 @@ struct State<'a> {
     running: Option<tokio::sync::oneshot::Receiver<RunOutput>>,
     wake: Option<Instant>,
     quiet: Quiet,
+    /// The doctor's bucket, once open.
+    store: Option<kv::Store>,
+    /// Each check's result in the last periodic report (from the bucket
+    /// when the agent starts), to tell what changed.
+    last: Option<BTreeMap<String, Seen>>,
+    /// The last write to the bucket failed (logged once until one works).
+    kv_failing: bool,
 }
 
 impl State<'_> {
+    /// Open (or make) the bucket, and read this node's last report from
+    /// it, so a transition across a restart of the agent is still seen.
+    async fn open_bucket(&mut self) {
+        let js = async_nats::jetstream::new(self.client.clone());
+        let opened = tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::open_or_create(&js)).await;
+        let store = match opened {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                log(
+                    Priority::Warning,
+                    &format!("{e}; retrying after the next periodic run"),
+                );
+                return;
+            }
+            Err(_) => {
+                log(
+                    Priority::Warning,
+                    &format!(
+                        "no answer from JetStream about the {} bucket within {} s; retrying after the next periodic run",
+                        bucket::BUCKET,
+                        BUS_WRITE_TIMEOUT.as_secs()
+                    ),
+                );
+                return;
+            }
+        };
+        if let Ok(Ok(Some(value))) =
+            tokio::time::timeout(BUS_WRITE_TIMEOUT, store.get(self.agent.node.as_str())).await
+        {
+            if let Ok(e) = bucket::Entry::parse(&self.agent.node, &value) {
+                let checks = e.report.get("checks").and_then(serde_json::Value::as_array);
+                self.last = checks.map(|c| events::seen(c));
+            }
+        }
+        log(
+            Priority::Info,
+            &format!(
+                "writing each periodic report to the {} bucket (key {}){}",
+                bucket::BUCKET,
+                self.agent.node,
+                if self.last.is_some() {
+                    ", after the one it holds"
+                } else {
+                    ""
+                }
+            ),
+        );
+        self.store = Some(store);
+    }
+
+    /// A periodic run ended: its report into the bucket, and what changed
+    /// since the last one as events.
+    async fn periodic(&mut self, doc: &serde_json::Value) {
+        let node = self.agent.node.clone();
+        let started = doc
+            .get("started_at")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let now = seen_of(doc);
+        if let Some(before) = &self.last {
+            for t in events::transitions(Some(&node), Some(before), &now, &started) {
+                let body = serde_json::to_vec(&t).expect("an event always serializes");
+                let sent = self
+                    .client
+                    .publish(events::subject(&node), Bytes::from(body))
+                    .await;
+                if let Err(e) = sent {
+                    log(
+                        Priority::Warning,
+                        &one_line(&format!("cannot publish a transition of {}: {e}", t.check)),
+                    );
+                }
+                log(
+                    Priority::Notice,
+                    &format!(
+                        "{}: {} -> {} ({})",
+                        t.check,
+                        t.code_before.as_deref().unwrap_or("none"),
+                        t.code_after,
+                        t.status
+                    ),
+                );
+            }
+        }
+        self.last = Some(now);
+        if self.store.is_none() {
+            self.open_bucket().await;
+        }
+        let Some(store) = &self.store else {
+            return;
+        };
+        let entry = bucket::Entry {
+            node: node.clone(),
+            interval_ms: self.agent.interval.as_millis() as u64,
+            written_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            report: doc.clone(),
+        };
+        let put = tokio::time::timeout(
+            BUS_WRITE_TIMEOUT,
+            store.put(node.as_str(), Bytes::from(entry.to_json())),
+        )
+        .await;
+        let failed = match put {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(one_line(&e.to_string())),
+            Err(_) => Some(format!(
+                "no acknowledgement within {} s",
+                BUS_WRITE_TIMEOUT.as_secs()
+            )),
+        };
+        match failed {
+            None if self.kv_failing => {
+                self.kv_failing = false;
+                log(
+                    Priority::Notice,
+                    &format!("writing to the {} bucket again", bucket::BUCKET),
+                );
+            }
+            None => {}
+            Some(e) if !self.kv_failing => {
+                self.kv_failing = true;
+                log(
+                    Priority::Warning,
+                    &format!("cannot write this node's report to the {} bucket: {e} (said once until it works)", bucket::BUCKET),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+
     fn headers(&self, kind: &str, request: Option<&str>, trace: Option<TraceParent>) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(HEADER_REPLY, kind);
@@ -481,15 +711,29 @@ impl State<'_> {
         for (w, r) in t.refused {
             self.refused(w, r).await;
         }
+        if t.missed > 0 {
+            log(
+                Priority::Warning,
+                &format!(
+                    "{} periodic run(s) missed: the run before took past the slot (interval {})",
+                    t.missed,
+                    humantime::format_duration(self.agent.interval)
+                ),
+            );
+        }
         if let Some(start) = t.start {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let (config, node) = (self.agent.config.clone(), self.agent.node.clone());
+            let otlp = self.agent.otlp.clone().filter(|_| start.periodic);
             let spawned = std::thread::Builder::new()
                 .name("run".into())
                 .spawn(move || {
                     let t0 = Instant::now();
                     let result = std::panic::catch_unwind(|| run_once(&config, &node, &start))
                         .unwrap_or_else(|_| Err("the run panicked".into()));
+                    if let (Some(url), Ok(Ran { doc: Some(doc), .. })) = (&otlp, &result) {
+                        export_metrics(url, &node, doc);
+                    }
                     let _ = tx.send(RunOutput {
                         result,
                         took: t0.elapsed(),
@@ -511,7 +755,7 @@ impl State<'_> {
 
     /// A run ended: answer everyone who shared it.
     async fn finished(&mut self, out: RunOutput) {
-        let waiters = self.scheduler.finish();
+        let (waiters, periodic) = self.scheduler.finish_run();
         let run = self.scheduler.runs;
         let ids: Vec<&str> = waiters.iter().map(|w| w.request.as_str()).collect();
         let traces: Vec<String> = waiters
@@ -523,12 +767,13 @@ impl State<'_> {
             Ok(ran) => log(
                 Priority::Info,
                 &format!(
-                    "run {run}: {} checks, exit {}, {:.2} s, {} bytes; answers {shared} request(s): {}{}",
+                    "run {run}{}: {} checks, exit {}, {:.2} s, {} bytes; answers {shared} request(s){}{}",
+                    if periodic { " (periodic)" } else { "" },
                     ran.checks,
                     ran.exit_code,
                     out.took.as_secs_f64(),
                     ran.body.len(),
-                    shown_ids(&ids),
+                    if ids.is_empty() { String::new() } else { format!(": {}", shown_ids(&ids)) },
                     if traces.is_empty() {
                         String::new()
                     } else {
@@ -537,6 +782,11 @@ impl State<'_> {
                 ),
             ),
             Err(e) => log(Priority::Error, &format!("run {run} failed: {e}")),
+        }
+        if periodic {
+            if let Ok(Ran { doc: Some(doc), .. }) = &out.result {
+                self.periodic(doc).await;
+            }
         }
         for w in waiters {
             match &out.result {
@@ -610,12 +860,60 @@ fn run_once(config: &Path, node: &str, start: &Start) -> Result<Ran, String> {
     let settings = Settings::from_args(run_args(config, node, &start.key, start.timeout))
         .map_err(|e| format!("the run's settings: {e}"))?;
     let report = crate::node_report(&settings, &crate::Facts::Live);
-    let body = serde_json::to_vec(&report).map_err(|e| e.to_string())?;
+    let doc = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
     Ok(Ran {
         body: Bytes::from(body),
         exit_code: report.exit_code,
         checks: report.checks.len(),
+        doc: start.periodic.then_some(doc),
     })
+}
+
+fn seen_of(doc: &serde_json::Value) -> BTreeMap<String, Seen> {
+    doc.get("checks")
+        .and_then(serde_json::Value::as_array)
+        .map(|c| events::seen(c))
+        .unwrap_or_default()
+}
+
+/// A periodic run's series, as `--format prometheus` writes them, to the
+/// OTLP endpoint (in the run's thread: a blocking request).
+fn export_metrics(url: &str, node: &str, doc: &serde_json::Value) {
+    static FAILING: AtomicBool = AtomicBool::new(false);
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let env = |k: &str| std::env::var(k).ok();
+    let host = doc
+        .get("host")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let started = doc
+        .get("started_at")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let request = crate::otlp::request(
+        &crate::render::prometheus::families_of_doc(doc),
+        crate::otlp::resource(Some(node), host, &env),
+        crate::otlp::unix_nanos(started),
+    );
+    match crate::otlp::export(url, crate::otlp::encode(&request)) {
+        Ok(()) => {
+            if FAILING.swap(false, Ordering::Relaxed) || !DONE.swap(true, Ordering::Relaxed) {
+                log(
+                    Priority::Info,
+                    &format!("exported this run's metrics to {url}"),
+                );
+            }
+        }
+        Err(e) => {
+            if !FAILING.swap(true, Ordering::Relaxed) {
+                log(
+                    Priority::Warning,
+                    &format!("{e} (said once until an export works)"),
+                );
+            }
+        }
+    }
 }
 
 /// The flags of a run for `key`: only what the vocabulary carries; the

@@ -14,8 +14,18 @@
 //! - Waiters and waiting groups are bounded, so a flood of requests costs
 //!   bounded memory and at most the bounded number of probe runs.
 //!
+//! - With an interval, the agent also runs by itself, start to start
+//!   (due at t0, t0 + interval, …; a slot missed while a run overran is
+//!   skipped, never run late in a burst). A periodic run is not bounded by
+//!   runs-per-minute (its interval bounds it). It shares the sample window
+//!   with requests both ways: when it falls due during a run of the same
+//!   checks, that run is the periodic run; and a request that arrives
+//!   during a periodic run and measures no more than it joins it (a
+//!   request naming another node as OVN's reader shares a periodic run in
+//!   which this node read OVN itself: its report is a superset).
+//!
 //! The waiter type `W` is whatever answers a request (a reply subject on
-//! the bus); a periodic run of the agent's own can be one more kind.
+//! the bus); the agent's own periodic run is a flag on the run.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -36,6 +46,17 @@ pub struct Limits {
     pub max_waiters: usize,
     /// Distinct requests waiting for the run in progress.
     pub max_waiting_groups: usize,
+}
+
+/// The agent's own runs.
+#[derive(Clone, Debug)]
+pub struct Periodic {
+    /// What a periodic run measures: the default set, as a plain run.
+    pub key: RunKey,
+    /// From one start to the next.
+    pub every: Duration,
+    /// Each periodic run's own timeout.
+    pub timeout: Duration,
 }
 
 /// One request, as the scheduler sees it.
@@ -73,6 +94,8 @@ pub enum Offered<W> {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Start {
     pub key: RunKey,
+    /// This run is (also) the agent's periodic run.
+    pub periodic: bool,
     /// The run's own timeout: the time left to its earliest waiter,
     /// less [`REPLY_MARGIN`].
     pub timeout: Duration,
@@ -84,6 +107,9 @@ pub struct Tick<W> {
     pub refused: Vec<(W, Refused)>,
     /// Call `tick` again then (or when a run ends or a request comes).
     pub wake: Option<Instant>,
+    /// Periodic runs that fell due and could not run (the run in progress
+    /// overran their slot, or kept them waiting past their timeout).
+    pub missed: u64,
 }
 
 struct Group<W> {
@@ -91,6 +117,8 @@ struct Group<W> {
     /// The earliest deadline among its waiters.
     deadline: Instant,
     waiters: Vec<W>,
+    /// The agent's periodic run waits in this group too.
+    periodic: bool,
 }
 
 impl<W> Group<W> {
@@ -106,6 +134,14 @@ struct Running<W> {
     key: RunKey,
     ends_by: Instant,
     waiters: Vec<W>,
+    periodic: bool,
+}
+
+impl<W> Running<W> {
+    /// Whether a request for `key` can take this run's report.
+    fn serves(&self, key: &RunKey) -> bool {
+        self.key == *key || (self.periodic && self.key.measures_like(key))
+    }
 }
 
 pub struct Scheduler<W> {
@@ -116,6 +152,8 @@ pub struct Scheduler<W> {
     starts: VecDeque<Instant>,
     /// Runs started since the agent started.
     pub runs: u64,
+    /// The periodic runs, and when the next falls due.
+    periodic: Option<(Periodic, Instant)>,
 }
 
 impl<W> Scheduler<W> {
@@ -126,7 +164,52 @@ impl<W> Scheduler<W> {
             waiting: VecDeque::new(),
             starts: VecDeque::new(),
             runs: 0,
+            periodic: None,
         }
+    }
+
+    /// Run `p` by itself, the first at `first`.
+    pub fn with_periodic(mut self, p: Periodic, first: Instant) -> Scheduler<W> {
+        if !p.every.is_zero() {
+            self.periodic = Some((p, first));
+        }
+        self
+    }
+
+    /// When the next periodic run falls due.
+    pub fn next_periodic(&self) -> Option<Instant> {
+        self.periodic.as_ref().map(|(_, due)| *due)
+    }
+
+    /// A periodic run falls due at `now`: it shares the run in progress
+    /// when that measures the same, else joins (or starts) a group of its
+    /// own. The next falls due one interval after this one's slot; slots
+    /// already past are missed. Returns how many were.
+    fn periodic_due(&mut self, now: Instant) -> u64 {
+        let Some((p, due)) = &mut self.periodic else {
+            return 0;
+        };
+        if now < *due {
+            return 0;
+        }
+        let every = p.every;
+        let behind = now.duration_since(*due);
+        let slots = (behind.as_nanos() / every.as_nanos()) as u32;
+        *due += every * (slots + 1);
+        let (key, timeout) = (p.key.clone(), p.timeout);
+        if let Some(r) = self.running.as_mut().filter(|r| r.key == key) {
+            r.periodic = true;
+        } else if let Some(g) = self.waiting.iter_mut().find(|g| g.key == key) {
+            g.periodic = true;
+        } else {
+            self.waiting.push_back(Group {
+                key,
+                deadline: now + timeout + REPLY_MARGIN,
+                waiters: Vec::new(),
+                periodic: true,
+            });
+        }
+        u64::from(slots)
     }
 
     /// When the `n`-th run from now (0: the next) may start under the
@@ -180,7 +263,7 @@ impl<W> Scheduler<W> {
     pub fn offer(&mut self, job: Job<W>, now: Instant) -> Offered<W> {
         let max_waiters = self.limits.max_waiters;
         if let Some(r) = &mut self.running {
-            if r.key == job.key && r.ends_by <= job.deadline {
+            if r.serves(&job.key) && r.ends_by <= job.deadline {
                 if r.waiters.len() >= max_waiters {
                     return Offered::Refused(
                         job.waiter,
@@ -219,6 +302,7 @@ impl<W> Scheduler<W> {
             key: job.key,
             deadline: job.deadline,
             waiters: Vec::new(),
+            periodic: false,
         };
         let Some(latest) = group.latest_start() else {
             return Offered::Refused(
@@ -240,6 +324,7 @@ impl<W> Scheduler<W> {
 
     /// Start what can start, refuse what can no longer run in time.
     pub fn tick(&mut self, now: Instant) -> Tick<W> {
+        let mut missed = self.periodic_due(now);
         let mut refused = Vec::new();
         // Expired: their deadline leaves no time for a run any more.
         let mut kept = VecDeque::with_capacity(self.waiting.len());
@@ -250,6 +335,7 @@ impl<W> Scheduler<W> {
                 continue;
             }
             let slot = self.slot(now, 0);
+            missed += u64::from(g.periodic);
             let why = if slot > now {
                 self.rate_refusal(slot, now)
             } else {
@@ -263,20 +349,30 @@ impl<W> Scheduler<W> {
         self.waiting = kept;
         let mut start = None;
         if self.running.is_none() && !self.waiting.is_empty() {
-            let slot = self.slot(now, 0);
-            if slot <= now {
-                let g = self.waiting.pop_front().expect("not empty");
+            // The first group the bound lets start; a periodic run is
+            // bounded by its interval instead.
+            let next = if self.slot(now, 0) <= now {
+                Some(0)
+            } else {
+                self.waiting.iter().position(|g| g.periodic)
+            };
+            if let Some(i) = next {
+                let g = self.waiting.remove(i).expect("in range");
                 let ends_by = g.deadline.checked_sub(REPLY_MARGIN).unwrap_or(now);
-                self.starts.push_back(now);
+                if !g.periodic {
+                    self.starts.push_back(now);
+                }
                 self.runs += 1;
                 start = Some(Start {
                     key: g.key.clone(),
+                    periodic: g.periodic,
                     timeout: ends_by.saturating_duration_since(now),
                 });
                 self.running = Some(Running {
                     key: g.key,
                     ends_by,
                     waiters: g.waiters,
+                    periodic: g.periodic,
                 });
             }
         }
@@ -290,16 +386,30 @@ impl<W> Scheduler<W> {
             let slot = self.slot(now, 0);
             wake = Some(wake.map_or(slot, |w| w.min(slot)));
         }
+        if let Some(due) = self.next_periodic() {
+            wake = Some(wake.map_or(due, |w| w.min(due)));
+        }
         Tick {
             start,
             refused,
             wake,
+            missed,
         }
     }
 
     /// The run in progress ended: everyone who shared it.
+    #[cfg(test)]
     pub fn finish(&mut self) -> Vec<W> {
-        self.running.take().map(|r| r.waiters).unwrap_or_default()
+        self.finish_run().0
+    }
+
+    /// The run in progress ended: everyone who shared it, and whether it
+    /// was the agent's periodic run.
+    pub fn finish_run(&mut self) -> (Vec<W>, bool) {
+        self.running
+            .take()
+            .map(|r| (r.waiters, r.periodic))
+            .unwrap_or_default()
     }
 }
 
@@ -480,5 +590,106 @@ mod tests {
         }
         assert!(s.runs <= 4, "{} runs", s.runs);
         assert!(outcomes.1 > 9000, "{outcomes:?}");
+    }
+
+    fn periodic(every_s: u64) -> Periodic {
+        Periodic {
+            key: key(1000, &[]),
+            every: Duration::from_secs(every_s),
+            timeout: Duration::from_secs(8),
+        }
+    }
+
+    #[test]
+    fn periodic_runs_go_start_to_start_and_skip_missed_slots() {
+        let t0 = Instant::now();
+        let mut s: Scheduler<u32> = Scheduler::new(limits(2)).with_periodic(periodic(10), t0);
+        let tick = s.tick(t0);
+        let start = tick.start.expect("due at once");
+        assert!(start.periodic);
+        assert_eq!(start.timeout, Duration::from_secs(8));
+        assert_eq!(tick.wake, Some(t0 + Duration::from_secs(10)));
+        // The run takes 1.5 s: the next still starts at t0 + 10 s, not
+        // 10 s after this one ended.
+        assert_eq!(s.finish_run(), (vec![], true));
+        assert!(s.tick(t0 + Duration::from_millis(1500)).start.is_none());
+        let t10 = t0 + Duration::from_secs(10);
+        assert!(s.tick(t10).start.unwrap().periodic);
+        // This one overruns two slots (it ends at 31 s): those are missed,
+        // the next is due at 40 s.
+        s.finish();
+        let tick = s.tick(t0 + Duration::from_secs(31));
+        assert_eq!(tick.missed, 1, "the 20 s slot; 30 s is run now");
+        assert!(tick.start.unwrap().periodic);
+        s.finish();
+        assert_eq!(s.next_periodic(), Some(t0 + Duration::from_secs(40)));
+        // Periodic runs do not count against runs-per-minute: 2 requests
+        // still start in this minute.
+        for i in 0..2u32 {
+            let t = t0 + Duration::from_secs(32 + u64::from(i));
+            let k = key(100, &["sysctl"]);
+            assert!(matches!(
+                s.offer(job(&k, t + Duration::from_secs(5), i), t),
+                Offered::Queued
+            ));
+            assert!(!s.tick(t).start.unwrap().periodic);
+            s.finish();
+        }
+        assert_eq!(s.runs, 5);
+    }
+
+    #[test]
+    fn requests_share_the_periodic_sample_window_both_ways() {
+        let t0 = Instant::now();
+        let mut s: Scheduler<u32> = Scheduler::new(limits(10)).with_periodic(periodic(60), t0);
+        assert!(s.tick(t0).start.unwrap().periodic);
+        // A cluster request for the default set, OVN read by another
+        // node, arriving 300 ms into the periodic run, shares it.
+        let mut cluster = key(1000, &[]);
+        cluster.ovn_read_by = Some("n0".into());
+        let t = t0 + Duration::from_millis(300);
+        assert!(matches!(
+            s.offer(job(&cluster, t + Duration::from_secs(8), 1), t),
+            Offered::Joined
+        ));
+        // One asking for something else waits.
+        assert!(matches!(
+            s.offer(job(&key(500, &[]), t + Duration::from_secs(8), 2), t),
+            Offered::Queued
+        ));
+        assert_eq!(s.finish_run(), (vec![1], true));
+        let t = t0 + Duration::from_millis(1300);
+        assert!(!s.tick(t).start.unwrap().periodic);
+        s.finish();
+        // The other way: a request's run of the default set is in progress
+        // when the periodic run falls due: that run is the periodic run.
+        let t60 = t0 + Duration::from_secs(60);
+        let plain = key(1000, &[]);
+        let t = t60 - Duration::from_millis(200);
+        assert!(matches!(
+            s.offer(job(&plain, t + Duration::from_secs(8), 3), t),
+            Offered::Queued
+        ));
+        assert!(!s.tick(t).start.unwrap().periodic);
+        let tick = s.tick(t60);
+        assert!(tick.start.is_none(), "no second run");
+        assert_eq!(s.finish_run(), (vec![3], true));
+        // A periodic run that cannot start before its timeout leaves room
+        // for it is missed, not run late.
+        let t120 = t0 + Duration::from_secs(120);
+        let t = t120 - Duration::from_millis(100);
+        assert!(matches!(
+            s.offer(job(&key(1000, &["mtu"]), t + Duration::from_secs(20), 4), t),
+            Offered::Queued
+        ));
+        assert!(s.tick(t).start.is_some());
+        assert!(
+            s.tick(t120).start.is_none(),
+            "waits behind the request's run"
+        );
+        let tick = s.tick(t120 + Duration::from_secs(7));
+        assert_eq!(tick.missed, 1);
+        assert_eq!(s.finish(), vec![4]);
+        assert!(s.tick(t120 + Duration::from_secs(8)).start.is_none());
     }
 }

@@ -9,6 +9,8 @@
 //! async-nats live in this module, the agent and the cluster transport
 //! only; the checks stay synchronous.
 
+pub mod bucket;
+pub mod events;
 pub mod wire;
 
 use std::collections::BTreeMap;

@@ -87,6 +87,16 @@ pub struct RunKey {
     pub ovn_read_by: Option<String>,
 }
 
+impl RunKey {
+    /// The same checks, profile and sample window, whoever reads OVN.
+    pub fn measures_like(&self, other: &RunKey) -> bool {
+        self.checks == other.checks
+            && self.skips == other.skips
+            && self.profile == other.profile
+            && self.sample == other.sample
+    }
+}
+
 /// Why an agent did not run a request: the `kind` a requester acts on,
 /// and one line for the operator.
 #[derive(Clone, Debug, PartialEq, Eq)]

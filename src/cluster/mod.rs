@@ -12,9 +12,10 @@
 
 pub mod args;
 mod nats;
-mod plan;
+pub mod plan;
 pub mod report;
 mod ssh;
+pub mod watch;
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -147,6 +148,61 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             answer
         })
         .collect();
+    let vias: Vec<&'static str> = plan
+        .nodes
+        .iter()
+        .map(|p| match transport {
+            Transport::Ssh if matches!(p.via, Via::InProcess) => "in-process",
+            t => t.as_str(),
+        })
+        .collect();
+    let report = judge(
+        &plan,
+        Gathered {
+            nodes,
+            vias,
+            config_addresses,
+            transport,
+            started_at,
+            t0,
+        },
+    );
+    let style = crate::style(&plan.settings);
+    let out = match plan.settings.format {
+        Format::Json => render::json::render_cluster(&report).into_bytes(),
+        Format::Prometheus => render::prometheus::render_cluster(&report).into_bytes(),
+        Format::Table => render::cluster::table(&report, &style).into_bytes(),
+        Format::Junit => render::junit::render_cluster(&report, plan.settings.strict).into_bytes(),
+        Format::Otlp => render::otlp_cluster(&report, plan.config.node.as_deref()),
+    };
+    crate::emit(&plan.settings, &out)?;
+    Ok(report.exit_code as u8)
+}
+
+/// The nodes' answers, however they were gathered.
+pub struct Gathered {
+    /// One per planned node, in order.
+    pub nodes: Vec<NodeAnswer>,
+    /// How each node's report came (`in-process`, `ssh`, `nats`,
+    /// `jetstream`).
+    pub vias: Vec<&'static str>,
+    pub config_addresses: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
+    pub transport: Transport,
+    pub started_at: SystemTime,
+    pub t0: Instant,
+}
+
+/// The cluster checks over the nodes' answers, and the cluster report:
+/// the same judgement for `--cluster` and `watch`.
+pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
+    let Gathered {
+        nodes,
+        vias,
+        config_addresses,
+        transport,
+        started_at,
+        t0,
+    } = g;
     let cluster = ClusterFacts {
         nodes,
         config_nodes: plan.config_nodes.clone(),
@@ -247,12 +303,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let entries: Vec<NodeEntry> = cluster
         .nodes
         .iter()
-        .zip(&plan.nodes)
-        .map(|(n, p)| match transport {
-            Transport::Nats => NodeEntry::of(n, "nats"),
-            Transport::Ssh if matches!(p.via, Via::InProcess) => NodeEntry::of(n, "in-process"),
-            Transport::Ssh => NodeEntry::of(n, "ssh"),
-        })
+        .zip(vias)
+        .map(|(n, via)| NodeEntry::of(n, via))
         .collect();
     let mut summary = ClusterSummary {
         nodes: entries.len(),
@@ -269,7 +321,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     let node_codes: Vec<Option<i32>> = entries.iter().map(NodeEntry::exit_code).collect();
     let exit_code = cluster_exit_code(&node_codes, &checks, plan.settings.strict);
-    let report = ClusterReport {
+    ClusterReport {
         schema_version: SCHEMA_VERSION,
         kind: "cluster",
         tool: Tool {
@@ -281,23 +333,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         duration_ms: t0.elapsed().as_millis() as u64,
         exit_code,
         summary,
-        ovn_read_by: plan.reader.clone(),
+        ovn_read_by: (transport != Transport::Jetstream).then(|| plan.reader.clone()),
         via: transport.as_str(),
         nodes: entries,
         checks,
         path_matrix,
         runbook,
         notes,
-    };
-    let style = crate::style(&plan.settings);
-    let text = match plan.settings.format {
-        Format::Json => render::json::render_cluster(&report),
-        Format::Prometheus => render::prometheus::render_cluster(&report),
-        Format::Table => render::cluster::table(&report, &style),
-        Format::Junit => render::junit::render_cluster(&report, plan.settings.strict),
-    };
-    crate::emit(&plan.settings, &text)?;
-    Ok(report.exit_code as u8)
+    }
 }
 
 /// True for a finding status that needs the operator.

@@ -20,8 +20,9 @@ pub struct ClusterReport {
     pub duration_ms: u64,
     pub exit_code: i32,
     pub summary: ClusterSummary,
-    /// The node that read OVN NB and SB for the whole cluster, once.
-    pub ovn_read_by: String,
+    /// The node that read OVN NB and SB for the whole cluster, once;
+    /// `None` from the bucket (`watch`), where each agent read them itself.
+    pub ovn_read_by: Option<String>,
     /// How the nodes' reports were gathered: `ssh` or `nats`.
     pub via: &'static str,
     pub nodes: Vec<NodeEntry>,
@@ -67,9 +68,12 @@ impl ClusterSummary {
 pub struct NodeEntry {
     pub name: String,
     pub host: Option<String>,
-    /// `in-process` (this node) or `ssh`; `nats` (its agent).
+    /// `in-process` (this node) or `ssh`; `nats` (its agent); `jetstream`
+    /// (its agent's latest periodic report, from the doctor's bucket).
     pub via: &'static str,
-    /// `ok` (a valid report) or `unreachable`.
+    /// `ok` (a valid report) or `unreachable`; from the doctor's bucket
+    /// (`watch`), `stale` (its latest report is older than two of its
+    /// agent's intervals) or `unknown` (it never wrote one).
     pub status: &'static str,
     /// Why there is no report, in one line.
     pub error: Option<String>,
@@ -83,10 +87,11 @@ impl NodeEntry {
             name: n.name.clone(),
             host: n.host.clone(),
             via,
-            status: if n.report.is_ok() {
-                "ok"
-            } else {
-                "unreachable"
+            status: match &n.report {
+                Ok(_) => "ok",
+                Err(e) if e.kind == UnreachedKind::Stale => "stale",
+                Err(e) if e.kind == UnreachedKind::NoReport => "unknown",
+                Err(_) => "unreachable",
             },
             error: n.report.as_ref().err().map(|e| e.to_string()),
             reason: n.report.as_ref().err().map(|e| e.kind),

@@ -363,7 +363,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
     let sm = &r.summary;
     out.line("");
     out.line(format!(
-        "{} nodes ({} answered{}); OVN NB/SB read once, by {}",
+        "{} nodes ({} answered{}); {}",
         sm.nodes,
         sm.nodes - sm.unreachable,
         if unreachable.is_empty() {
@@ -379,7 +379,10 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
                     .join(", ")
             )
         },
-        r.ovn_read_by,
+        match &r.ovn_read_by {
+            Some(reader) => format!("OVN NB/SB read once, by {reader}"),
+            None => "each agent's own periodic reports, from the bucket".to_owned(),
+        },
     ));
     out.line(format!(
         "{} results: {} pass, {} warn, {} fail, {} skip, {} error; exit {}{}",
@@ -484,7 +487,7 @@ mod tests {
             duration_ms: 2000,
             exit_code: 1,
             summary: ClusterSummary { nodes: 8, ..ClusterSummary::default() },
-            ovn_read_by: "spx-node-01".into(),
+            ovn_read_by: Some("spx-node-01".into()),
             via: "ssh",
             nodes,
             checks: vec![CheckReport {

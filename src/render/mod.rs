@@ -26,13 +26,35 @@ pub struct Style {
     pub strict: bool,
 }
 
-pub fn render(report: &Report, format: Format, style: &Style) -> String {
+pub fn render(report: &Report, format: Format, style: &Style) -> Vec<u8> {
     match format {
-        Format::Table => table::render(report, style),
-        Format::Json => json::render(report),
-        Format::Prometheus => prometheus::render(report),
-        Format::Junit => junit::render(report, style.strict),
+        Format::Table => table::render(report, style).into_bytes(),
+        Format::Json => json::render(report).into_bytes(),
+        Format::Prometheus => prometheus::render(report).into_bytes(),
+        Format::Junit => junit::render(report, style.strict).into_bytes(),
+        Format::Otlp => {
+            let env = |k: &str| std::env::var(k).ok();
+            crate::otlp::encode(&crate::otlp::request(
+                &prometheus::families(report),
+                crate::otlp::resource(report.node.as_deref(), &report.host, &env),
+                crate::otlp::unix_nanos(&report.started_at),
+            ))
+        }
     }
+}
+
+/// A cluster run's series as one OTLP request, from `node`.
+pub fn otlp_cluster(report: &crate::cluster::report::ClusterReport, node: Option<&str>) -> Vec<u8> {
+    let env = |k: &str| std::env::var(k).ok();
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    crate::otlp::encode(&crate::otlp::request(
+        &prometheus::cluster_families(report),
+        crate::otlp::resource(node, &host, &env),
+        crate::otlp::unix_nanos(&report.started_at),
+    ))
 }
 
 /// Write to `path` by way of a temporary file in the same directory and a
@@ -75,8 +97,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Write to stdout. A closed pipe (`spx doctor | head -1`) is not an error.
 pub fn to_stdout(text: &str) -> io::Result<()> {
+    to_stdout_bytes(text.as_bytes())
+}
+
+/// [`to_stdout`], for output that is not text (`--format otlp`).
+pub fn to_stdout_bytes(bytes: &[u8]) -> io::Result<()> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }

@@ -10,7 +10,7 @@
 use std::fmt::Write;
 
 use serde_json::Value;
-use spx_checks::metrics::{self, MetricDef, Series};
+use spx_checks::metrics::{self, MetricDef};
 use spx_checks::Status;
 
 use crate::cluster::report::ClusterReport;
@@ -22,29 +22,88 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
+/// One metric family, as every monitoring output writes it: the
+/// Prometheus text here, OTLP in [`crate::otlp`]. Both render the same
+/// families, so their series and values are the same by construction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+    /// Written with this many decimals (timestamps), else as the shortest
+    /// exact decimal.
+    pub decimals: Option<usize>,
 }
 
-/// `{node="…",k="v",…}`, or nothing when there is no label.
-fn labels(node: Option<&str>, rest: &[(&str, &str)]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(n) = node {
-        parts.push(format!("node=\"{}\"", escape(n)));
-    }
-    for (k, v) in rest {
-        parts.push(format!("{k}=\"{}\"", escape(v)));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("{{{}}}", parts.join(","))
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        }
     }
 }
 
-/// One declared metric and its samples, each with the node it is from.
-type Family<'a> = (&'static MetricDef, Vec<(Option<&'a str>, Series)>);
+/// One series: its labels (`node` first in a cluster run) and value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl Family {
+    fn new(name: &'static str, help: &'static str) -> Family {
+        Family {
+            name,
+            kind: Kind::Gauge,
+            help,
+            samples: Vec::new(),
+            decimals: None,
+        }
+    }
+
+    fn push(&mut self, node: Option<&str>, rest: &[(&str, &str)], value: f64) {
+        let mut labels: Vec<(String, String)> = Vec::with_capacity(rest.len() + 1);
+        if let Some(n) = node {
+            labels.push(("node".into(), n.to_owned()));
+        }
+        labels.extend(rest.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.samples.push(Sample { labels, value });
+    }
+}
+
+/// The families as Prometheus text.
+fn text(families: &[Family]) -> String {
+    let mut out = String::new();
+    for f in families {
+        let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
+        let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind.as_str());
+        for s in &f.samples {
+            let labels = if s.labels.is_empty() {
+                String::new()
+            } else {
+                let parts: Vec<String> = s
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                    .collect();
+                format!("{{{}}}", parts.join(","))
+            };
+            let _ = match f.decimals {
+                Some(d) => writeln!(out, "{}{labels} {:.*}", f.name, d, s.value),
+                None => writeln!(out, "{}{labels} {}", f.name, s.value),
+            };
+        }
+    }
+    out
+}
 
 /// A report as JSON v1, with the node it is from in a cluster run.
 type Doc<'a> = (Option<&'a str>, &'a Value);
@@ -56,7 +115,7 @@ fn checks_of(doc: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+fn text_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -69,230 +128,175 @@ fn unix_seconds(rfc3339: &str) -> f64 {
 }
 
 pub fn render(report: &Report) -> String {
+    text(&families(report))
+}
+
+/// A node run's families.
+pub fn families(report: &Report) -> Vec<Family> {
     let doc = serde_json::to_value(report).expect("a report always serializes");
-    let mut out = String::new();
-    node_series(&mut out, &[(None, &doc)]);
-    out
+    node_families(&[(None, &doc)])
+}
+
+/// A node report as JSON v1 (an agent's, read back): its families.
+pub fn families_of_doc(doc: &Value) -> Vec<Family> {
+    node_families(&[(None, doc)])
 }
 
 /// A cluster run: every node's series with a `node` label, then the
 /// cluster's own: which nodes answered, the cluster checks, the path-MTU
 /// matrix and the run's exit code.
 pub fn render_cluster(report: &ClusterReport) -> String {
+    text(&cluster_families(report))
+}
+
+pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
     let docs: Vec<Doc> = report
         .nodes
         .iter()
         .filter_map(|n| Some((Some(n.name.as_str()), n.report.as_ref()?)))
         .collect();
-    let mut out = String::new();
-    node_series(&mut out, &docs);
-    header(
-        &mut out,
+    let mut out = node_families(&docs);
+    let mut up = Family::new(
         "spx_doctor_cluster_node_up",
-        "gauge",
         "1 when the node answered the cluster run with a valid report, 0 when it did not.",
     );
     for n in &report.nodes {
-        let _ = writeln!(
-            out,
-            "spx_doctor_cluster_node_up{} {}",
-            labels(Some(&n.name), &[]),
-            u8::from(n.report.is_some())
-        );
+        up.push(Some(&n.name), &[], f64::from(u8::from(n.report.is_some())));
     }
-    header(
-        &mut out,
+    out.push(up);
+    let mut status = Family::new(
         "spx_doctor_cluster_check_status",
-        "gauge",
         "1 for the cluster check's current status, 0 for the others.",
     );
     for c in &report.checks {
         for s in Status::ALL {
-            let _ = writeln!(
-                out,
-                "spx_doctor_cluster_check_status{} {}",
-                labels(None, &[("check", c.id), ("status", s.as_str())]),
-                u8::from(c.status == s)
+            status.push(
+                None,
+                &[("check", c.id), ("status", s.as_str())],
+                f64::from(u8::from(c.status == s)),
             );
         }
     }
-    let measured: Vec<_> = report
-        .path_matrix
-        .iter()
-        .filter_map(|c| Some((c, c.path_mtu?)))
-        .collect();
-    if !measured.is_empty() {
-        header(
-            &mut out,
-            "spx_doctor_cluster_path_mtu_bytes",
-            "gauge",
-            "The largest packet the underlay carries from one node to another, measured by the from node.",
-        );
-        for (c, mtu) in measured {
-            let _ = writeln!(
-                out,
-                "spx_doctor_cluster_path_mtu_bytes{} {mtu}",
-                labels(None, &[("from", &c.from), ("to", &c.to)])
-            );
+    out.push(status);
+    let mut mtu = Family::new(
+        "spx_doctor_cluster_path_mtu_bytes",
+        "The largest packet the underlay carries from one node to another, measured by the from node.",
+    );
+    for c in &report.path_matrix {
+        if let Some(m) = c.path_mtu {
+            mtu.push(None, &[("from", &c.from), ("to", &c.to)], f64::from(m));
         }
     }
-    let at = unix_seconds(&report.started_at);
-    header(
-        &mut out,
+    if !mtu.samples.is_empty() {
+        out.push(mtu);
+    }
+    let mut at = Family::new(
         "spx_doctor_cluster_last_run_timestamp_seconds",
-        "gauge",
         "When this cluster run started (Unix time).",
     );
-    let _ = writeln!(out, "spx_doctor_cluster_last_run_timestamp_seconds {at:.3}");
-    header(
-        &mut out,
+    at.decimals = Some(3);
+    at.push(None, &[], unix_seconds(&report.started_at));
+    out.push(at);
+    let mut code = Family::new(
         "spx_doctor_cluster_run_exit_code",
-        "gauge",
         "The cluster run's exit code: 0 ok, 1 failed, 2 inconclusive.",
     );
-    let _ = writeln!(out, "spx_doctor_cluster_run_exit_code {}", report.exit_code);
+    code.push(None, &[], f64::from(report.exit_code));
+    out.push(code);
     out
 }
 
-/// The series of node reports, one family after the other (the text
-/// format wants each family's samples together).
-fn node_series(out: &mut String, docs: &[Doc]) {
-    header(
-        out,
+/// The families of node reports, each family's samples together (as the
+/// text format wants them).
+fn node_families(docs: &[Doc]) -> Vec<Family> {
+    let mut info = Family::new(
         "spx_doctor_info",
-        "gauge",
         "The spx doctor build that wrote this file.",
     );
-    for (node, doc) in docs {
-        let version = doc.get("tool").map_or("", |t| text(t, "version"));
-        let _ = writeln!(
-            out,
-            "spx_doctor_info{} 1",
-            labels(*node, &[("version", version)])
-        );
-    }
-
-    header(
-        out,
+    let mut status = Family::new(
         "spx_doctor_check_status",
-        "gauge",
         "1 for the check's current status, 0 for the others.",
     );
-    for (node, doc) in docs {
-        for c in checks_of(doc) {
-            for s in Status::ALL {
-                let _ = writeln!(
-                    out,
-                    "spx_doctor_check_status{} {}",
-                    labels(*node, &[("check", text(c, "id")), ("status", s.as_str())]),
-                    u8::from(text(c, "status") == s.as_str())
-                );
-            }
-        }
-    }
-
-    header(
-        out,
+    let mut code = Family::new(
         "spx_doctor_check_code",
-        "gauge",
         "1 for the code of the check's result (CHECK-ID/KIND; `spx-doctor explain CODE`).",
     );
-    for (node, doc) in docs {
-        for c in checks_of(doc) {
-            let _ = writeln!(
-                out,
-                "spx_doctor_check_code{} 1",
-                labels(
-                    *node,
-                    &[("check", text(c, "id")), ("code", text(c, "code"))]
-                )
-            );
-        }
-    }
-
-    header(
-        out,
+    let mut duration = Family::new(
         "spx_doctor_check_duration_seconds",
-        "gauge",
         "How long the check took.",
     );
-    for (node, doc) in docs {
-        for c in checks_of(doc) {
-            let ms = c.get("duration_ms").and_then(Value::as_u64).unwrap_or(0);
-            let _ = writeln!(
-                out,
-                "spx_doctor_check_duration_seconds{} {}",
-                labels(*node, &[("check", text(c, "id"))]),
-                ms as f64 / 1000.0
-            );
-        }
-    }
-
-    header(
-        out,
+    let mut at = Family::new(
         "spx_doctor_last_run_timestamp_seconds",
-        "gauge",
         "When this run started (Unix time).",
     );
-    for (node, doc) in docs {
-        let _ = writeln!(
-            out,
-            "spx_doctor_last_run_timestamp_seconds{} {:.3}",
-            labels(*node, &[]),
-            unix_seconds(text(doc, "started_at"))
-        );
-    }
-    header(
-        out,
+    at.decimals = Some(3);
+    let mut exit = Family::new(
         "spx_doctor_run_exit_code",
-        "gauge",
         "The run's exit code: 0 ok, 1 failed, 2 inconclusive.",
     );
-    for (node, doc) in docs {
-        let code = doc.get("exit_code").and_then(Value::as_i64).unwrap_or(2);
-        let _ = writeln!(out, "spx_doctor_run_exit_code{} {code}", labels(*node, &[]));
-    }
-
-    header(
-        out,
+    let mut notes = Family::new(
         "spx_doctor_notes",
-        "gauge",
         "Notes the run made about its levels (an allow that matched nothing, one a preflight set aside); the JSON report lists them.",
     );
     for (node, doc) in docs {
-        let notes = doc
+        let version = doc.get("tool").map_or("", |t| text_of(t, "version"));
+        info.push(*node, &[("version", version)], 1.0);
+        for c in checks_of(doc) {
+            let id = text_of(c, "id");
+            for s in Status::ALL {
+                status.push(
+                    *node,
+                    &[("check", id), ("status", s.as_str())],
+                    f64::from(u8::from(text_of(c, "status") == s.as_str())),
+                );
+            }
+            code.push(*node, &[("check", id), ("code", text_of(c, "code"))], 1.0);
+            let ms = c.get("duration_ms").and_then(Value::as_u64).unwrap_or(0);
+            duration.push(*node, &[("check", id)], ms as f64 / 1000.0);
+        }
+        at.push(*node, &[], unix_seconds(text_of(doc, "started_at")));
+        let rc = doc.get("exit_code").and_then(Value::as_i64).unwrap_or(2);
+        exit.push(*node, &[], rc as f64);
+        let n = doc
             .get("notes")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let _ = writeln!(out, "spx_doctor_notes{} {notes}", labels(*node, &[]));
+        notes.push(*node, &[], n as f64);
     }
+    let mut out = vec![info, status, code, duration, at, exit, notes];
 
     // The metrics the checks declare, one family at a time, in report
     // order, each computed from the check's typed evidence.
-    let mut families: Vec<Family> = Vec::new();
+    let mut declared: Vec<Family> = Vec::new();
     for (node, doc) in docs {
         for c in checks_of(doc) {
             let Some(evidence) = c.get("evidence").and_then(Value::as_object) else {
                 continue;
             };
-            for s in metrics::series(text(c, "id"), evidence) {
-                match families.iter_mut().find(|(m, _)| m.name == s.metric.name) {
-                    Some((_, list)) => list.push((*node, s)),
-                    None => families.push((s.metric, vec![(*node, s)])),
-                }
+            for s in metrics::series(text_of(c, "id"), evidence) {
+                let def: &'static MetricDef = s.metric;
+                let i = match declared.iter().position(|f| f.name == def.name) {
+                    Some(i) => i,
+                    None => {
+                        let mut f = Family::new(def.name, def.help);
+                        f.kind = match def.kind {
+                            metrics::MetricType::Counter => Kind::Counter,
+                            metrics::MetricType::Gauge => Kind::Gauge,
+                        };
+                        declared.push(f);
+                        declared.len() - 1
+                    }
+                };
+                let pairs: Vec<(&str, &str)> = def
+                    .labels
+                    .iter()
+                    .copied()
+                    .zip(s.labels.iter().map(String::as_str))
+                    .collect();
+                declared[i].push(*node, &pairs, s.value);
             }
         }
     }
-    for (metric, series) in families {
-        header(out, metric.name, metric.kind.as_str(), metric.help);
-        for (node, s) in series {
-            let pairs: Vec<(&str, &str)> = metric
-                .labels
-                .iter()
-                .copied()
-                .zip(s.labels.iter().map(String::as_str))
-                .collect();
-            let _ = writeln!(out, "{}{} {}", metric.name, labels(node, &pairs), s.value);
-        }
-    }
+    out.extend(declared);
+    out
 }

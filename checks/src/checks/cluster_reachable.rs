@@ -148,6 +148,7 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 &n.name,
                 match (facts.transport, n.host.is_some()) {
                     (Transport::Nats, _) => "its agent answered over NATS",
+                    (Transport::Jetstream, _) => "its agent's latest report is current",
                     (Transport::Ssh, true) => "answered over ssh",
                     (Transport::Ssh, false) => "answered in-process",
                 },
@@ -207,6 +208,9 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             1 => "its agent over NATS".to_owned(),
             n => format!("{n} agents over NATS"),
         },
+        _ if facts.transport == Transport::Jetstream => {
+            "the agents' current reports in the spx-doctor bucket".to_owned()
+        }
         ([], n) => format!("{n} over ssh"),
         ([me], 0) => format!("{me} in-process"),
         ([me], n) => format!("{me} in-process, {n} over ssh"),
@@ -405,6 +409,12 @@ fn nats_remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> Option<
         UnreachedKind::InvalidAnswer => format!(
             "{name}: what answered as its agent sent no JSON v1 report of {name}: `journalctl -u spx-doctor-agent` on {name}, and is another agent running with {name}'s config?"
         ),
+        UnreachedKind::Stale => format!(
+            "{name}: its agent stopped writing reports: `systemctl status spx-doctor-agent` and `journalctl -u spx-doctor-agent` on {name} (is it running, and connected to NATS?)"
+        ),
+        UnreachedKind::NoReport => format!(
+            "{name}: start its agent with periodic runs on: `systemctl enable --now spx-doctor-agent` there ([doctor] interval, default 60s, not 0)"
+        ),
         _ => return None,
     })
 }
@@ -412,7 +422,7 @@ fn nats_remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> Option<
 /// The fix for one node that did not answer: in the terms this run used
 /// (its ssh command line, user, ssh_config, `--remote-bin`, sudo).
 fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
-    if facts.transport == Transport::Nats {
+    if matches!(facts.transport, Transport::Nats | Transport::Jetstream) {
         if let Some(fix) = nats_remedy(facts, n, why) {
             return fix;
         }
@@ -555,7 +565,9 @@ fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
         | UnreachedKind::NatsAuth
         | UnreachedKind::AgentRefused
         | UnreachedKind::AgentBusy
-        | UnreachedKind::TooLarge => nats_remedy(facts, n, why).unwrap_or_default(),
+        | UnreachedKind::TooLarge
+        | UnreachedKind::Stale
+        | UnreachedKind::NoReport => nats_remedy(facts, n, why).unwrap_or_default(),
     }
 }
 

@@ -105,6 +105,13 @@ pub enum UnreachedKind {
     AgentBusy,
     /// Over NATS: the node's report does not fit the server's max_payload.
     TooLarge,
+    /// From the doctor's JetStream bucket (`spx-doctor watch`): the node's
+    /// latest report is older than two of its agent's intervals. What it
+    /// said then is not taken as true now.
+    Stale,
+    /// From the doctor's JetStream bucket: the node is in the config but
+    /// its agent never wrote a report there.
+    NoReport,
 }
 
 impl UnreachedKind {
@@ -136,6 +143,8 @@ impl UnreachedKind {
             UnreachedKind::AgentRefused => "the agent refused the request",
             UnreachedKind::AgentBusy => "the agent was busy",
             UnreachedKind::TooLarge => "the report does not fit NATS",
+            UnreachedKind::Stale => "stale: no report for two of its intervals",
+            UnreachedKind::NoReport => "unknown: its agent never wrote a report",
         }
     }
 
@@ -168,6 +177,9 @@ pub enum Transport {
     Ssh,
     /// Every node's agent over Spinifex's NATS.
     Nats,
+    /// Every node's latest periodic report, from the doctor's JetStream
+    /// bucket (`spx-doctor watch`).
+    Jetstream,
 }
 
 impl Transport {
@@ -175,6 +187,7 @@ impl Transport {
         match self {
             Transport::Ssh => "ssh",
             Transport::Nats => "nats",
+            Transport::Jetstream => "jetstream",
         }
     }
 }
