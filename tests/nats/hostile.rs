@@ -154,7 +154,14 @@ fn hostile_requests_are_refused_or_bounded() {
     ])
     .arg(&trace)
     .arg(support::bin())
-    .args(["agent", "--runs-per-minute", "3", "--config"])
+    .args([
+        "agent",
+        "--interval",
+        "0",
+        "--runs-per-minute",
+        "3",
+        "--config",
+    ])
     .arg(&cfg)
     .env("HOME", "/nonexistent-spx-test-home");
     let agent = Logged::spawn(cmd);

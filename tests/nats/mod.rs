@@ -7,6 +7,7 @@
 
 mod hostile;
 mod refusals;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -8,6 +8,7 @@
 pub mod fabric;
 pub mod nats;
 pub mod netns;
+pub mod otlp;
 pub mod ovsdb_server;
 pub mod pki;
 pub mod private;

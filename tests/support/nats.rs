@@ -136,6 +136,76 @@ impl Drop for Logged {
     }
 }
 
+/// A process of ours whose stdout lines are kept, each with when it came.
+pub struct Tail {
+    pub child: Child,
+    lines: Arc<Mutex<Vec<(Instant, String)>>>,
+}
+
+impl Tail {
+    pub fn spawn(mut cmd: Command) -> Tail {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Ok(mut l) = sink.lock() {
+                    l.push((Instant::now(), line));
+                }
+            }
+        });
+        Tail { child, lines }
+    }
+
+    pub fn lines(&self) -> Vec<(Instant, String)> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The first line after `after` that `want` accepts, waiting up to
+    /// `within` (panics then, with every line).
+    pub fn wait(
+        &self,
+        after: Instant,
+        within: Duration,
+        what: &str,
+        want: impl Fn(&str) -> bool,
+    ) -> (Instant, String) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(hit) = self
+                .lines()
+                .into_iter()
+                .find(|(t, l)| *t >= after && want(l))
+            {
+                return hit;
+            }
+            assert!(
+                t0.elapsed() < within,
+                "{what}: nothing within {within:?}; lines:\n{}",
+                self.lines()
+                    .iter()
+                    .map(|(_, l)| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Debian's nats-server, as Spinifex's template configures it.
 pub struct NatsServer {
     ns: String,
@@ -237,10 +307,22 @@ pub struct NatsLab {
     pub server: NatsServer,
     agents: Vec<Option<Logged>>,
     pub dir: tempfile::TempDir,
+    /// Every agent's arguments after `agent --config PATH`.
+    agent_args: Vec<String>,
+    /// Every agent's environment beyond the test's.
+    pub agent_env: Vec<(usize, String, String)>,
 }
 
 impl NatsLab {
+    /// Agents that answer requests only (`--interval 0`): the request
+    /// tests count runs.
     pub fn new(nodes: Vec<LabNode>) -> NatsLab {
+        NatsLab::with_agents(nodes, &["--interval", "0"], &[])
+    }
+
+    /// Agents started with `args`, and `env` for the agent of node `i`
+    /// (`(i, name, value)`).
+    pub fn with_agents(nodes: Vec<LabNode>, args: &[&str], env: &[(usize, &str, &str)]) -> NatsLab {
         let ssh = SshLab::new(nodes);
         let bus = Netns::new();
         bus.veth("eth0", &ssh.wan, "wbus");
@@ -257,6 +339,11 @@ impl NatsLab {
             bus,
             server,
             dir,
+            agent_args: args.iter().map(|a| a.to_string()).collect(),
+            agent_env: env
+                .iter()
+                .map(|(i, k, v)| (*i, k.to_string(), v.to_string()))
+                .collect(),
         };
         let ca = lab.server.ca.display().to_string();
         for i in 0..lab.ssh.names.len() {
@@ -297,10 +384,16 @@ impl NatsLab {
         cmd.arg("agent")
             .arg("--config")
             .arg(self.etc(i).join("spinifex.toml"))
+            .args(&self.agent_args)
             .args(args)
             .env_remove("SPINIFEX_CONFIG_PATH")
             .env_remove("JOURNAL_STREAM")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
             .env("HOME", "/nonexistent-spx-test-home");
+        for (_, k, v) in self.agent_env.iter().filter(|(j, _, _)| *j == i) {
+            cmd.env(k, v);
+        }
         self.agents[i] = Some(Logged::spawn(cmd));
     }
 
