@@ -276,15 +276,10 @@ fn watch_sees_a_fault_its_mending_and_a_dead_agent_live() {
             (0, "OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
             (0, "MULGA_ENV", "lab24"),
         ],
+        // The lab's hosts share this machine's net.core.rmem_max (not per
+        // namespace): sysctl.udp-buffers is this machine's, not the lab's.
+        "[doctor]\nallow = [\"sysctl.udp-buffers/quic-starved\", \"sysctl.udp-buffers/below-required\"]\n",
     );
-    // The lab's hosts share this machine's net.core.rmem_max (not per
-    // namespace): sysctl.udp-buffers is this machine's, not the lab's.
-    for i in 0..lab.ssh.names.len() {
-        let path = lab.etc(i).join("spinifex.toml");
-        let text = std::fs::read_to_string(&path).unwrap()
-            + "[doctor]\nallow = [\"sysctl.udp-buffers/quic-starved\", \"sysctl.udp-buffers/below-required\"]\n";
-        std::fs::write(&path, text).unwrap();
-    }
     let received = lab.dir.path().join("otlp.jsonl");
     let mut receiver = lab.ssh.fabric.node(0).ns.command(python.to_str().unwrap());
     receiver.arg(otlp::script()).arg(&received).arg(OTLP_PORT);

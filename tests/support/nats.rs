@@ -311,18 +311,25 @@ pub struct NatsLab {
     agent_args: Vec<String>,
     /// Every agent's environment beyond the test's.
     pub agent_env: Vec<(usize, String, String)>,
+    /// The end of every node's config.
+    extra_config: String,
 }
 
 impl NatsLab {
     /// Agents that answer requests only (`--interval 0`): the request
     /// tests count runs.
     pub fn new(nodes: Vec<LabNode>) -> NatsLab {
-        NatsLab::with_agents(nodes, &["--interval", "0"], &[])
+        NatsLab::with_agents(nodes, &["--interval", "0"], &[], "")
     }
 
     /// Agents started with `args`, and `env` for the agent of node `i`
-    /// (`(i, name, value)`).
-    pub fn with_agents(nodes: Vec<LabNode>, args: &[&str], env: &[(usize, &str, &str)]) -> NatsLab {
+    /// (`(i, name, value)`); every node's config ends with `extra`.
+    pub fn with_agents(
+        nodes: Vec<LabNode>,
+        args: &[&str],
+        env: &[(usize, &str, &str)],
+        extra: &str,
+    ) -> NatsLab {
         let ssh = SshLab::new(nodes);
         let bus = Netns::new();
         bus.veth("eth0", &ssh.wan, "wbus");
@@ -344,6 +351,7 @@ impl NatsLab {
                 .iter()
                 .map(|(i, k, v)| (*i, k.to_string(), v.to_string()))
                 .collect(),
+            extra_config: extra.to_owned(),
         };
         let ca = lab.server.ca.display().to_string();
         for i in 0..lab.ssh.names.len() {
@@ -362,7 +370,8 @@ impl NatsLab {
     /// this token and CA path.
     pub fn write_config(&self, i: usize, token: &str, ca: &str) {
         let text = self.ssh.config_text(i, false, 9000)
-            + &nats_tables(&self.ssh.names, &self.server.addr, ca, token);
+            + &nats_tables(&self.ssh.names, &self.server.addr, ca, token)
+            + &self.extra_config;
         self.ssh.write_config(i, &text);
     }
 
