@@ -26,7 +26,8 @@
 #
 # Needs: root, iproute2, openssh-server, nats-server, openssl, time,
 # python3. Usage: bench/watch.sh   (SPX=path uses that binary; SIZES="16
-# 64", INTERVAL=5, ROUNDS=3, SOAK=600 change it). Takes about 15 minutes.
+# 64", INTERVAL=5, ROUNDS=3, SOAK=600 change it; PHASES="latency soak"
+# runs either). Takes about 15 minutes.
 set -euo pipefail
 
 RUNS=1
@@ -34,6 +35,7 @@ SIZES=${SIZES:-16 64}
 INTERVAL=${INTERVAL:-5}
 ROUNDS=${ROUNDS:-3}
 SOAK=${SOAK:-600}
+PHASES=${PHASES:-latency soak}
 [[ $(id -u) -eq 0 ]] || { echo "bench/watch.sh: needs root (network namespaces)" >&2; exit 2; }
 for tool in ip /usr/sbin/sshd ssh-keygen python3 nats-server openssl; do
     command -v "$tool" >/dev/null || { echo "bench/watch.sh: $tool not found (apt-get install iproute2 openssh-server nats-server openssl python3)" >&2; exit 2; }
@@ -70,6 +72,7 @@ for a in d.get("account_details", []):
             print(s["state"]["messages"], s["state"]["bytes"])'
 }
 
+if [[ $PHASES == *latency* ]]; then
 printf '%-10s %9s %8s %14s %14s %14s %16s\n' "lab" "interval" "rounds" "fault_med_s" "fault_max_s" "mended_med_s" "KV B/node/rev"
 printf '%-10s %9s %8s %14s %14s %14s %16s\n' "---" "--------" "------" "-----------" "-----------" "------------" "-------------"
 for n in $SIZES; do
@@ -112,6 +115,8 @@ for n in $SIZES; do
 done
 echo "baseline: the interval (${INTERVAL}s); a fault shows within one interval + one run (target: interval + 2 s = $((INTERVAL + 2)) s); the bucket holds at most 5 revisions per node"
 echo
+fi
+[[ $PHASES == *soak* ]] || exit 0
 
 # 3. The default interval, 10 minutes.
 build_lab 16 0
