@@ -35,6 +35,8 @@ mod replayed_runs;
 #[cfg(test)]
 mod schema_check;
 pub mod select;
+#[cfg(test)]
+mod snapshot;
 pub mod spinifex;
 pub mod validate;
 

@@ -24,34 +24,8 @@ fn validator() -> &'static jsonschema::Validator {
 
 /// `f` as check `id` would report it, checked against the schema.
 pub fn valid(id: &str, f: Finding) -> Finding {
-    let mut doc = json!({
-        "id": id,
-        "title": "t",
-        "status": f.status,
-        "code": f.kind.code(id),
-        "summary": f.summary,
-        "evidence": f.evidence,
-        "remediation": f.remediation,
-        "findings": f.findings.iter().map(|s| {
-            let mut v = json!({
-                "code": s.kind.code(id),
-                "status": s.status(),
-                "subject": s.subject,
-                "summary": s.summary,
-            });
-            if let Some(n) = &s.needs {
-                v["needs"] = json!(n);
-            }
-            v
-        }).collect::<Vec<_>>(),
-        "duration_ms": 0,
-    });
-    if let Some(skip) = f.kind.skip {
-        doc["skip_reason"] = json!(skip);
-    }
-    if let Some(n) = &f.needs {
-        doc["needs"] = json!(n);
-    }
+    let mut doc = crate::snapshot::check_json(id, &f);
+    doc["duration_ms"] = json!(0);
     let errors: Vec<String> = validator()
         .iter_errors(&doc)
         .map(|e| format!("{e} at {}", e.instance_path))

@@ -17,6 +17,7 @@ use crate::host::{Fact, Request, SelectOp};
 use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
 use crate::probe::links::{Link, Route};
 use crate::probe::ovsdb::{Answer, Row};
+use crate::snapshot::snapshot;
 
 const OVS_SOCKET: &str = "/var/run/openvswitch/db.sock";
 const NB: &str = "tcp:198.18.3.181:6641";
@@ -115,6 +116,7 @@ fn a_switch_port_at_1500_is_a_black_hole_measured_to_the_byte() {
         },
     )
     .run(&PathMtu);
+    snapshot!("mtu.path", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     let peers = f.evidence["peers"].as_array().unwrap();
     assert_eq!(peers[0]["verdict"], "ok");
@@ -122,7 +124,6 @@ fn a_switch_port_at_1500_is_a_black_hole_measured_to_the_byte() {
     assert_eq!(peers[1]["path_mtu"], 1500);
     assert_eq!(peers[1]["interface"], "enp65s0f0np0");
     assert_eq!(peers[1]["rtt_ms"], 0.18);
-    assert!(f.summary.contains("198.18.3.183"), "{}", f.summary);
 }
 
 fn rows(value: Value) -> Vec<Row> {
@@ -218,10 +219,8 @@ fn dhcp_and_taps_left_at_1442_after_raising_the_underlay_to_9000() {
             },
         ])
         .run(&OverlayMtu);
+    snapshot!("mtu.overlay", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert!(f.summary.contains("8942"), "{}", f.summary);
-    assert!(f.summary.contains("10.0.1.0/24"), "{}", f.summary);
-    assert!(f.summary.contains("tapeni-7b3c1f"), "{}", f.summary);
     assert_eq!(f.evidence["underlay_family"]["family"], "ipv4");
 }
 
@@ -255,12 +254,6 @@ fn a_routed_peer_warns_before_ipsec_is_turned_off() {
     .ok(r1, f1)
     .ok(r2, f2)
     .run(&UnderlayOnLink);
+    snapshot!("underlay.on-link", f);
     assert_eq!(f.status, Status::Warn, "{}", f.summary);
-    assert!(
-        f.summary.starts_with(
-            "1 of 2 peers are behind a router hop: 198.18.9.7 via 198.18.3.1 dev enp65s0f0np0"
-        ),
-        "{}",
-        f.summary
-    );
 }

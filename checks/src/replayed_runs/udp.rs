@@ -6,6 +6,7 @@ use crate::checks::udp_rcvbuf_errors::RcvbufErrors;
 use crate::finding::Status;
 use crate::host::{Fact, Request};
 use crate::probe::journal::JournalLookup;
+use crate::snapshot::snapshot;
 
 const RMEM: &str = "/proc/sys/net/core/rmem_max";
 const WMEM: &str = "/proc/sys/net/core/wmem_max";
@@ -27,16 +28,18 @@ fn buffers_at_the_kernel_default_fail_and_setup_sh_values_pass() {
         .file(RMEM, "212992\n")
         .file(WMEM, "212992\n")
         .run(&UdpBuffers);
+    snapshot!("sysctl.udp-buffers", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert!(f.summary.contains("gets 416 KiB"), "{}", f.summary);
     assert_eq!(f.remediation[1], "sysctl --system");
     let f = Facts::new()
         .file(RMEM, "16777216\n")
         .file(WMEM, "33554432\n")
         .run(&UdpBuffers);
+    snapshot!("sysctl.udp-buffers", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     // An unreadable sysctl is the probe's verdict, not a guess.
     let f = Facts::new().no_file(RMEM).run(&UdpBuffers);
+    snapshot!("sysctl.udp-buffers", f);
     assert_eq!(f.status, Status::Skip, "{}", f.summary);
 }
 
@@ -60,13 +63,8 @@ fn drops_during_the_window_fail_with_the_recorded_rate() {
         .ok(j, lookup)
         .file(RMEM, "212992\n")
         .run(&RcvbufErrors);
+    snapshot!("udp.rcvbuf-errors", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert!(
-        f.summary
-            .starts_with("750 UDP datagrams dropped for want of receive buffer in 1500 ms (500/s; 80750 since boot)"),
-        "{}",
-        f.summary
-    );
     assert_eq!(f.evidence["window_ms"], 1500);
     assert_eq!(f.remediation[1], "sysctl --system");
 }
@@ -87,7 +85,7 @@ fn quic_warnings_in_the_journal_are_not_a_pass_without_ipv6() {
         .ok(j, lookup)
         .file(RMEM, "212992\n")
         .run(&RcvbufErrors);
+    snapshot!("udp.rcvbuf-errors", f);
     assert_eq!(f.status, Status::Warn, "{}", f.summary);
-    assert!(f.summary.contains("got: 416 kiB"), "{}", f.summary);
     assert_eq!(f.evidence["predastore_journal"][0], line);
 }
