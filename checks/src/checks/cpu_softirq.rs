@@ -403,13 +403,8 @@ mod tests {
             });
         }
         let f = judge(&s);
+        crate::snapshot::snapshot!("cpu.softirq", f);
         assert_eq!(f.status, Status::Fail, "{}", f.summary);
-        assert!(
-            f.summary.contains("cpu37 is 97.4% busy, 71.8% in softirq"),
-            "{}",
-            f.summary
-        );
-        assert!(f.summary.contains("1 of 128 above 15%"), "{}", f.summary);
         assert_eq!(f.evidence["busiest_cpu"], 37);
         assert_eq!(f.evidence["busiest_softirq_share"], 0.718);
         assert_eq!(f.evidence["cpus"].as_array().unwrap().len(), 128);
@@ -429,13 +424,9 @@ mod tests {
             cpus.push((cpu, 0, 1, 0));
         }
         let f = judge(&window(&cpus, Some(false)));
+        crate::snapshot::snapshot!("cpu.softirq", f);
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(f.evidence["top_net_rx_share"], 0.19);
-        assert!(
-            f.summary.contains("0 of 128 CPUs above 15%"),
-            "{}",
-            f.summary
-        );
     }
 
     #[test]

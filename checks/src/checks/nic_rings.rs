@@ -240,6 +240,7 @@ mod tests {
         // performance-tuning: the guest NIC's RX ring at 256 (virtio_net,
         // maximum 1024 once QEMU has rx_queue_size=1024).
         let f = judge(&[iface("enp0s16", 256, 1024)]);
+        crate::snapshot::snapshot!("nic.rings", f);
         assert_eq!(f.status, Status::Warn);
         assert_eq!(f.remediation[0], "ethtool -G enp0s16 rx 1024");
         assert_eq!(f.evidence["interfaces"][0]["rx"], 256);

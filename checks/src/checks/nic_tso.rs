@@ -453,13 +453,8 @@ mod tests {
         // frames (1514 counted without FCS): 1.45M packets/s, 0 TSO.
         let pkts = 17_600_000_000 / 8 / 1518;
         let f = judge(&[mlx5(pkts, pkts * 1514, 0)], Duration::from_secs(1));
+        crate::snapshot::snapshot!("nic.tso", f);
         assert_eq!(f.status, Status::Fail, "{}", f.summary);
-        assert!(
-            f.summary.contains("1.0 wire packet per descriptor"),
-            "{}",
-            f.summary
-        );
-        assert!(f.summary.contains("5.3x"));
         assert_eq!(
             f.evidence["interfaces"][0]["wire_packets_per_descriptor"],
             1.0
@@ -500,15 +495,11 @@ mod tests {
         let tso = 4_165_267u64;
         let pkts = (tso as f64 * 39.3) as u64;
         let f = judge(&[mlx5(pkts, pkts * 1514, tso)], Duration::from_secs(60));
+        crate::snapshot::snapshot!("nic.tso", f);
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(
             f.evidence["interfaces"][0]["wire_packets_per_descriptor"],
             39.3
-        );
-        assert!(
-            f.summary.contains("39.3 wire packets per TSO descriptor"),
-            "{}",
-            f.summary
         );
     }
 

@@ -239,9 +239,8 @@ mod tests {
         // performance-tuning §1: a node that had shed 80k datagrams, still
         // dropping during the window.
         let f = judge(&sample(80_000, 80_750));
+        crate::snapshot::snapshot!("udp.rcvbuf-errors", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.contains("750 UDP datagrams"), "{}", f.summary);
-        assert!(f.summary.contains("750/s"), "{}", f.summary);
         assert_eq!(f.evidence["rcvbuf_errors_delta"], 750);
         assert_eq!(f.remediation[1], "sysctl --system");
     }

@@ -748,8 +748,8 @@ mod tests {
             .map(|a| peer(a, br_vpc(), probe(a, Some(1500), Some(1501))))
             .collect();
         let f = judge(&facts(peers));
+        crate::snapshot::snapshot!("mtu.path", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.starts_with("3 of 3 peers cannot carry 9000 bytes: 198.18.3.182 black-holes packets above 1500 bytes"), "{}", f.summary);
         let p = &f.evidence["peers"][0];
         assert_eq!(p["verdict"], "blackhole");
         assert_eq!(p["path_mtu"], 1500);
@@ -777,11 +777,6 @@ mod tests {
             "{fixes}"
         );
         assert!(!fixes.contains("the peer's own interface"), "{fixes}");
-        assert!(
-            f.summary.ends_with("; all 3 black-hole above 1500 bytes, so the narrow point is most likely on this node's side (its own switch port or link)"),
-            "{}",
-            f.summary
-        );
         assert_eq!(f.evidence["suggested_underlay_mtu"], 1500);
     }
 
