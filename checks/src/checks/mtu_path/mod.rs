@@ -24,11 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
-use crate::expect::UNDERLAY_MTU_FLOOR;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::icmp_probe::{self, PathProbe, Settings, SocketKind, Target, COMMON_MTUS};
+use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
 use crate::probe::links::{self, Link};
 use crate::probe::peers::{self, Excluded, Peer, PeerSet, Scope, SourceNote};
 use crate::probe::ProbeError;
@@ -38,9 +37,10 @@ mod remediation;
 mod text;
 mod verdict;
 
-use self::remediation::*;
-use self::text::*;
-pub use self::verdict::*;
+use self::remediation::{below_target, remediation, same_size_black_hole, unreachable_fixes};
+use self::text::{describe, labels, peer_text};
+use self::verdict::{peer_kind, report};
+pub use self::verdict::{peer_verdict, usable_mtu};
 
 pub struct PathMtu;
 

@@ -1,7 +1,10 @@
 //! What to do about it: the commands that fix a local link below the
 //! target, and what to ask of the fabric for a path that does not carry it.
 
-use super::*;
+use super::text::words;
+use super::{LocalLink, PathFacts, PeerReport, PeerVerdict, VLAN_SLACK};
+use crate::expect::UNDERLAY_MTU_FLOOR;
+use crate::spinifex;
 
 pub(super) fn remediation(
     facts: &PathFacts,

@@ -1,7 +1,10 @@
 //! How a peer's result reads in a summary: the words per address family,
 //! the per-peer sentence, the labels.
 
-use super::*;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::{PeerReport, PeerVerdict};
 
 /// The family-dependent words for a peer.
 pub(super) struct Words {

@@ -1,7 +1,9 @@
 //! One peer's verdict from what was measured: the path MTU, exact or
 //! not, and what the local link allows.
 
-use super::*;
+use super::text::ms;
+use super::{LocalLink, PathMtuKind, PeerFacts, PeerReport, PeerVerdict, VLAN_SLACK};
+use crate::probe::icmp_probe::{self, COMMON_MTUS};
 
 /// The verdict on one peer and its path MTU.
 pub fn peer_verdict(p: &PeerFacts, target: u32) -> (PeerVerdict, Option<u32>, bool) {

@@ -1,7 +1,9 @@
 //! The disk audit: the boot disk's cache policy, iothread and queues, and
 //! the data volumes.
 
-use super::*;
+use super::{InstanceAudit, QemuTuningKind, AUTO_BLK_QUEUES_SINCE};
+use crate::probe::qemu::opts::Opts;
+use crate::probe::qemu::QemuCommandLine;
 
 pub(super) fn is_virtio_blk(driver: &str) -> bool {
     driver.starts_with("virtio-blk")

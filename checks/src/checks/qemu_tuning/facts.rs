@@ -1,7 +1,16 @@
 //! What `qemu.tuning` reads about the host and each QEMU process: the
 //! command line, the taps it names, the descriptors it holds, QMP.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::ctx::Ctx;
+use crate::probe::peers::UnderlayFamily;
+use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
+use crate::probe::qemu::process::Unreadable;
+use crate::probe::qemu::qmp::{self, QmpFacts};
+use crate::probe::qemu::QemuCommandLine;
+use crate::probe::ProbeError;
 
 /// What was read about one QEMU process.
 #[derive(Clone, Debug)]

@@ -8,25 +8,16 @@
 //! burn 60% of a core in QEMU's main loop; multiqueue must follow the IPsec
 //! setting; host_mtu must equal the overlay MTU or large segments vanish.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
-use crate::expect::{Expectations, MAX_NIC_QUEUES};
+use crate::expect::Expectations;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::probe::peers::UnderlayFamily;
-use crate::probe::qemu::cmdline::machine_type_version;
-use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
-use crate::probe::qemu::opts::Opts;
 use crate::probe::qemu::process::Unreadable;
-use crate::probe::qemu::qmp::{self, QmpFacts};
-use crate::probe::qemu::QemuCommandLine;
-use crate::probe::ProbeError;
 
 mod disk_audit;
 mod facts;
@@ -34,11 +25,11 @@ mod machine;
 mod nic_audit;
 mod qmp_audit;
 
-use self::disk_audit::*;
-pub use self::facts::*;
-use self::machine::*;
-use self::nic_audit::*;
-use self::qmp_audit::*;
+use self::disk_audit::{audit_boot_disk, audit_data_volumes};
+pub use self::facts::{gather, HostFacts, InstanceFacts, QmpFailure, TapError};
+use self::machine::machine;
+use self::nic_audit::audit_nics;
+use self::qmp_audit::audit_qmp;
 
 pub struct QemuTuning;
 
@@ -513,9 +504,13 @@ pub fn audit_instance(
 
 #[cfg(test)]
 mod tests {
+    use super::nic_audit::netdev_queues;
     use super::*;
     use crate::finding::Status;
+    use crate::probe::qemu::host::{ProcessFds, TapFacts};
     use crate::probe::qemu::qmp::QmpBlock;
+    use crate::probe::qemu::qmp::{self, QmpFacts};
+    use crate::probe::qemu::QemuCommandLine;
     use std::path::Path;
 
     /// Every verdict these tests see is also checked against the schema.

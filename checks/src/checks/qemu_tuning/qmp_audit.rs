@@ -1,7 +1,9 @@
 //! The QMP audit: what the running guest says over its monitor, against
 //! its command line.
 
-use super::*;
+use super::facts::InstanceFacts;
+use super::{InstanceAudit, QemuTuningKind};
+use crate::probe::qemu::QemuCommandLine;
 
 pub(super) fn audit_qmp(cl: &QemuCommandLine, facts: &InstanceFacts, a: &mut InstanceAudit) {
     let sockets = cl.qmp_sockets();

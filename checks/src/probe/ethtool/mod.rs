@@ -31,8 +31,12 @@ use super::ProbeError;
 mod counters;
 mod parse;
 
-pub use self::counters::*;
-pub use self::parse::*;
+pub use self::counters::{driver_counters, DriverCounters, DRIVER_COUNTERS, GENERIC_TSO_COUNTERS};
+use self::parse::bad;
+pub use self::parse::{
+    c_string, errno_error, parse_channels, parse_drvinfo, parse_features, parse_gfeatures,
+    parse_gstrings, parse_rings, parse_sset_info, parse_stats, parse_strings,
+};
 
 // include/uapi/linux/ethtool.h
 const ETHTOOL_GDRVINFO: u32 = 0x03;

@@ -1,7 +1,13 @@
 //! The SIOCETHTOOL answers, parsed: every length and offset checked, a
 //! short or inconsistent answer an error naming the interface.
 
-use super::*;
+use nix::errno::Errno;
+
+use super::{
+    Channels, DrvInfo, Feature, Rings, DRVINFO_LEN, ETH_GSTRING_LEN, FEATURE_BLOCK_LEN,
+    GFEATURES_HDR, GSTRINGS_HDR, MAX_SET_ENTRIES, SSET_INFO_HDR, STATS_HDR,
+};
+use crate::probe::ProbeError;
 
 /// What a failed SIOCETHTOOL means for the verdict.
 pub fn errno_error(e: Errno, ifname: &str, what: &str) -> ProbeError {

@@ -2,7 +2,13 @@
 //! link-local IPv6 address with the interface it is on, `fe80::2%eth0`;
 //! the interface looked up on this host.
 
-use super::*;
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::Candidate;
+use crate::host::HostRef;
+use crate::probe::ProbeError;
 
 /// A `--peer` as the binary resolved it, once: an address, and for a
 /// link-local IPv6 one the interface it is on (by name). A name was

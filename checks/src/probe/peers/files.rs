@@ -1,7 +1,18 @@
 //! The file and config sources: `peers.nft`'s defines and the config's
 //! `[nodes.*]` (names looked up within a bound).
 
-use super::*;
+use std::collections::HashMap;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::address::{parse_address, ParsedAddress};
+use super::{Candidate, SourceAnswer, NAME_LOOKUP_BOUND};
+use crate::ctx::Ctx;
+use crate::host::HostRef;
+use crate::probe::ProbeError;
+use crate::spinifex::ENCAP_PEERS_DEFINE;
 
 pub(super) fn config_nodes(ctx: &Ctx) -> SourceAnswer {
     let config = ctx.config().map_err(|f| f.summary)?;

@@ -33,28 +33,28 @@
 //! family of this node's overlay endpoint, which the guest MTU depends on,
 //! is [`underlay_family`].
 
-use std::collections::HashMap;
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::IpAddr;
 use std::path::Path;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::ProbeError;
 use crate::ctx::Ctx;
-use crate::endpoint::Endpoint;
-use crate::expect::Family;
-use crate::host::HostRef;
 pub use crate::spinifex::{ENCAP_PEERS_DEFINE, PEERS_NFT, WAN_PEERS_DEFINE};
 
 mod address;
 mod files;
 mod ovn;
 
-pub use self::address::*;
-pub use self::files::*;
-pub use self::ovn::*;
+pub use self::address::{
+    display, flag_address, needs_scope, parse_address, resolve_scope, FlagPeer, ParsedAddress,
+    Scope,
+};
+use self::files::{config_nodes, read_peers_nft_define};
+pub use self::files::{lookup_names, parse_nft_define, read_peers_nft};
+use self::ovn::sb_encaps;
+pub use self::ovn::{local_encap, sb_encap_ips, underlay_family, UnderlayFamily};
 
 /// A name lookup (config `host = "spx2.lan"`) may take this long.
 pub const NAME_LOOKUP_BOUND: Duration = Duration::from_secs(2);
@@ -341,6 +341,7 @@ pub fn assemble<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::Endpoint;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

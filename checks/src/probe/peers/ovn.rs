@@ -2,7 +2,15 @@
 //! address), this node's `ovn-encap-ip`, and the underlay family they
 //! imply.
 
-use super::*;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Candidate, SourceAnswer};
+use crate::ctx::Ctx;
+use crate::endpoint::Endpoint;
+use crate::expect::Family;
 
 /// The SB `Encap` rows as candidates: a row whose `chassis_name` is a
 /// `[nodes.NAME]` of this config (Spinifex pins the OVS system-id, the
