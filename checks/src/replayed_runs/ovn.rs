@@ -19,6 +19,7 @@ use crate::probe::ovsdb::raft::{
 };
 use crate::probe::ovsdb::{Answer, Row};
 use crate::probe::ProbeError;
+use crate::snapshot::snapshot;
 
 fn nb(i: usize) -> String {
     format!("tcp:198.18.3.18{i}:6641")
@@ -172,6 +173,7 @@ fn a_lagging_nb_member_and_a_silent_sb_member_are_named_and_sb_is_read_from_its_
             ),
         );
     let f = facts.run(&OvnCluster);
+    snapshot!("ovn.cluster", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(f.kind.name, "member-down");
     let named: Vec<(&str, &str)> = f
