@@ -58,6 +58,8 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::ipsec_xfrm::IpsecXfrm,
     &checks::ipsec_cert::IpsecCert,
     &checks::ipsec_daemon::IpsecDaemon,
+    &checks::ipsec_policy::IpsecPolicy,
+    &checks::ipsec_errors::IpsecErrors,
     &checks::nic_offloads::NicOffloads,
     &checks::nic_tso::NicTso,
     &checks::nic_queues::NicQueues,
@@ -73,6 +75,7 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::cluster_path_matrix::ClusterPathMatrix,
     &checks::cluster_sa_pairs::ClusterSaPairs,
     &checks::cluster_chassis::ClusterChassis,
+    &checks::cluster_ipsec::ClusterIpsec,
 ];
 
 /// Look a check up by id.

@@ -4,13 +4,16 @@
 
 pub mod cluster_chassis;
 pub mod cluster_config_drift;
+pub mod cluster_ipsec;
 pub mod cluster_path_matrix;
 pub mod cluster_reachable;
 pub mod cluster_sa_pairs;
 pub mod cpu_softirq;
 pub mod ipsec_cert;
 pub mod ipsec_daemon;
+pub mod ipsec_errors;
 pub mod ipsec_flags;
+pub mod ipsec_policy;
 pub mod ipsec_xfrm;
 pub mod mtu_overlay;
 pub mod mtu_path;

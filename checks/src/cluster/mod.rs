@@ -414,6 +414,7 @@ pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
         "cluster.path-matrix" => cluster_path_matrix::judge(facts),
         "cluster.sa-pairs" => cluster_sa_pairs::judge(facts),
         "cluster.chassis" => cluster_chassis::judge(facts),
+        "cluster.ipsec" => cluster_ipsec::judge(facts),
         other => Finding::probe_failed(format!("{other} is not a cluster check")),
     }
 }

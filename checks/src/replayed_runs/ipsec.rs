@@ -214,3 +214,90 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
     assert_eq!(f.evidence["sas"][0]["direction"], "out");
     assert_eq!(f.evidence["sas"][0]["selector"], "udp dport 6081");
 }
+
+#[test]
+fn ipsec_policy_names_an_sa_without_a_policy_as_plaintext() {
+    // The same node and OVN rows: with spx2 ovs-monitor-ipsec's 4 SAs and
+    // their policies; with spx3 two SAs and no policy (removed behind
+    // charon's back): its geneve leaves in plaintext beside them.
+    let (ovs, ovs_rows) = ovs_row(Some("true"));
+    let (sb, sb_rows) = select(
+        SB,
+        "OVN_Southbound",
+        "Encap",
+        &["ip", "type", "chassis_name"],
+        json!([
+            {"ip": "198.18.3.181", "type": "geneve"},
+            {"ip": "198.18.3.182", "type": "geneve"},
+            {"ip": "198.18.3.183", "type": "geneve"},
+        ]),
+    );
+    let (me, two, three) = ("198.18.3.181", "198.18.3.182", "198.18.3.183");
+    let f = Facts::new()
+        .config(&config(true, 3))
+        .ok(
+            Request::XfrmPolicies,
+            Fact::XfrmPolicies(vec![
+                policy(me, two, PolicyDir::Out, 2, 0xc1),
+                policy(two, me, PolicyDir::In, 1, 0),
+            ]),
+        )
+        .ok(
+            Request::XfrmStates,
+            Fact::Xfrm(vec![
+                sa(me, two, 0xc1, 2, true),
+                sa(two, me, 0xc3, 1, true),
+                sa(me, three, 0xc5, 4, true),
+                sa(three, me, 0xc6, 3, true),
+            ]),
+        )
+        .ok(
+            Request::Addresses,
+            Fact::Addresses(vec![ip("127.0.0.1"), ip(me)]),
+        )
+        .exists("/var/run/openvswitch/db.sock", true)
+        .ok(ovs, ovs_rows)
+        .ok(sb, sb_rows)
+        .run(&crate::checks::ipsec_policy::IpsecPolicy);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert_eq!(
+        f.summary,
+        "IPsec is wanted but no policy demands ESP for 198.18.3.181->198.18.3.183, 198.18.3.183->198.18.3.181: geneve in plaintext (2 SA(s) without a policy that would use them)"
+    );
+    assert_eq!(f.evidence["peers"][0]["out"], "encrypted");
+    assert_eq!(f.evidence["peers"][1]["out"], "plaintext");
+    assert_eq!(f.evidence["peers"][1]["sas"], 2);
+}
+
+#[test]
+fn ipsec_errors_replays_the_recorded_window() {
+    // The kernel lab's stopped node: XfrmInNoStates +3 while its peers
+    // still encrypted to it, in the 1.5 s the live run measured.
+    let text = |v: u64| crate::checks::ipsec_errors::tests::stat_text(&[("XfrmInNoStates", v)]);
+    let f = Facts::new()
+        .config(&config(true, 3))
+        .file("/proc/net/xfrm_stat", &text(21))
+        .file("/proc/net/xfrm_stat", &text(24))
+        .window(2, 1502)
+        .run(&crate::checks::ipsec_errors::IpsecErrors);
+    assert_eq!(f.status, Status::Fail, "{}", f.summary);
+    assert!(
+        f.summary.starts_with(
+            "the IPsec layer is dropping packets now: XfrmInNoStates +3 in the 1500 ms window"
+        ),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.evidence["window_ms"], 1500);
+    assert_eq!(f.evidence["ipsec_wanted"], true);
+    // A kernel without the counters: a skip that says so.
+    let f = Facts::new()
+        .no_file("/proc/net/xfrm_stat")
+        .run(&crate::checks::ipsec_errors::IpsecErrors);
+    assert_eq!(f.status, Status::Skip, "{}", f.summary);
+    assert!(
+        f.summary.contains("CONFIG_XFRM_STATISTICS"),
+        "{}",
+        f.summary
+    );
+}

@@ -349,8 +349,8 @@ impl Check for IpsecXfrm {
 
 /// The peers IPsec must cover: the other chassis' tunnel addresses, read
 /// by peer discovery's own SB source ([`peers::sb_encap_ips`]), less this
-/// node's ovn-encap-ip.
-fn gather_peers(ctx: &Ctx) -> PeerView {
+/// node's ovn-encap-ip. `ipsec.policy` judges the same peers.
+pub(crate) fn gather_peers(ctx: &Ctx) -> PeerView {
     let unknown = |why: String| PeerView::Unknown { why };
     let local = match peers::local_encap(ctx) {
         Ok((ips, _)) if !ips.is_empty() => ips,
@@ -373,4 +373,4 @@ pub fn judge(facts: &XfrmFacts) -> Finding {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,6 +9,9 @@
 //! without it the kernel answers EPERM, which becomes a permission-denied
 //! probe error (the check skips, naming the capability).
 //!
+//! The xfrm layer's error counters ([`stat`]) are a procfs file, read
+//! through the host seam like any other.
+//!
 //! The facts and their parsers ([`state`], [`policy`], [`selector`]) are
 //! pure functions over the bytes the kernel sent, so recorded dumps are
 //! judged in unit tests and fuzzed; this module only moves the bytes.
@@ -16,6 +19,7 @@
 mod netlink;
 pub mod policy;
 pub mod selector;
+pub mod stat;
 pub mod state;
 
 use std::io;
@@ -29,6 +33,7 @@ use netlink_sys::{protocols::NETLINK_XFRM, Socket, SocketAddr};
 
 pub use policy::{parse_policy_dump, Mark, PolicyAction, PolicyDir, PolicyTemplate, XfrmPolicy};
 pub use selector::{Port, Selector, IPPROTO_UDP};
+pub use stat::{parse_xfrm_stat, read_xfrm_stat, XfrmStat, XFRM_STAT};
 pub use state::{parse_dump, DumpChunk, SecurityAssociation, IPPROTO_ESP};
 
 use super::ProbeError;

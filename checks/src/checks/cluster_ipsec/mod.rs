@@ -1,0 +1,220 @@
+//! `cluster.ipsec`: where IPsec is wanted, is any node's local IPsec not up
+//! while other nodes encrypt to it, or hold policies for it?
+//!
+//! Each node sees only its own policies and SAs. In the partial enable of
+//! issue 22 (`NB_Global ipsec=true` set while two of three chassis had
+//! failed their local setup) the third node's policies demanded ESP toward
+//! the other two, which held nothing: each node's geneve to the others was
+//! dropped or sent in clear, and cross-chassis guest traffic was
+//! black-holed for 5.5 minutes while every health signal stayed green. On
+//! the two, no counter moved; only the tables side by side name them. The
+//! tables come from every node's `ipsec.policy` evidence (per peer: its
+//! policies and SAs), the flag from `ipsec.flags`'s `NB_Global.ipsec` as
+//! the node that read NB reported it; addresses are matched to nodes like
+//! every cluster check does ([`crate::cluster::ClusterFacts::address_book`]).
+//!
+//! [`analyse`] judges (pure); `words` says it. Judged by `--cluster` from
+//! the nodes' reports, and by anything else that judges stored reports
+//! through [`crate::cluster::judge`].
+
+mod analyse;
+mod words;
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::{Check, Declared, Scope};
+use crate::checks::ipsec_flags::IpsecFlagsEvidence;
+use crate::checks::ipsec_policy::IpsecPolicyEvidence;
+use crate::cluster::{self, and_list, ClusterFacts};
+use crate::ctx::Ctx;
+use crate::evidence::Evidence;
+use crate::finding::{Finding, SkipReason};
+
+pub use analyse::{analyse, Analysis, Down, Held, NodeSide};
+
+pub struct ClusterIpsec;
+
+crate::kinds! {
+    /// What `cluster.ipsec` can say, per node and for the check.
+    pub enum ClusterIpsecKind for "cluster.ipsec" {
+        /// IPsec wanted: every node holds IPsec policies or SAs for every other node that holds them for it.
+        Ok = pass("ok"),
+        /// A node holds no SAs or policies for other nodes that encrypt to it or hold policies for it: their geneve to it is dropped (it has no SA), its geneve to them is sent in clear and dropped (their policies demand ESP): cross-chassis guest traffic to and from it is black-holed (a partial enable).
+        BlackHoled = fail("black-holed"),
+        /// IPsec wanted, yet a node holds no IPsec policy or SA at all and no other node expects IPsec with it (or none holds any): its geneve is plaintext both ways.
+        NotUp = fail("not-up"),
+        /// The nodes disagree on whether IPsec is wanted (see cluster.config-drift).
+        IpsecDisagrees = error("ipsec-disagrees"),
+        /// Not every node could be judged: its ipsec.policy was not read (no CAP_NET_ADMIN, no answer).
+        NotJudged = error("not-judged"),
+    }
+}
+
+static DECLARED: Declared = Declared::of::<ClusterIpsecKind, ClusterIpsecEvidence>();
+
+/// What every node holds for the others, and who is named.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterIpsecEvidence {
+    /// `NB_Global.ipsec` as the node that read NB reported it; null when
+    /// no node did.
+    pub nb_global_ipsec: Option<bool>,
+    /// Every node judged.
+    pub nodes: Vec<NodeIpsec>,
+    /// Nodes black-holed: others expect IPsec with them, they hold none.
+    pub black_holed: Vec<String>,
+    /// Nodes holding no IPsec at all that no other node expects it with.
+    pub not_up: Vec<String>,
+    /// Nodes not judged, and why.
+    pub unjudged: Vec<String>,
+}
+
+/// One node's side.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeIpsec {
+    pub node: String,
+    /// Policies demanding ESP for geneve it holds.
+    pub geneve_policies: usize,
+    /// ESP SAs it holds.
+    pub sa_count: usize,
+    /// The other nodes it holds SAs with.
+    pub sas_with: Vec<String>,
+    /// The other nodes it holds policies (and no SA) for.
+    pub policies_for: Vec<String>,
+}
+
+impl Evidence for ClusterIpsecEvidence {}
+
+impl Check for ClusterIpsec {
+    fn id(&self) -> &'static str {
+        "cluster.ipsec"
+    }
+
+    fn title(&self) -> &'static str {
+        "No node's IPsec is down while other nodes encrypt to it or hold policies for it"
+    }
+
+    fn explain(&self) -> &'static str {
+        "Where IPsec is wanted (ipsec_enabled on every node of a cluster of more than one), \
+         puts every node's IPsec side by side: from each node's ipsec.policy evidence, \
+         which other nodes it holds policies or ESP SAs for (dumped over netlink; the peers' \
+         addresses matched to nodes by the config's host/advertise and the addresses each \
+         node reports). A node that holds no SA or policy for another node that encrypts \
+         to it (holds SAs with it) or holds policies for it is named: the other's geneve to \
+         it arrives encrypted for an SA it does not have (XfrmInNoStates there) or is never \
+         sent (IKE never completes: XfrmOutNoStates on the other), and its own geneve leaves \
+         in clear and meets the other's inbound policy (XfrmInTmplMismatch): cross-chassis \
+         guest traffic to and from it is black-holed. A node holding no IPsec at all that \
+         no other expects IPsec with (or a cluster where no node holds any) is not up: its \
+         geneve is plaintext. NB_Global.ipsec, from ipsec.flags on the node that read NB, \
+         is quoted.\n\
+         \n\
+         Skips when IPsec is not wanted (ipsec.policy then names leftovers on each node) or \
+         ipsec.policy was not selected; a node whose policies were not read is not judged.\n\
+         \n\
+         Why: in a partial enable NB_Global ipsec=true was set while two of three chassis \
+         had failed their local setup; cross-chassis guest traffic was black-holed for 5.5 \
+         minutes while every health signal stayed green. On the two nodes no counter \
+         moved: only the tables side by side show them.\n\
+         \n\
+         Fix: on the nodes named, run `spx doctor --check ipsec` (ipsec.daemon, ipsec.cert \
+         and ipsec.policy say what failed) and `systemctl restart openvswitch-ipsec`; to end \
+         the outage first, roll the enable back (`spx doctor --for disable-ipsec` prints \
+         the runbook)."
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Cluster
+    }
+
+    fn declared(&self) -> &'static Declared {
+        &DECLARED
+    }
+
+    fn run(&self, _ctx: &Ctx) -> Finding {
+        cluster::outside_cluster_run()
+    }
+}
+
+/// The verdict on the nodes' reports.
+pub fn judge(facts: &ClusterFacts) -> Finding {
+    if !facts.selected("ipsec.policy") {
+        return Finding::skip(SkipReason::NotApplicable(
+            "ipsec.policy was not selected (--check/--skip), so no node's IPsec policies were read"
+                .into(),
+        ));
+    }
+    let views: Vec<(&str, Option<bool>)> = facts
+        .answered()
+        .map(|n| (n.name.as_str(), n.config().map(|c| c.ipsec_wanted())))
+        .collect();
+    let pick = |want: bool| -> Vec<&str> {
+        views
+            .iter()
+            .filter(|(_, w)| *w == Some(want))
+            .map(|(n, _)| *n)
+            .collect()
+    };
+    let (yes, no) = (pick(true), pick(false));
+    if yes.is_empty() && !no.is_empty() {
+        return Finding::skip(SkipReason::NotApplicable(
+            "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
+        ));
+    }
+    if !yes.is_empty() && !no.is_empty() {
+        return Finding::new(
+            ClusterIpsecKind::IpsecDisagrees,
+            format!(
+                "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so which nodes should hold IPsec is unknown",
+                and_list(&yes),
+                if yes.len() == 1 { "wants" } else { "want" },
+                and_list(&no),
+                if no.len() == 1 { "does" } else { "do" }
+            ),
+        );
+    }
+
+    let book = facts.address_book();
+    let mut sides = std::collections::BTreeMap::new();
+    let mut unjudged: Vec<String> = Vec::new();
+    for n in &facts.nodes {
+        let Ok(_) = n.report.as_ref() else {
+            let why = n
+                .report
+                .as_ref()
+                .err()
+                .map(|e| e.kind.as_str())
+                .unwrap_or("");
+            unjudged.push(format!("{} did not answer ({why})", n.name));
+            continue;
+        };
+        let Some(c) = n.check("ipsec.policy") else {
+            unjudged.push(format!("{}'s report has no ipsec.policy", n.name));
+            continue;
+        };
+        let Some(e) = c.evidence_as::<IpsecPolicyEvidence>() else {
+            unjudged.push(format!("{}'s ipsec.policy: {}", n.name, c.summary));
+            continue;
+        };
+        let mut side = NodeSide {
+            geneve_policies: e.geneve_policies,
+            sa_count: e.sa_count,
+            ..NodeSide::default()
+        };
+        for p in &e.peers {
+            if let Some(owner) = book.owner(p.peer).filter(|o| *o != n.name) {
+                let held = side.holds.entry(owner.to_owned()).or_default();
+                held.policies += p.policies;
+                held.sas += p.sas;
+            }
+        }
+        sides.insert(n.name.clone(), side);
+    }
+    let nb_global_ipsec = facts
+        .answered()
+        .filter_map(|n| n.evidence::<IpsecFlagsEvidence>("ipsec.flags"))
+        .find_map(|e| e.nb_global_ipsec);
+    words::finding(&sides, &analyse(&sides), nb_global_ipsec, unjudged)
+}
+
+#[cfg(test)]
+mod tests;
