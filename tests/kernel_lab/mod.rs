@@ -13,6 +13,7 @@ use spx_test_harness::root_test;
 mod cluster;
 mod ipsec;
 mod nic;
+mod partial_enable;
 mod qemu;
 mod strongswan;
 mod tcp;

@@ -68,6 +68,7 @@ const OPENSSL: &str = "/usr/bin/openssl";
 const OVSDB_TOOL: &str = "/usr/bin/ovsdb-tool";
 const VSWITCH_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
+const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
 /// strongSwan's starter and charon (strongswan-starter, strongswan-charon).
 const STARTER: &str = "/usr/lib/ipsec/starter";
 const CHARON: &str = "/usr/lib/ipsec/charon";
@@ -185,6 +186,7 @@ pub fn missing_tools() -> Option<String> {
         OVSDB_TOOL,
         VSWITCH_SCHEMA,
         SB_SCHEMA,
+        NB_SCHEMA,
     ]
     .into_iter()
     .filter(|p| !Path::new(p).exists())
@@ -398,6 +400,13 @@ impl Mesh {
                         "encaps": ["named-uuid", encap]}}));
         }
         database(&dir.join("sb.db"), SB_SCHEMA, serde_json::Value::Array(sb))?;
+        // OVN's northbound, IPsec on (`NB_Global ipsec=true`, as the
+        // daemon sets it when IPsec is wanted), served beside the SB.
+        database(
+            &dir.join("nb.db"),
+            NB_SCHEMA,
+            serde_json::json!([{"op": "insert", "table": "NB_Global", "row": {"ipsec": true}}]),
+        )?;
         // What the guest copies in one go: every node's /etc/netns/nN and
         // its run directory.
         for node in &nodes {
@@ -471,8 +480,8 @@ impl Mesh {
     /// idle node stays idle), each node's /etc and /var/run, and its OVS
     /// database served with the rows a Spinifex node's has (system-id,
     /// ovn-encap-ip, the IPsec certificate paths, ipsec_encapsulation), then
-    /// OVN's southbound with one geneve chassis per node
-    /// (`unix:/tmp/sb.sock`). The trees and database files were made on the
+    /// OVN's southbound with one geneve chassis per node and its northbound
+    /// with `NB_Global ipsec=true`, both at `unix:/tmp/sb.sock`. The trees and database files were made on the
     /// host ([`Mesh::prepare`]): every process the emulated CPU need not
     /// start is time saved. strongSwan is not started ([`Mesh::start`]).
     pub fn setup_script(&self) -> String {
@@ -538,10 +547,32 @@ impl Mesh {
         }
         let _ = writeln!(
             s,
-            "cp {files}/sb.db /tmp/sb.db\n\
-             ovsdb-server --detach --no-chdir --pidfile=/tmp/sb.pid --unixctl=/tmp/sb.ctl --remote=punix:/tmp/sb.sock /tmp/sb.db"
+            "cp {files}/sb.db {files}/nb.db /tmp/\n\
+             ovsdb-server --detach --no-chdir --pidfile=/tmp/sb.pid --unixctl=/tmp/sb.ctl --remote=punix:/tmp/sb.sock /tmp/sb.db /tmp/nb.db"
         );
         s
+    }
+
+    /// Permanent neighbour entries on every geneve device, so that a ping
+    /// over geneve goes out at its own rate even while nothing comes back
+    /// (without them a node whose peer drops its geneve sends only the
+    /// kernel's ARP probes, about one a second).
+    pub fn static_neighbours(&self, vm: &Vm) {
+        let mut script = String::from("set -e\n");
+        for a in &self.nodes {
+            for b in self.nodes.iter().filter(|b| b.index != a.index) {
+                let (dev, to) = overlay(a.index, b.index);
+                let _ = writeln!(
+                    script,
+                    "mac=$(ip -n {bns} -br link show gnv{ai} | awk '{{print $3}}')\n\
+                     ip -n {ans} neigh replace {to} lladdr \"$mac\" dev {dev} nud permanent",
+                    bns = b.ns,
+                    ai = a.index,
+                    ans = a.ns
+                );
+            }
+        }
+        vm.ok(&script);
     }
 
     /// How many IPsec policies (sockets' own aside) node `n` holds, from
@@ -625,19 +656,28 @@ impl Mesh {
     }
 
     /// A doctor config for node `n`: every node of the mesh, IPsec as
-    /// given, OVN's southbound in the guest. Returns its guest path.
+    /// given, OVN's northbound and southbound in the guest. Returns its
+    /// guest path.
     pub fn doctor_config(&self, vm: &Vm, n: u32, ipsec: bool) -> String {
+        vm.file(
+            &format!("strongswan-spx{n}-{ipsec}.toml"),
+            &self.doctor_config_text(n, ipsec),
+        )
+    }
+
+    /// The text of [`Mesh::doctor_config`].
+    pub fn doctor_config_text(&self, n: u32, ipsec: bool) -> String {
         let mut text =
             format!("node = \"spx{n}\"\n[network]\nipsec_enabled = {ipsec}\nunderlay_mtu = 1500\n");
         for node in &self.nodes {
             let _ = write!(
                 text,
-                "[nodes.{c}]\nhost = \"{a}\"\n[nodes.{c}.vpcd]\novn_sb_addr = \"unix:/tmp/sb.sock\"\n",
+                "[nodes.{c}]\nhost = \"{a}\"\n[nodes.{c}.vpcd]\novn_nb_addr = \"unix:/tmp/sb.sock\"\novn_sb_addr = \"unix:/tmp/sb.sock\"\n",
                 c = node.chassis,
                 a = node.addr
             );
         }
-        vm.file(&format!("strongswan-spx{n}-{ipsec}.toml"), &text)
+        text
     }
 }
 

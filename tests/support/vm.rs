@@ -786,7 +786,12 @@ impl Vm {
     /// [`Vm::spx`] for a `--cluster` run: the cluster report's schema (a
     /// cluster run records nothing: each node records its own).
     pub fn spx_cluster(&self, netns: Option<&str>, args: &[&str]) -> (i32, Value) {
-        let out = self.sh(&doctor_line(&netns_prefix(netns), args, &[]));
+        self.spx_cluster_in(&netns_prefix(netns), args)
+    }
+
+    /// [`Vm::spx_cluster`] behind a guest command `prefix` (a lab node's).
+    pub fn spx_cluster_in(&self, prefix: &str, args: &[&str]) -> (i32, Value) {
+        let out = self.sh(&doctor_line(prefix, args, &[]));
         let doc = parse_report(&out, super::assert_valid_cluster);
         (out.code, doc)
     }
