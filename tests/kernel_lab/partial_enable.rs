@@ -41,9 +41,9 @@ use serde_json::{json, Value};
 use crate::cluster::{cluster_check, node};
 use crate::support::sshd::SshFiles;
 use crate::support::strongswan::{
-    self, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh, MODULES,
+    self, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh,
 };
-use crate::support::vm::{self, Vm, VmOptions, GUEST_FILES};
+use crate::support::vm::{Vm, GUEST_FILES};
 use crate::support::{self, check, strings, tool_or_skip};
 use spx_test_harness::root_test;
 
@@ -95,6 +95,36 @@ fn cluster_run(vm: &Vm, mesh: &Mesh, files: &SshFiles) -> (i32, Value) {
     (code, doc)
 }
 
+/// A `--cluster` run of form `form` (`xfrm_stat` read before it given):
+/// it exits 1 and `cluster.ipsec` names spx2 and spx3 black-holed while
+/// spx1 does `how` toward them. The report, and `xfrm_stat` after.
+fn black_holed(
+    vm: &Vm,
+    mesh: &Mesh,
+    files: &SshFiles,
+    form: &str,
+    before: &[BTreeMap<String, u64>],
+    how: &str,
+) -> (Value, Vec<BTreeMap<String, u64>>) {
+    let (code, doc) = cluster_run(vm, mesh, files);
+    let after = stats(vm);
+    for (i, n) in NODES.iter().enumerate() {
+        note(&format!(
+            "({form}) xfrm_stat moved on spx{n} across the run: {:?}",
+            moved(&before[i], &after[i])
+        ));
+    }
+    let c = cluster_check(&doc, "cluster.ipsec");
+    assert_eq!(c["code"], "cluster.ipsec/black-holed", "{c:#}");
+    assert_eq!(code, 1);
+    assert_eq!(
+        c["summary"],
+        format!("spx2 and spx3 hold no SAs or policies while NB_Global ipsec=true and spx1 {how}: cross-chassis guest traffic to and from them is black-holed")
+    );
+    assert_eq!(c["evidence"]["black_holed"], json!(["spx2", "spx3"]));
+    (doc, after)
+}
+
 /// Node `n`'s result of check `id` in a cluster report.
 fn node_check<'a>(doc: &'a Value, n: u32, id: &str) -> &'a Value {
     check(&node(doc, &format!("spx{n}"))["report"], id)
@@ -142,31 +172,14 @@ fn sas(vm: &Vm, n: u32) -> usize {
 #[root_test]
 fn partial_enable_on_real_strongswan_over_real_sshd() {
     let test = "partial_enable_on_real_strongswan_over_real_sshd";
-    let missing = strongswan::missing_tools();
-    if !tool_or_skip(test, "strongSwan and openvswitch-ipsec", missing.is_none()) {
+    let sshd = std::path::Path::new("/usr/sbin/sshd").exists();
+    if !tool_or_skip(test, "sshd", sshd) {
         return;
     }
-    if !tool_or_skip(
-        test,
-        "sshd",
-        std::path::Path::new("/usr/sbin/sshd").exists(),
-    ) {
-        return;
-    }
-    let Some(image) = vm::lab_or_skip(test) else {
+    let lab_started = Instant::now();
+    let Some((vm, mesh)) = strongswan::boot(test, 3) else {
         return;
     };
-    let lab_started = Instant::now();
-    let prepared = std::thread::spawn(|| Mesh::prepare(3));
-    let mut opts = VmOptions::default().modules(&MODULES);
-    // IKE under emulation on a shared machine: generous, never endless.
-    opts.hard_limit = Duration::from_secs(600);
-    let vm = Vm::boot(image, opts);
-    let mut mesh = prepared
-        .join()
-        .unwrap()
-        .expect("prepare the strongSwan mesh");
-    mesh.place(&vm);
 
     // The ssh side, where the guest sees it: keys, known_hosts, ssh_config,
     // one sshd_config per node, the `spx-doctor` cargo built on every
@@ -241,22 +254,15 @@ fn partial_enable_on_real_strongswan_over_real_sshd() {
         [false, false, false, false, true, true],
         "{ALL:?}"
     );
-    let (code, doc) = cluster_run(&vm, &mesh, &files);
-    let after = stats(&vm);
-    for (i, n) in NODES.iter().enumerate() {
-        note(&format!(
-            "(a) xfrm_stat moved on spx{n} across the run: {:?}",
-            moved(&before[i], &after[i])
-        ));
-    }
-    let c = cluster_check(&doc, "cluster.ipsec");
-    assert_eq!(c["code"], "cluster.ipsec/black-holed", "{c:#}");
-    assert_eq!(code, 1);
-    assert_eq!(
-        c["summary"],
-        "spx2 and spx3 hold no SAs or policies while NB_Global ipsec=true and spx1 holds policies for them (IKE never completes): cross-chassis guest traffic to and from them is black-holed"
+    let (doc, after) = black_holed(
+        &vm,
+        &mesh,
+        &files,
+        "a",
+        &before,
+        "holds policies for them (IKE never completes)",
     );
-    assert_eq!(c["evidence"]["black_holed"], json!(["spx2", "spx3"]));
+    let c = cluster_check(&doc, "cluster.ipsec");
     assert_eq!(c["evidence"]["nodes"][0]["geneve_policies"], 8);
     // spx1 counts both: its geneve dropped, theirs in clear.
     let moved1 = advanced(&doc, 1);
@@ -347,21 +353,8 @@ fn partial_enable_on_real_strongswan_over_real_sshd() {
         [false, false, false, false, true, true],
         "{ALL:?}"
     );
-    let (code, doc) = cluster_run(&vm, &mesh, &files);
-    let after = stats(&vm);
-    for (i, n) in NODES.iter().enumerate() {
-        note(&format!(
-            "(b) xfrm_stat moved on spx{n} across the run: {:?}",
-            moved(&before[i], &after[i])
-        ));
-    }
+    let (doc, after) = black_holed(&vm, &mesh, &files, "b", &before, "encrypts to them");
     let c = cluster_check(&doc, "cluster.ipsec");
-    assert_eq!(c["code"], "cluster.ipsec/black-holed", "{c:#}");
-    assert_eq!(code, 1);
-    assert_eq!(
-        c["summary"],
-        "spx2 and spx3 hold no SAs or policies while NB_Global ipsec=true and spx1 encrypts to them: cross-chassis guest traffic to and from them is black-holed"
-    );
     assert_eq!(
         c["evidence"]["nodes"][0]["sas_with"],
         json!(["spx2", "spx3"])

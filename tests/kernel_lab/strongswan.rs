@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::support::strongswan::{
-    self, addr, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh, MODULES,
+    self, addr, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh,
 };
-use crate::support::vm::{self, Vm, VmOptions};
-use crate::support::{check, strings, tool_or_skip};
+use crate::support::vm::Vm;
+use crate::support::{check, strings};
 use spx_test_harness::root_test;
 
 const NODES: [u32; 3] = [1, 2, 3];
@@ -126,25 +126,11 @@ fn wait_sas(vm: &Vm, nodes: &[u32], want: usize, bound: Duration) -> bool {
 
 #[root_test]
 fn xfrm_on_real_strongswan_between_three_nodes() {
-    let test = "xfrm_on_real_strongswan_between_three_nodes";
-    let missing = strongswan::missing_tools();
-    if !tool_or_skip(test, "strongSwan and openvswitch-ipsec", missing.is_none()) {
-        return;
-    }
-    let Some(image) = vm::lab_or_skip(test) else {
+    let lab_started = Instant::now();
+    let Some((vm, mesh)) = strongswan::boot("xfrm_on_real_strongswan_between_three_nodes", 3)
+    else {
         return;
     };
-    let lab_started = Instant::now();
-    // Certificates and configs on the host while the guest boots.
-    let prepared = std::thread::spawn(|| Mesh::prepare(3));
-    let mut opts = VmOptions::default().modules(&MODULES);
-    // IKE under emulation on a shared machine: generous, never endless.
-    opts.hard_limit = Duration::from_secs(600);
-    let vm = Vm::boot(image, opts);
-    let mut mesh = prepared
-        .join()
-        .unwrap()
-        .expect("prepare the strongSwan mesh");
     // The layout ovs-monitor-ipsec writes: two connections per peer.
     let conf = mesh.ipsec_conf(1);
     for want in [
@@ -161,7 +147,6 @@ fn xfrm_on_real_strongswan_between_three_nodes() {
         !conf.contains("auto=add"),
         "the ca section is ignored by the starter"
     );
-    mesh.place(&vm);
     let setup = Instant::now();
     vm.ok(&mesh.setup_script());
     note(&format!(

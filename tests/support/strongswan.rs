@@ -162,6 +162,29 @@ pub struct Mesh {
     placed: Option<PathBuf>,
 }
 
+/// Boot the kernel lab for a test group on a mesh of `count` nodes: the
+/// certificates and configs made on the host while the guest boots, then
+/// placed where it sees them. `None` (the skip said why) without strongSwan,
+/// openvswitch-ipsec or the lab.
+pub fn boot(test: &str, count: u32) -> Option<(Vm, Mesh)> {
+    let missing = missing_tools();
+    if !super::tool_or_skip(test, "strongSwan and openvswitch-ipsec", missing.is_none()) {
+        return None;
+    }
+    let image = super::vm::lab_or_skip(test)?;
+    let prepared = std::thread::spawn(move || Mesh::prepare(count));
+    let mut opts = super::vm::VmOptions::default().modules(&MODULES);
+    // IKE under emulation on a shared machine: generous, never endless.
+    opts.hard_limit = Duration::from_secs(600);
+    let vm = Vm::boot(image, opts);
+    let mut mesh = prepared
+        .join()
+        .unwrap()
+        .expect("prepare the strongSwan mesh");
+    mesh.place(&vm);
+    Some((vm, mesh))
+}
+
 /// The underlay address of node `n`.
 pub fn addr(n: u32) -> String {
     format!("198.18.0.{n}")

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared, Scope};
 use crate::checks::ipsec_xfrm::{IpsecXfrmEvidence, SaDirection, SaEntry};
-use crate::cluster::{self, and_list, pair, ClusterFacts};
+use crate::cluster::{self, and_list, pair, ClusterFacts, IpsecWanted};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason, Subject};
@@ -152,36 +152,19 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
             "ipsec.xfrm was not selected (--check/--skip), so no node's SA table was read".into(),
         ));
     }
-    let views: Vec<(&str, Option<bool>)> = facts
-        .answered()
-        .map(|n| (n.name.as_str(), n.config().map(|c| c.ipsec_wanted())))
-        .collect();
-    let yes: Vec<&str> = views
-        .iter()
-        .filter(|(_, w)| *w == Some(true))
-        .map(|(n, _)| *n)
-        .collect();
-    let no: Vec<&str> = views
-        .iter()
-        .filter(|(_, w)| *w == Some(false))
-        .map(|(n, _)| *n)
-        .collect();
-    if yes.is_empty() && !no.is_empty() {
-        return Finding::skip(SkipReason::NotApplicable(
-            "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)".into(),
-        ));
-    }
-    if !yes.is_empty() && !no.is_empty() {
-        return Finding::new(
-            SaPairsKind::IpsecDisagrees,
-            format!(
-                "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so the SAs expected are unknown",
-                and_list(&yes),
-                if yes.len() == 1 { "wants" } else { "want" },
-                and_list(&no),
-                if no.len() == 1 { "does" } else { "do" }
-            ),
-        );
+    match cluster::ipsec_wanted(facts) {
+        IpsecWanted::NotWanted => {
+            return Finding::skip(SkipReason::NotApplicable(
+                "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)".into(),
+            ))
+        }
+        IpsecWanted::Disagree(said) => {
+            return Finding::new(
+                SaPairsKind::IpsecDisagrees,
+                format!("{said}, so the SAs expected are unknown"),
+            )
+        }
+        IpsecWanted::Wanted => {}
     }
 
     let book = facts.address_book();

@@ -405,6 +405,45 @@ impl AddressBook {
     }
 }
 
+/// Whether the nodes that answered want IPsec, as their configs say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IpsecWanted {
+    /// Every node that said wants it (or none said).
+    Wanted,
+    /// No node that said wants it.
+    NotWanted,
+    /// They disagree: which nodes want it and which do not, in words.
+    Disagree(String),
+}
+
+/// Whether IPsec is wanted, by the answering nodes' reported configs: the
+/// question the IPsec cluster checks ask first.
+pub fn ipsec_wanted(facts: &ClusterFacts) -> IpsecWanted {
+    let views: Vec<(&str, Option<bool>)> = facts
+        .answered()
+        .map(|n| (n.name.as_str(), n.config().map(|c| c.ipsec_wanted())))
+        .collect();
+    let pick = |want: bool| -> Vec<&str> {
+        views
+            .iter()
+            .filter(|(_, w)| *w == Some(want))
+            .map(|(n, _)| *n)
+            .collect()
+    };
+    let (yes, no) = (pick(true), pick(false));
+    match (yes.is_empty(), no.is_empty()) {
+        (true, false) => IpsecWanted::NotWanted,
+        (false, false) => IpsecWanted::Disagree(format!(
+            "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift)",
+            and_list(&yes),
+            if yes.len() == 1 { "wants" } else { "want" },
+            and_list(&no),
+            if no.len() == 1 { "does" } else { "do" }
+        )),
+        _ => IpsecWanted::Wanted,
+    }
+}
+
 /// Judge cluster check `check` on `facts` (a node check is not one).
 pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
     use crate::checks::*;

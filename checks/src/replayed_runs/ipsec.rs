@@ -154,12 +154,10 @@ fn policy(src: &str, dst: &str, dir: PolicyDir, reqid: u32, spi: u32) -> XfrmPol
     }
 }
 
-#[test]
-fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
-    // Three nodes want IPsec. With spx2 both of ovs-monitor-ipsec's
-    // connections are up (4 SAs); with spx3 only this node's -out-
-    // connection (its geneve to spx3 and the replies), and nothing demands
-    // ESP for spx3's geneve to here: that direction is named.
+/// The OVN side of a node of three that wants IPsec, as peer discovery
+/// reads it: the local OVS row (ovn-encap-ip 198.18.3.181, looked for at
+/// its socket first) and the SB `Encap` rows of the three chassis.
+fn three_nodes_in_ovn(facts: Facts) -> Facts {
     let (ovs, ovs_rows) = ovs_row(Some("true"));
     let (sb, sb_rows) = select(
         SB,
@@ -172,6 +170,18 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
             {"ip": "198.18.3.183", "type": "geneve"},
         ]),
     );
+    facts
+        .exists("/var/run/openvswitch/db.sock", true)
+        .ok(ovs, ovs_rows)
+        .ok(sb, sb_rows)
+}
+
+#[test]
+fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
+    // Three nodes want IPsec. With spx2 both of ovs-monitor-ipsec's
+    // connections are up (4 SAs); with spx3 only this node's -out-
+    // connection (its geneve to spx3 and the replies), and nothing demands
+    // ESP for spx3's geneve to here: that direction is named.
     let (me, two, three) = ("198.18.3.181", "198.18.3.182", "198.18.3.183");
     let f = Facts::new()
         .config(&config(true, 3))
@@ -197,12 +207,8 @@ fn a_missing_sa_pair_is_named_from_the_sb_encap_rows() {
         .ok(
             Request::Addresses,
             Fact::Addresses(vec![ip("127.0.0.1"), ip(me)]),
-        )
-        // Peer discovery's SB source looks for the local OVS socket first.
-        .exists("/var/run/openvswitch/db.sock", true)
-        .ok(ovs, ovs_rows)
-        .ok(sb, sb_rows)
-        .run(&IpsecXfrm);
+        );
+    let f = three_nodes_in_ovn(f).run(&IpsecXfrm);
     snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(
@@ -220,18 +226,6 @@ fn ipsec_policy_names_an_sa_without_a_policy_as_plaintext() {
     // The same node and OVN rows: with spx2 ovs-monitor-ipsec's 4 SAs and
     // their policies; with spx3 two SAs and no policy (removed behind
     // charon's back): its geneve leaves in plaintext beside them.
-    let (ovs, ovs_rows) = ovs_row(Some("true"));
-    let (sb, sb_rows) = select(
-        SB,
-        "OVN_Southbound",
-        "Encap",
-        &["ip", "type", "chassis_name"],
-        json!([
-            {"ip": "198.18.3.181", "type": "geneve"},
-            {"ip": "198.18.3.182", "type": "geneve"},
-            {"ip": "198.18.3.183", "type": "geneve"},
-        ]),
-    );
     let (me, two, three) = ("198.18.3.181", "198.18.3.182", "198.18.3.183");
     let f = Facts::new()
         .config(&config(true, 3))
@@ -254,11 +248,8 @@ fn ipsec_policy_names_an_sa_without_a_policy_as_plaintext() {
         .ok(
             Request::Addresses,
             Fact::Addresses(vec![ip("127.0.0.1"), ip(me)]),
-        )
-        .exists("/var/run/openvswitch/db.sock", true)
-        .ok(ovs, ovs_rows)
-        .ok(sb, sb_rows)
-        .run(&crate::checks::ipsec_policy::IpsecPolicy);
+        );
+    let f = three_nodes_in_ovn(f).run(&crate::checks::ipsec_policy::IpsecPolicy);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(
         f.summary,

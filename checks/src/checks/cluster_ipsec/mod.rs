@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared, Scope};
 use crate::checks::ipsec_flags::IpsecFlagsEvidence;
 use crate::checks::ipsec_policy::IpsecPolicyEvidence;
-use crate::cluster::{self, and_list, ClusterFacts};
+use crate::cluster::{self, ClusterFacts, IpsecWanted};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
@@ -143,34 +143,19 @@ pub fn judge(facts: &ClusterFacts) -> Finding {
                 .into(),
         ));
     }
-    let views: Vec<(&str, Option<bool>)> = facts
-        .answered()
-        .map(|n| (n.name.as_str(), n.config().map(|c| c.ipsec_wanted())))
-        .collect();
-    let pick = |want: bool| -> Vec<&str> {
-        views
-            .iter()
-            .filter(|(_, w)| *w == Some(want))
-            .map(|(n, _)| *n)
-            .collect()
-    };
-    let (yes, no) = (pick(true), pick(false));
-    if yes.is_empty() && !no.is_empty() {
-        return Finding::skip(SkipReason::NotApplicable(
-            "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
-        ));
-    }
-    if !yes.is_empty() && !no.is_empty() {
-        return Finding::new(
-            ClusterIpsecKind::IpsecDisagrees,
-            format!(
-                "the nodes disagree on whether IPsec is wanted ({} {} it, {} {} not; see cluster.config-drift), so which nodes should hold IPsec is unknown",
-                and_list(&yes),
-                if yes.len() == 1 { "wants" } else { "want" },
-                and_list(&no),
-                if no.len() == 1 { "does" } else { "do" }
-            ),
-        );
+    match cluster::ipsec_wanted(facts) {
+        IpsecWanted::NotWanted => {
+            return Finding::skip(SkipReason::NotApplicable(
+                "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
+            ))
+        }
+        IpsecWanted::Disagree(said) => {
+            return Finding::new(
+                ClusterIpsecKind::IpsecDisagrees,
+                format!("{said}, so which nodes should hold IPsec is unknown"),
+            )
+        }
+        IpsecWanted::Wanted => {}
     }
 
     let book = facts.address_book();

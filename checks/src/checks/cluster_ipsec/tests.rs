@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::checks::ipsec_xfrm::tests::subjects;
 use crate::cluster::testing::{answer, config, facts, report, unreached};
 use crate::cluster::{NodeAnswer, UnreachedKind};
 use crate::finding::Status;
@@ -70,13 +71,6 @@ fn node(i: usize, peers: &[(usize, usize, usize)], ipsec: bool, nb: Option<bool>
 
 fn cluster(nodes: Vec<NodeAnswer>) -> ClusterFacts {
     facts(nodes, &["ipsec.flags", "ipsec.policy"])
-}
-
-fn subjects(f: &Finding) -> Vec<String> {
-    f.findings
-        .iter()
-        .map(|s| format!("{} {}: {}", s.subject, s.kind.name, s.summary))
-        .collect()
 }
 
 #[test]

@@ -13,11 +13,11 @@
 //! template's SPI when it names one, and the SA's own selector taking the
 //! packet.
 
-use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checks::ipsec_xfrm::analyse::{host_peer, peers_in_tables};
 use crate::checks::ipsec_xfrm::{PeerView, GENEVE_PORT};
 use crate::probe::xfrm::{
     PolicyAction, PolicyDir, PolicyTemplate, Port, SecurityAssociation, XfrmPolicy, IPPROTO_ESP,
@@ -297,20 +297,6 @@ fn direction(
     }
 }
 
-/// The far end of a host-to-host system policy with one end here.
-fn policy_peer(p: &XfrmPolicy, local: &[IpAddr]) -> Option<IpAddr> {
-    let full = |a: IpAddr, prefix: u8| prefix == if a.is_ipv4() { 32 } else { 128 };
-    let s = &p.selector;
-    if p.socket || !full(s.src, s.src_prefix) || !full(s.dst, s.dst_prefix) {
-        return None;
-    }
-    match (local.contains(&s.src), local.contains(&s.dst)) {
-        (true, false) => Some(s.dst),
-        (false, true) => Some(s.src),
-        _ => None,
-    }
-}
-
 /// What holds for `peer`, from `local`: judged from each local address of
 /// the peer's family (loopback aside), the one that fares best counts (a
 /// node with two addresses uses one toward a peer).
@@ -350,7 +336,7 @@ fn peer_cover(
         inbound: inbound.map_or(none, |(_, d)| d),
         policies: policies
             .iter()
-            .filter(|p| p.selector.proto == IPPROTO_UDP && policy_peer(p, local) == Some(peer))
+            .filter(|p| p.selector.proto == IPPROTO_UDP && host_peer(p, local) == Some(peer))
             .count(),
         sas: states
             .iter()
@@ -397,21 +383,8 @@ pub fn analyse(facts: &PolicyFacts) -> Analysis {
         PeerView::Known { local, peers, .. } => (local.clone(), peers.clone()),
         PeerView::Unknown { .. } => {
             let local = facts.local_addresses.clone();
-            let mut found = BTreeSet::new();
-            for s in facts.states.iter().filter(|s| s.is_esp()) {
-                if local.contains(&s.src) && !local.contains(&s.dst) {
-                    found.insert(s.dst);
-                } else if local.contains(&s.dst) && !local.contains(&s.src) && !s.larval {
-                    found.insert(s.src);
-                }
-            }
-            found.extend(
-                geneve
-                    .iter()
-                    .filter(|p| p.requires(IPPROTO_ESP).is_some())
-                    .filter_map(|p| policy_peer(p, &local)),
-            );
-            (local, found.into_iter().collect())
+            let peers = peers_in_tables(&facts.states, &facts.policies, &local);
+            (local, peers)
         }
     };
     let mut peers = peers;

@@ -30,7 +30,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared};
-use crate::checks::ipsec_xfrm::{self, PeerView};
+use crate::checks::ipsec_xfrm;
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
@@ -193,11 +193,7 @@ impl Check for IpsecPolicy {
             Ok(e) => e.clone(),
             Err(f) => return f,
         };
-        let bound = ctx.bounded(
-            ctx.opts
-                .probe_timeout
-                .max(std::time::Duration::from_secs(1)),
-        );
+        let bound = ipsec_xfrm::dump_bound(ctx);
         let policies = match ctx.host().xfrm_policies(bound) {
             Ok(p) => p,
             Err(e) => return e.into(),
@@ -206,13 +202,7 @@ impl Check for IpsecPolicy {
             Ok(s) => s,
             Err(e) => return e.into(),
         };
-        let peers = if expect.ipsec_wanted {
-            ipsec_xfrm::gather_peers(ctx)
-        } else {
-            PeerView::Unknown {
-                why: "not needed: IPsec is not wanted".into(),
-            }
-        };
+        let peers = ipsec_xfrm::peers_to_judge(ctx, expect.ipsec_wanted);
         judge(&PolicyFacts {
             ipsec_wanted: expect.ipsec_wanted,
             node_count: expect.node_count,

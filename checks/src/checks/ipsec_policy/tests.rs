@@ -7,25 +7,10 @@
 //! `tests/kernel_lab/partial_enable.rs`.
 
 use super::*;
-use crate::checks::ipsec_xfrm::tests::{lab_policies, lab_states};
+use crate::checks::ipsec_xfrm::tests::{ip, lab_peers, lab_policies, lab_states, subjects};
+use crate::checks::ipsec_xfrm::PeerView;
 use crate::finding::Status;
 use crate::probe::xfrm::{PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_UDP};
-
-fn ip(s: &str) -> IpAddr {
-    s.parse().unwrap()
-}
-
-/// The lab's three nodes as node `me` sees them through OVN.
-fn lab_peers(me: u8) -> PeerView {
-    PeerView::Known {
-        local: vec![ip(&format!("198.18.0.{me}"))],
-        peers: (1..=3)
-            .filter(|n| *n != me)
-            .map(|n| ip(&format!("198.18.0.{n}")))
-            .collect(),
-        source: "OVN_Southbound Encap at unix:/tmp/sb.sock".into(),
-    }
-}
 
 fn facts(
     me: u8,
@@ -56,13 +41,6 @@ fn situation(me: u8, name: &str) -> PolicyFacts {
 /// Every verdict these tests see is also checked against the schema.
 fn judged(facts: &PolicyFacts) -> Finding {
     crate::schema_check::valid("ipsec.policy", judge(facts))
-}
-
-fn subjects(f: &Finding) -> Vec<String> {
-    f.findings
-        .iter()
-        .map(|s| format!("{} {}: {}", s.subject, s.kind.name, s.summary))
-        .collect()
 }
 
 #[test]

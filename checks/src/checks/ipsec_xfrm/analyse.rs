@@ -149,15 +149,11 @@ fn demands_esp(p: &XfrmPolicy, dir: PolicyDir, src: IpAddr, dst: IpAddr) -> bool
             .selects(src, dst, IPPROTO_UDP, Port::Any, Port::Is(GENEVE_PORT))
 }
 
-/// The far end of a host-to-host ESP policy with one end in `local`.
-fn policy_peer(p: &XfrmPolicy, local: &[IpAddr]) -> Option<IpAddr> {
+/// The far end of a host-to-host system policy with one end in `local`.
+pub(crate) fn host_peer(p: &XfrmPolicy, local: &[IpAddr]) -> Option<IpAddr> {
     let full = |a: IpAddr, prefix: u8| prefix == if a.is_ipv4() { 32 } else { 128 };
     let s = &p.selector;
-    if p.socket
-        || p.requires(IPPROTO_ESP).is_none()
-        || !full(s.src, s.src_prefix)
-        || !full(s.dst, s.dst_prefix)
-    {
+    if p.socket || !full(s.src, s.src_prefix) || !full(s.dst, s.dst_prefix) {
         return None;
     }
     match (local.contains(&s.src), local.contains(&s.dst)) {
@@ -165,6 +161,31 @@ fn policy_peer(p: &XfrmPolicy, local: &[IpAddr]) -> Option<IpAddr> {
         (false, true) => Some(s.src),
         _ => None,
     }
+}
+
+/// The peers the tables themselves name, when OVN could not be asked: the
+/// far ends of ESP states (of larval ones, outbound only: an ACQUIRE is
+/// this node's) and of host-to-host policies that demand ESP.
+pub(crate) fn peers_in_tables(
+    states: &[SecurityAssociation],
+    policies: &[XfrmPolicy],
+    local: &[IpAddr],
+) -> Vec<IpAddr> {
+    let mut found = BTreeSet::new();
+    for s in states.iter().filter(|s| s.is_esp()) {
+        if local.contains(&s.src) && !local.contains(&s.dst) {
+            found.insert(s.dst);
+        } else if local.contains(&s.dst) && !local.contains(&s.src) && !s.larval {
+            found.insert(s.src);
+        }
+    }
+    found.extend(
+        policies
+            .iter()
+            .filter(|p| p.requires(IPPROTO_ESP).is_some())
+            .filter_map(|p| host_peer(p, local)),
+    );
+    found.into_iter().collect()
 }
 
 /// What holds for `peer`, seen from `local` (this node's addresses).
@@ -266,16 +287,8 @@ pub fn analyse(facts: &XfrmFacts) -> Analysis {
         PeerView::Known { local, peers, .. } => (local.clone(), peers.clone()),
         PeerView::Unknown { .. } => {
             let local = facts.local_addresses.clone();
-            let mut found = BTreeSet::new();
-            for s in facts.states.iter().filter(|s| s.is_esp()) {
-                if local.contains(&s.src) && !local.contains(&s.dst) {
-                    found.insert(s.dst);
-                } else if local.contains(&s.dst) && !local.contains(&s.src) && !s.larval {
-                    found.insert(s.src);
-                }
-            }
-            found.extend(policies.iter().filter_map(|p| policy_peer(p, &local)));
-            (local, found.into_iter().collect())
+            let peers = peers_in_tables(&facts.states, policies, &local);
+            (local, peers)
         }
     };
     let states: Vec<PeerState> = peers

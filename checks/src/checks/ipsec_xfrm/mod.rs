@@ -23,7 +23,7 @@
 //!
 //! [`analyse`] judges the facts (pure); `words` says it.
 
-mod analyse;
+pub(crate) mod analyse;
 mod words;
 
 use std::collections::BTreeSet;
@@ -316,23 +316,13 @@ impl Check for IpsecXfrm {
             Ok(e) => e.clone(),
             Err(f) => return f,
         };
-        let bound = ctx.bounded(
-            ctx.opts
-                .probe_timeout
-                .max(std::time::Duration::from_secs(1)),
-        );
+        let bound = dump_bound(ctx);
         let states = match ctx.host().xfrm_states(bound) {
             Ok(s) => s,
             Err(e) => return e.into(),
         };
         let policies = ctx.host().xfrm_policies(bound).map_err(|e| e.to_string());
-        let peers = if expect.ipsec_wanted {
-            gather_peers(ctx)
-        } else {
-            PeerView::Unknown {
-                why: "not needed: IPsec is not wanted".into(),
-            }
-        };
+        let peers = peers_to_judge(ctx, expect.ipsec_wanted);
         judge(&XfrmFacts {
             ipsec_wanted: expect.ipsec_wanted,
             node_count: expect.node_count,
@@ -347,10 +337,32 @@ impl Check for IpsecXfrm {
     }
 }
 
+/// How long one xfrm dump may take: the probe timeout, at least a second,
+/// never past the deadline.
+pub(crate) fn dump_bound(ctx: &Ctx) -> std::time::Duration {
+    ctx.bounded(
+        ctx.opts
+            .probe_timeout
+            .max(std::time::Duration::from_secs(1)),
+    )
+}
+
+/// The peers to judge: OVN's ([`gather_peers`]) when IPsec is wanted, none
+/// asked when it is not. `ipsec.policy` judges the same ones.
+pub(crate) fn peers_to_judge(ctx: &Ctx, ipsec_wanted: bool) -> PeerView {
+    if ipsec_wanted {
+        gather_peers(ctx)
+    } else {
+        PeerView::Unknown {
+            why: "not needed: IPsec is not wanted".into(),
+        }
+    }
+}
+
 /// The peers IPsec must cover: the other chassis' tunnel addresses, read
 /// by peer discovery's own SB source ([`peers::sb_encap_ips`]), less this
-/// node's ovn-encap-ip. `ipsec.policy` judges the same peers.
-pub(crate) fn gather_peers(ctx: &Ctx) -> PeerView {
+/// node's ovn-encap-ip.
+fn gather_peers(ctx: &Ctx) -> PeerView {
     let unknown = |why: String| PeerView::Unknown { why };
     let local = match peers::local_encap(ctx) {
         Ok((ips, _)) if !ips.is_empty() => ips,

@@ -120,7 +120,7 @@ pub(crate) fn lab_policies(situation: &str) -> Vec<XfrmPolicy> {
     chunk.policies
 }
 
-fn ip(s: &str) -> IpAddr {
+pub(crate) fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
@@ -145,7 +145,7 @@ fn ips(list: &[&str]) -> Vec<IpAddr> {
 }
 
 /// The lab's three nodes as node `me` sees them through OVN.
-fn lab_peers(me: u8) -> PeerView {
+pub(crate) fn lab_peers(me: u8) -> PeerView {
     let local = format!("198.18.0.{me}");
     PeerView::Known {
         local: ips(&[&local]),
@@ -187,7 +187,7 @@ fn judge(facts: &XfrmFacts) -> Finding {
     crate::schema_check::valid("ipsec.xfrm", super::judge(facts))
 }
 
-fn subjects(f: &Finding) -> Vec<String> {
+pub(crate) fn subjects(f: &Finding) -> Vec<String> {
     f.findings
         .iter()
         .map(|s| format!("{} {}: {}", s.subject, s.kind.name, s.summary))
