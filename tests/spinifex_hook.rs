@@ -357,7 +357,14 @@ fn cobra_completes_spx_doctor_through_the_doctor() {
     let (values, _, out) = complete(&["doctor", "explain", "ipsec."]);
     assert_eq!(
         values,
-        ["ipsec.flags", "ipsec.xfrm", "ipsec.cert", "ipsec.daemon"],
+        [
+            "ipsec.flags",
+            "ipsec.xfrm",
+            "ipsec.cert",
+            "ipsec.daemon",
+            "ipsec.policy",
+            "ipsec.errors"
+        ],
         "{out}"
     );
     // After spx's own flags, before `doctor`, too.

@@ -22,7 +22,8 @@
 //!    spx1's IKE toward them completes; then their charons are killed
 //!    (SIGKILL: no IKE DELETE) and their SAs and policies flushed, as a
 //!    crash and a flush leave them. spx1 keeps its SAs and policies and
-//!    encrypts to them: `XfrmInNoStates` on spx2 and spx3.
+//!    encrypts to them: `XfrmInNoStates` on spx2 and spx3, and their
+//!    `ipsec.daemon` names charon's pid file, whose process is gone.
 //! 3. **The plaintext case**: spx1's policies flushed behind charon's back,
 //!    its SAs kept. Geneve flows, in clear, and `ip -s xfrm state` byte
 //!    counters stay still: `ipsec.xfrm` (which counts SAs) passes,
@@ -51,7 +52,7 @@ const NODES: [u32; 3] = [1, 2, 3];
 /// Every direction of the mesh.
 const ALL: [(u32, u32); 6] = [(1, 2), (2, 1), (1, 3), (3, 1), (2, 3), (3, 2)];
 /// The node checks every node runs.
-const CHECKS: &str = "ipsec.flags,ipsec.xfrm,ipsec.policy,ipsec.errors";
+const CHECKS: &str = "ipsec.flags,ipsec.xfrm,ipsec.policy,ipsec.errors,ipsec.daemon";
 
 #[allow(clippy::disallowed_macros)] // the measured facts belong in the test log
 fn note(line: &str) {
@@ -369,6 +370,22 @@ fn partial_enable_on_real_strongswan_over_real_sshd() {
         assert!(
             moved(&before[n as usize - 1], &after[n as usize - 1]).contains_key("XfrmInNoStates")
         );
+    }
+    // Their charons' pid files name processes that are gone: ipsec.daemon
+    // says so. (Which charon runs is not judged here: the guest's nodes
+    // share one pid namespace, so every node's /proc shows spx1's charon,
+    // and no node of the lab runs ovs-monitor-ipsec.)
+    for n in [2, 3] {
+        let d = node_check(&doc, n, "ipsec.daemon");
+        assert_eq!(d["status"], "fail", "spx{n}: {d:#}");
+        let stale: Vec<&str> = d["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "ipsec.daemon/stale-pid-file")
+            .map(|f| f["subject"].as_str().unwrap())
+            .collect();
+        assert!(stale.contains(&"/var/run/charon.pid"), "spx{n}: {d:#}");
     }
     assert!(
         advanced(&doc, 1).contains(&"XfrmInTmplMismatch".to_owned()),
