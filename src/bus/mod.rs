@@ -316,21 +316,21 @@ mod tests {
     const NODE: &str = r#"
 node = "spx1"
 [nodes.spx1]
-host = "10.1.3.181"
+host = "192.0.2.181"
 [nodes.spx1.nats]
-host = "10.1.3.181:4222"
+host = "192.0.2.181:4222"
 cacert = "/etc/spinifex/ca.pem"
 port = 4222
 [nodes.spx1.nats.acl]
 token = "s3cr3t"
 [nodes.spx2]
-host = "10.1.3.182"
+host = "192.0.2.182"
 "#;
 
     #[test]
     fn reads_the_nodes_nats_table_as_the_daemon_does() {
         let c = parse(NODE, "spx1").unwrap().unwrap();
-        assert_eq!(c.server, "10.1.3.181:4222");
+        assert_eq!(c.server, "192.0.2.181:4222");
         assert_eq!(c.cacert.as_deref(), Some(Path::new("/etc/spinifex/ca.pem")));
         assert!(c.has_token());
         assert!(!format!("{c:?}").contains("s3cr3t"), "{c:?}");
