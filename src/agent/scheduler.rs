@@ -57,6 +57,12 @@ pub struct Periodic {
     pub every: Duration,
     /// Each periodic run's own timeout.
     pub timeout: Duration,
+    /// How long after the first run the second falls due (at most
+    /// `every`; zero: one interval): where in each interval this node's
+    /// runs fall, so agents started together do not all run in the same
+    /// instant. No gap is ever longer than `every`, so a phase never makes
+    /// a report look stale.
+    pub phase: Duration,
 }
 
 /// One request, as the scheduler sees it.
@@ -195,7 +201,11 @@ impl<W> Scheduler<W> {
         let every = p.every;
         let behind = now.duration_since(*due);
         let slots = (behind.as_nanos() / every.as_nanos()) as u32;
-        *due += every * (slots + 1);
+        let gap = match std::mem::take(&mut p.phase) {
+            g if g.is_zero() || g > every => every,
+            g => g,
+        };
+        *due += every * slots + gap;
         let (key, timeout) = (p.key.clone(), p.timeout);
         if let Some(r) = self.running.as_mut().filter(|r| r.key == key) {
             r.periodic = true;
@@ -597,7 +607,28 @@ mod tests {
             key: key(1000, &[]),
             every: Duration::from_secs(every_s),
             timeout: Duration::from_secs(8),
+            phase: Duration::ZERO,
         }
+    }
+
+    #[test]
+    fn the_phase_places_the_second_run_and_no_gap_exceeds_the_interval() {
+        let t0 = Instant::now();
+        let p = Periodic {
+            phase: Duration::from_secs(3),
+            ..periodic(10)
+        };
+        let mut s: Scheduler<u32> = Scheduler::new(limits(2)).with_periodic(p, t0);
+        // The first run starts at once, so a new agent's report is in the
+        // bucket without waiting for its phase.
+        assert!(s.tick(t0).start.unwrap().periodic);
+        s.finish();
+        assert_eq!(s.next_periodic(), Some(t0 + Duration::from_secs(3)));
+        assert!(s.tick(t0 + Duration::from_secs(2)).start.is_none());
+        assert!(s.tick(t0 + Duration::from_secs(3)).start.unwrap().periodic);
+        s.finish();
+        // From then on, start to start, one interval apart.
+        assert_eq!(s.next_periodic(), Some(t0 + Duration::from_secs(13)));
     }
 
     #[test]
