@@ -552,6 +552,7 @@ mod tests {
         };
         assert_ne!(on(&tables[0], &spi(0, 0, 1)), on(&tables[1], &spi(0, 0, 1)));
         let f = judge(&lab(tables));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert_eq!(f.evidence["pairs_checked"], 6);
         assert_eq!(f.evidence["sas"].as_array().unwrap().len(), 24);
@@ -569,22 +570,8 @@ mod tests {
             }
         }
         let f = judge(&lab(tables));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(
-            f.summary.contains(
-                "n1->n2: n1's outbound spi 0xdeadbeef (198.18.0.2->198.18.0.3) is not on n2"
-            ),
-            "{}",
-            f.summary
-        );
-        assert!(
-            f.summary.contains(&format!(
-                "n1->n2: n2 holds inbound spi {old} (198.18.0.2->198.18.0.3) that n1 does not have"
-            )),
-            "{}",
-            f.summary
-        );
-        assert!(f.remediation[0].starts_with("on n1 and n2: `systemctl restart openvswitch-ipsec`"));
     }
 
     #[test]
@@ -597,21 +584,8 @@ mod tests {
             }
         }
         let f = judge(&lab(tables));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(
-            f.summary.contains("n0->n1 has no outbound SA"),
-            "{}",
-            f.summary
-        );
-        assert!(
-            f.summary.contains(&format!(
-                "n0->n1: n1 holds inbound spi {} (198.18.0.1->198.18.0.2) that n0 does not have",
-                spi(0, 0, 1)
-            )),
-            "{}",
-            f.summary
-        );
-        assert!(f.summary.contains(&format!("n0->n2: spi {} (198.18.0.1->198.18.0.3) is rfc4106(gcm(aes)) on n0 but cbc(aes) on n2", spi(0, 0, 2))), "{}", f.summary);
     }
 
     #[test]
@@ -636,6 +610,7 @@ mod tests {
             [json!([ip(2)]), json!([]), json!([ip(0)])],
             [json!([]), json!([]), json!([])],
         ));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
         assert!(f.findings.iter().any(|s| s.subject == "n0->n2"
             && s.summary == "no SA yet on either end: n0 and n2 are armed for each other (made on the first packet)"));
@@ -644,19 +619,15 @@ mod tests {
             [json!([ip(2)]), json!([]), json!([])],
             [json!([]), json!([]), json!([])],
         ));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Fail, "{}", f.summary);
         // n0 waits for keys toward n2 (n2's IKE is gone): named.
         let f = judge(&nodes(
             [json!([]), json!([]), json!([])],
             [json!([ip(2)]), json!([]), json!([])],
         ));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(
-            f.summary
-                .contains("n0->n2 has no outbound SA (IKE pending on n0)"),
-            "{}",
-            f.summary
-        );
     }
 
     #[test]
@@ -665,12 +636,13 @@ mod tests {
         tables[0].push(sa(0, 0, 0, "0x00000099", ALG, 9, "udp dport 6081"));
         tables[0].last_mut().unwrap()["dst"] = json!("198.18.0.99");
         let f = judge(&lab(tables.clone()));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Fail);
-        assert!(f.summary.contains("n0 holds spi 0x00000099 (198.18.0.1->198.18.0.99) toward 198.18.0.99, which is no node of the cluster"), "{}", f.summary);
         // With a node of the config not selected, it may be that node's.
         let mut facts = lab(tables);
         facts.config_nodes.push("n9".into());
         let f = judge(&facts);
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Error, "{}", f.summary);
     }
 
@@ -691,6 +663,7 @@ mod tests {
             })
             .collect();
         let f = judge(&lab(tables));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Pass, "{}", f.summary);
     }
 
@@ -700,16 +673,13 @@ mod tests {
             (0..3).map(|i| node(i, vec![], false)).collect(),
             &["ipsec.xfrm"],
         ));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Skip);
         let f = judge(&facts(
             vec![node(0, healthy(0), true), node(1, vec![], false)],
             &["ipsec.xfrm"],
         ));
+        crate::snapshot::snapshot!("cluster.sa-pairs", f);
         assert_eq!(f.status, Status::Error);
-        assert!(
-            f.summary.contains("n0 wants it, n1 does not"),
-            "{}",
-            f.summary
-        );
     }
 }
