@@ -21,7 +21,7 @@ use spx_checks::codes::{self, Level};
 use spx_checks::kind::severity;
 use spx_checks::Status;
 
-use crate::report::CheckReport;
+use crate::report::{CheckReport, Levelled};
 
 /// Where a level came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,8 +62,9 @@ pub struct Levels {
     pub notes: Vec<String>,
 }
 
-/// Apply the levels to every check's result; returns the notes.
-pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Vec<String> {
+/// Apply the levels to every check's result; returns what they did, for
+/// the report.
+pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Levelled {
     let mut notes = levels.notes.clone();
     let mut matched = vec![false; levels.allow.len()];
     for c in checks.iter_mut() {
@@ -85,7 +86,11 @@ pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Vec<String> {
             ));
         }
     }
-    notes
+    Levelled {
+        allow: levels.allow.iter().map(|e| e.code.clone()).collect(),
+        deny: levels.deny.iter().map(|e| e.code.clone()).collect(),
+        notes,
+    }
 }
 
 /// The status a level gives one item, if it changes it.
@@ -216,7 +221,7 @@ mod tests {
     #[test]
     fn allowing_one_kind_leaves_the_others_standing() {
         let mut checks = [qemu()];
-        let notes = apply(&mut checks, &allow(&["qemu.tuning/no-vhost"]));
+        let notes = apply(&mut checks, &allow(&["qemu.tuning/no-vhost"])).notes;
         let q = &checks[0];
         assert_eq!(q.status, Status::Fail);
         assert_eq!(q.code, "qemu.tuning/no-iothread");
@@ -300,7 +305,7 @@ mod tests {
             "cpu.softirq/esp-funnel",
         ]);
         levels.allow[0].source = Source::Config("/etc/spinifex/spinifex.toml".into());
-        let notes = apply(&mut checks, &levels);
+        let notes = apply(&mut checks, &levels).notes;
         assert_eq!(
             notes,
             ["[doctor] allow nic.rings/shallow-ring (/etc/spinifex/spinifex.toml) matched nothing: nic.rings concluded pass without it (a stale allow hides nothing; remove it)"]

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::checks::ovn_cluster::words::{
     encap_mismatch_fix, encap_mismatch_text, ips, missing_chassis_fix,
 };
@@ -96,8 +96,8 @@ impl Check for ClusterChassis {
          system-id and ovn-remote, then restart it."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -106,6 +106,12 @@ impl Check for ClusterChassis {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterChassis {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 

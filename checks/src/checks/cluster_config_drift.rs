@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::checks::ipsec_cert::IpsecCertEvidence;
 use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer};
 use crate::ctx::Ctx;
@@ -103,8 +103,8 @@ impl Check for ClusterConfigDrift {
          guests."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -113,6 +113,12 @@ impl Check for ClusterConfigDrift {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterConfigDrift {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 

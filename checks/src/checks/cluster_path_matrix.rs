@@ -21,7 +21,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport, PeerVerdict};
 use crate::cluster::{self, and_list, pair, ClusterFacts};
 use crate::ctx::Ctx;
@@ -115,8 +115,8 @@ impl Check for ClusterPathMatrix {
          largest MTU every pair carries."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -125,6 +125,12 @@ impl Check for ClusterPathMatrix {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterPathMatrix {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 

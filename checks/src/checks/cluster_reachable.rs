@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::cluster::{
     self, and_list, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
 };
@@ -102,8 +102,8 @@ impl Check for ClusterReachable {
          for the doctor, or a verified host key."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -112,6 +112,12 @@ impl Check for ClusterReachable {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterReachable {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 

@@ -22,7 +22,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::checks::ipsec_xfrm::{IpsecXfrmEvidence, SaDirection, SaEntry};
 use crate::cluster::{self, and_list, pair, ClusterFacts, IpsecWanted};
 use crate::ctx::Ctx;
@@ -101,8 +101,8 @@ impl Check for ClusterSaPairs {
          chassis from OVN, then restart openvswitch-ipsec on the nodes holding its SAs."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -111,6 +111,12 @@ impl Check for ClusterSaPairs {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterSaPairs {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 
