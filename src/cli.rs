@@ -53,9 +53,9 @@ pub enum Action {
         shell: Shell,
     },
     /// Run as a service on this node: answer cluster run requests on Spinifex's NATS (`--cluster --via nats`), run the checks every --interval into the doctor's JetStream bucket, export OTLP metrics.
-    Agent(crate::agent::AgentArgs),
+    Agent(AgentArgs),
     /// The whole cluster, live, from the agents' reports in the doctor's JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix.
-    Watch(crate::cluster::watch::WatchArgs),
+    Watch(WatchArgs),
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,
@@ -72,6 +72,65 @@ pub enum Action {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         words: Vec<OsString>,
     },
+}
+
+/// `spx-doctor agent`.
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// The Spinifex config, found as a run finds it; its `node` and that node's [nodes.NODE.nats] say where the bus is.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited".
+    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=600))]
+    pub runs_per_minute: u32,
+
+    /// Run the default checks by itself this often, start to start, into the doctor's JetStream bucket (0: never) [default: the config's `[doctor] interval`, else 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
+}
+
+/// `spx-doctor watch`.
+#[derive(clap::Args, Debug)]
+pub struct WatchArgs {
+    /// The Spinifex config, found as a run finds it: its [nodes.*] are the cluster, its `node`'s [nodes.NODE.nats] says where the bus is.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// table: a live view redrawn on a terminal; json: one JSON object per line (check transitions and node states), never redrawn.
+    #[arg(long, value_enum, default_value_t = WatchFormat::Table)]
+    pub format: WatchFormat,
+
+    /// One cluster report from what the bucket holds now, then exit: 0 ok, 1 a failure, 2 inconclusive (a node stale or unknown), as --cluster.
+    #[arg(long)]
+    pub once: bool,
+
+    /// Show each check's evidence in the table.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
+    /// When to colour the table; NO_COLOR in the environment means never for auto.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// With --once: how long to wait for NATS and the bucket.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub timeout: String,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
+pub enum WatchFormat {
+    Table,
+    Json,
+}
+
+impl From<WatchFormat> for Format {
+    fn from(f: WatchFormat) -> Format {
+        match f {
+            WatchFormat::Table => Format::Table,
+            WatchFormat::Json => Format::Json,
+        }
+    }
 }
 
 /// The command as clap builds it, named the way the operator started it:

@@ -18,10 +18,12 @@
 use std::path::PathBuf;
 
 use spx_checks::codes::{self, Level};
+use spx_checks::config::{ConfigError, RawCode};
 use spx_checks::kind::severity;
-use spx_checks::Status;
+use spx_checks::profile::Profile;
+use spx_checks::{ConfigState, Status};
 
-use crate::report::CheckReport;
+use crate::report::{CheckReport, Levelled};
 
 /// Where a level came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,8 +64,144 @@ pub struct Levels {
     pub notes: Vec<String>,
 }
 
-/// Apply the levels to every check's result; returns the notes.
-pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Vec<String> {
+/// Why the levels of a run are refused: a flag's code (its one line), or
+/// a code in the config's `[doctor]` table (where it is written).
+#[derive(Debug)]
+pub enum Refused {
+    Flag(String),
+    Config(ConfigError),
+}
+
+/// The levels of a run, resolved once against the catalog: the config's
+/// `[doctor]` codes (as written there), then the flags, which win for a
+/// code both name. A preflight refuses to allow what it depends on, as it
+/// refuses `--skip`; an allow in the config for one of its checks is set
+/// aside for the run, with a note, so the standing config need not change
+/// for a preflight.
+pub fn resolve(
+    allow: &[String],
+    deny: &[String],
+    config: &ConfigState,
+    profile: Option<&'static Profile>,
+) -> Result<Levels, Refused> {
+    let required = |code: &str| {
+        let id = code.split_once('/').map_or(code, |(id, _)| id);
+        profile.filter(|p| p.required.contains(&id))
+    };
+    let configured = match config {
+        ConfigState::Loaded { path, config } => {
+            let doctor = &config.doctor;
+            Some((path, configured(&doctor.allow, &doctor.deny, path)?))
+        }
+        _ => None,
+    };
+    let mut levels = Levels::default();
+    for (words, level) in [(allow, Level::Allow), (deny, Level::Deny)] {
+        for word in words.iter().filter(|w| !w.is_empty()) {
+            let code = codes::for_level(word, level)
+                .map_err(|e| Refused::Flag(format!("{}: {e}", level.flag())))?
+                .code();
+            if let (Level::Allow, Some(p)) = (level, required(&code)) {
+                return Err(Refused::Flag(format!(
+                    "--allow {code}: the {} preflight requires {}",
+                    p.name,
+                    code.split_once('/').map_or("", |(id, _)| id)
+                )));
+            }
+            let (mine, other) = match level {
+                Level::Allow => (&mut levels.allow, &levels.deny),
+                Level::Deny => (&mut levels.deny, &levels.allow),
+            };
+            if other.iter().any(|e| e.code == code) {
+                return Err(Refused::Flag(format!(
+                    "--allow {code} and --deny {code}: a code is allowed or denied, not both"
+                )));
+            }
+            if !mine.iter().any(|e| e.code == code) {
+                mine.push(Entry {
+                    code,
+                    source: Source::Flag,
+                });
+            }
+        }
+    }
+    let Some((path, (allowed, denied))) = configured else {
+        return Ok(levels);
+    };
+    let named = |levels: &Levels, code: &str| {
+        levels
+            .allow
+            .iter()
+            .chain(&levels.deny)
+            .any(|e| e.code == code)
+    };
+    for code in denied {
+        if !named(&levels, &code) {
+            levels.deny.push(Entry {
+                code,
+                source: Source::Config(path.clone()),
+            });
+        }
+    }
+    for code in allowed {
+        if named(&levels, &code) {
+            continue;
+        }
+        let entry = Entry {
+            code,
+            source: Source::Config(path.clone()),
+        };
+        match required(&entry.code) {
+            Some(p) => levels.notes.push(format!(
+                "{} set aside: the {} preflight requires {} and never passes on an allowed problem",
+                entry.label(Level::Allow),
+                p.name,
+                entry.code.split_once('/').map_or("", |(id, _)| id)
+            )),
+            None => levels.allow.push(entry),
+        }
+    }
+    Ok(levels)
+}
+
+/// The config's `[doctor]` codes, resolved: (allowed, denied), each once,
+/// in the file's order; a code that cannot take its level, or is in both
+/// lists, refused where it is written.
+fn configured(
+    allow: &[RawCode],
+    deny: &[RawCode],
+    path: &std::path::Path,
+) -> Result<(Vec<String>, Vec<String>), Refused> {
+    let (mut allowed, mut denied): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for (list, level, key) in [
+        (allow, Level::Allow, "doctor.allow"),
+        (deny, Level::Deny, "doctor.deny"),
+    ] {
+        for raw in list {
+            let refused = |message: String| Refused::Config(raw.refused(path, key, message));
+            let code = codes::for_level(&raw.text, level)
+                .map_err(|e| refused(e.to_string()))?
+                .code();
+            let (mine, other) = match level {
+                Level::Allow => (&mut allowed, &denied),
+                Level::Deny => (&mut denied, &allowed),
+            };
+            if other.contains(&code) {
+                return Err(refused(format!(
+                    "{code} is in both doctor.allow and doctor.deny"
+                )));
+            }
+            if !mine.contains(&code) {
+                mine.push(code);
+            }
+        }
+    }
+    Ok((allowed, denied))
+}
+
+/// Apply the levels to every check's result; returns what they did, for
+/// the report.
+pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Levelled {
     let mut notes = levels.notes.clone();
     let mut matched = vec![false; levels.allow.len()];
     for c in checks.iter_mut() {
@@ -85,7 +223,11 @@ pub fn apply(checks: &mut [CheckReport], levels: &Levels) -> Vec<String> {
             ));
         }
     }
-    notes
+    Levelled {
+        allow: levels.allow.iter().map(|e| e.code.clone()).collect(),
+        deny: levels.deny.iter().map(|e| e.code.clone()).collect(),
+        notes,
+    }
 }
 
 /// The status a level gives one item, if it changes it.
@@ -216,7 +358,7 @@ mod tests {
     #[test]
     fn allowing_one_kind_leaves_the_others_standing() {
         let mut checks = [qemu()];
-        let notes = apply(&mut checks, &allow(&["qemu.tuning/no-vhost"]));
+        let notes = apply(&mut checks, &allow(&["qemu.tuning/no-vhost"])).notes;
         let q = &checks[0];
         assert_eq!(q.status, Status::Fail);
         assert_eq!(q.code, "qemu.tuning/no-iothread");
@@ -287,6 +429,81 @@ mod tests {
         assert_eq!(checks[1].status, Status::Warn);
     }
 
+    fn loaded(text: &str) -> ConfigState {
+        let path = std::path::Path::new("spinifex.toml");
+        ConfigState::Loaded {
+            path: path.to_owned(),
+            config: Box::new(spx_checks::config::parse(text, path).unwrap()),
+        }
+    }
+
+    fn refusal(r: Result<Levels, Refused>) -> String {
+        match r {
+            Err(Refused::Config(e)) => e.to_string(),
+            Err(Refused::Flag(line)) => format!("flag: {line}"),
+            Ok(l) => panic!("resolved: {l:?}"),
+        }
+    }
+
+    #[test]
+    fn the_configs_codes_are_resolved_here_and_refused_where_written() {
+        let l = resolve(
+            &[],
+            &[],
+            &loaded("[doctor]\nallow = [\"qemu.tuning/no-vhost\", \"nic.rings/shallow-ring\", \"qemu.tuning/no-vhost\"]\ndeny = [\"tcp.reordering/reordering-or-loss\"]\n"),
+            None,
+        )
+        .unwrap();
+        let codes = |l: &[Entry]| l.iter().map(|e| e.code.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            codes(&l.allow),
+            ["qemu.tuning/no-vhost", "nic.rings/shallow-ring"]
+        );
+        assert_eq!(codes(&l.deny), ["tcp.reordering/reordering-or-loss"]);
+        assert_eq!(l.allow[0].source, Source::Config("spinifex.toml".into()));
+        let typo = loaded("node = \"a\"\n[doctor]\nallow = [\"nic.rings/shalow-ring\"]\n");
+        let e = refusal(resolve(&[], &[], &typo, None));
+        assert!(
+            e.starts_with(
+                "spinifex.toml:3:10: key `doctor.allow`: unknown code \"nic.rings/shalow-ring\""
+            ) && e.contains("did you mean \"nic.rings/shallow-ring\"?"),
+            "{e}"
+        );
+        // The config is refused before any flag is looked at.
+        let e = refusal(resolve(&["nic.rings/nope".into()], &[], &typo, None));
+        assert!(e.starts_with("spinifex.toml:3:10"), "{e}");
+        let e = refusal(resolve(
+            &[],
+            &[],
+            &loaded("[doctor]\ndeny = [\"qemu.tuning/no-vhost\"]\n"),
+            None,
+        ));
+        assert!(
+            e.contains("key `doctor.deny`") && e.contains("only warnings can be denied"),
+            "{e}"
+        );
+        let e = refusal(resolve(
+            &[],
+            &[],
+            &loaded("[doctor]\nallow = [\"nic.rings/shallow-ring\"]\ndeny = [\"nic.rings/shallow-ring\"]\n"),
+            None,
+        ));
+        assert!(
+            e.ends_with("nic.rings/shallow-ring is in both doctor.allow and doctor.deny"),
+            "{e}"
+        );
+        // A flag wins over the config for the same code.
+        let l = resolve(
+            &[],
+            &["nic.rings/shallow-ring".into()],
+            &loaded("[doctor]\nallow = [\"nic.rings/shallow-ring\"]\n"),
+            None,
+        )
+        .unwrap();
+        assert!(l.allow.is_empty());
+        assert_eq!(l.deny[0].source, Source::Flag);
+    }
+
     #[test]
     fn a_stale_allow_is_a_note_only_where_its_check_concluded() {
         let mut ok = c("nic.rings", Status::Pass);
@@ -300,7 +517,7 @@ mod tests {
             "cpu.softirq/esp-funnel",
         ]);
         levels.allow[0].source = Source::Config("/etc/spinifex/spinifex.toml".into());
-        let notes = apply(&mut checks, &levels);
+        let notes = apply(&mut checks, &levels).notes;
         assert_eq!(
             notes,
             ["[doctor] allow nic.rings/shallow-ring (/etc/spinifex/spinifex.toml) matched nothing: nic.rings concluded pass without it (a stale allow hides nothing; remove it)"]

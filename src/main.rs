@@ -212,10 +212,13 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
             .profile
             .map(|p| p.required.to_vec())
             .unwrap_or_default(),
-        levels: settings.levels.clone(),
     };
+    let mut checks: Vec<report::CheckReport> =
+        outcomes.into_iter().map(report::check_report).collect();
+    let levelled = levels::apply(&mut checks, &settings.levels);
     let mut report = report::build(
-        outcomes,
+        checks,
+        levelled,
         &settings.config,
         spx_checks::profile::RunProfile(settings.profile.map(|p| p.preflight)),
         started_at,

@@ -7,7 +7,6 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use spx_checks::codes::{self, Level};
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
 use spx_checks::host::{Bundle, HostRef, LiveHost, Policy, RUN_SCOPE};
@@ -16,7 +15,7 @@ use spx_checks::profile::{Preflight, Profile};
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
 use crate::cli::{Change, ColorChoice, Format, RunArgs};
-use crate::levels::{Entry, Levels, Source};
+use crate::levels::{self, Levels};
 
 /// A refusal of the command line or the config: exit 2.
 #[derive(Debug)]
@@ -33,6 +32,15 @@ impl std::error::Error for UsageError {}
 impl From<ConfigError> for UsageError {
     fn from(e: ConfigError) -> UsageError {
         UsageError(format!("config: {e}"))
+    }
+}
+
+impl From<levels::Refused> for UsageError {
+    fn from(r: levels::Refused) -> UsageError {
+        match r {
+            levels::Refused::Flag(line) => UsageError(line),
+            levels::Refused::Config(e) => e.into(),
+        }
     }
 }
 
@@ -166,7 +174,7 @@ impl Settings {
             }
         }
         let config = load_config(args.config.or_else(config_from_env).as_deref())?;
-        let levels = resolve_levels(&args.allow, &args.deny, &config, profile)?;
+        let levels = levels::resolve(&args.allow, &args.deny, &config, profile)?;
         let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));
         Ok(Settings {
             checks,
@@ -246,7 +254,7 @@ impl Settings {
         } else {
             select_checks(&include, &exclude, profile)?
         };
-        let levels = resolve_levels(&policy.allow, &policy.deny, &config, profile)?;
+        let levels = levels::resolve(&policy.allow, &policy.deny, &config, profile)?;
         Ok(Settings {
             checks,
             options,
@@ -297,90 +305,6 @@ fn recorded_options(o: &Options) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The levels of this run: the flags, then the config's `[doctor]` table
-/// for codes the flags do not name. A preflight refuses to allow what it
-/// depends on, as it refuses `--skip`; an allow in the config for one of
-/// its checks is set aside for the run, with a note, so the standing
-/// config need not change for a preflight.
-fn resolve_levels(
-    allow: &[String],
-    deny: &[String],
-    config: &ConfigState,
-    profile: Option<&'static Profile>,
-) -> Result<Levels, UsageError> {
-    let required = |code: &str| {
-        let id = code.split_once('/').map_or(code, |(id, _)| id);
-        profile.filter(|p| p.required.contains(&id))
-    };
-    let mut levels = Levels::default();
-    for (words, level) in [(allow, Level::Allow), (deny, Level::Deny)] {
-        for word in words.iter().filter(|w| !w.is_empty()) {
-            let code = codes::for_level(word, level)
-                .map_err(|e| UsageError(format!("{}: {e}", level.flag())))?
-                .code();
-            if let (Level::Allow, Some(p)) = (level, required(&code)) {
-                return Err(UsageError(format!(
-                    "--allow {code}: the {} preflight requires {}",
-                    p.name,
-                    code.split_once('/').map_or("", |(id, _)| id)
-                )));
-            }
-            let (mine, other) = match level {
-                Level::Allow => (&mut levels.allow, &levels.deny),
-                Level::Deny => (&mut levels.deny, &levels.allow),
-            };
-            if other.iter().any(|e| e.code == code) {
-                return Err(UsageError(format!(
-                    "--allow {code} and --deny {code}: a code is allowed or denied, not both"
-                )));
-            }
-            if !mine.iter().any(|e| e.code == code) {
-                mine.push(Entry {
-                    code,
-                    source: Source::Flag,
-                });
-            }
-        }
-    }
-    let ConfigState::Loaded { path, config } = config else {
-        return Ok(levels);
-    };
-    let named = |levels: &Levels, code: &str| {
-        levels
-            .allow
-            .iter()
-            .chain(&levels.deny)
-            .any(|e| e.code == code)
-    };
-    for code in &config.doctor.deny {
-        if !named(&levels, code) {
-            levels.deny.push(Entry {
-                code: code.clone(),
-                source: Source::Config(path.clone()),
-            });
-        }
-    }
-    for code in &config.doctor.allow {
-        if named(&levels, code) {
-            continue;
-        }
-        let entry = Entry {
-            code: code.clone(),
-            source: Source::Config(path.clone()),
-        };
-        match required(code) {
-            Some(p) => levels.notes.push(format!(
-                "{} set aside: the {} preflight requires {} and never passes on an allowed problem",
-                entry.label(Level::Allow),
-                p.name,
-                code.split_once('/').map_or("", |(id, _)| id)
-            )),
-            None => levels.allow.push(entry),
-        }
-    }
-    Ok(levels)
 }
 
 /// Without a profile: `--check` minus `--skip`. With one: its required

@@ -1,9 +1,12 @@
 //! The one trait every check implements. The list of checks is
 //! [`crate::CHECKS`]; `spx doctor list`, `explain`, the README table and the
-//! shell completions of check ids are all generated from it.
+//! shell completions of check ids are all generated from it. A cluster
+//! check is in the same list: it answers [`Check::cluster`] with its
+//! [`ClusterJudge`], and that alone makes its scope [`Scope::Cluster`].
 
 use serde_json::{Map, Value};
 
+use crate::cluster::ClusterFacts;
 use crate::ctx::Ctx;
 use crate::evidence::{self, Evidence};
 use crate::finding::Finding;
@@ -39,9 +42,19 @@ pub trait Check: Send + Sync {
         false
     }
 
-    /// [`Scope::Node`] for every check that reads this host.
+    /// [`Scope::Node`] for every check that reads this host;
+    /// [`Scope::Cluster`] for one that is a [`ClusterJudge`].
     fn scope(&self) -> Scope {
-        Scope::Node
+        match self.cluster() {
+            Some(_) => Scope::Cluster,
+            None => Scope::Node,
+        }
+    }
+
+    /// The judge of every node's report, for a cluster check (`cluster.*`);
+    /// `None`, the default, for a check that reads this host.
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        None
     }
 
     /// Gather facts and judge them. Never prints, never changes the host.
@@ -51,6 +64,14 @@ pub trait Check: Send + Sync {
     /// type and the metrics it owns: `&DECLARED` with a
     /// `static DECLARED: Declared = Declared::of::<MyKind, MyEvidence>();`.
     fn declared(&self) -> &'static Declared;
+}
+
+/// A cluster check's judgement: every node's report, side by side
+/// (`spx doctor --cluster`). Outside a cluster run the same check's
+/// [`Check::run`] skips.
+pub trait ClusterJudge: Sync {
+    /// Judge the cluster's facts. Never prints, never reaches a node.
+    fn judge(&self, facts: &ClusterFacts) -> Finding;
 }
 
 /// What a converted check declares about its results.

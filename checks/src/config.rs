@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::codes::{self, Level};
 use crate::endpoint::Endpoint;
 use crate::validate;
 
@@ -40,16 +39,16 @@ pub struct Config {
     pub doctor: Doctor,
 }
 
-/// `[doctor]`: levels per code, as `--allow` and `--deny` give them (every
-/// code is checked against the catalog when the file is read), and the
-/// doctor's own thresholds.
+/// `[doctor]`: levels per code, as `--allow` and `--deny` give them (kept
+/// as written: the run resolves them against the catalog together with the
+/// flags, in one place), and the doctor's own thresholds.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default)]
 pub struct Doctor {
     /// `allow = ["CODE", …]`: known problems of these kinds pass, with a note.
-    pub allow: Vec<String>,
+    pub allow: Vec<RawCode>,
     /// `deny = ["CODE", …]`: warnings of these kinds fail.
-    pub deny: Vec<String>,
+    pub deny: Vec<RawCode>,
     /// `cert_warn_days = N`: `ipsec.cert` warns when a certificate expires
     /// within N days ([`DEFAULT_CERT_WARN_DAYS`]).
     pub cert_warn_days: u32,
@@ -58,6 +57,59 @@ pub struct Doctor {
     /// periodic runs off). Read with [`Doctor::interval`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
+}
+
+/// A code as `[doctor]` writes it (trimmed), and where: not resolved
+/// against the catalog here. The run resolves it with `--allow` and
+/// `--deny`, and refuses one it does not know at this line and column.
+/// Serialized as the text alone (a recorded bundle's config reads back
+/// without a position); two are equal when their text is.
+#[derive(Clone, Debug, Eq)]
+pub struct RawCode {
+    pub text: String,
+    /// 1-based line and column in the file it was read from.
+    pub at: Option<(usize, usize)>,
+}
+
+impl RawCode {
+    /// The refusal of this code under `key` (`doctor.allow`) of the config
+    /// at `path`, at its position.
+    pub fn refused(&self, path: &Path, key: &str, message: String) -> ConfigError {
+        ConfigError {
+            path: path.to_owned(),
+            line: self.at.map(|(l, _)| l),
+            column: self.at.map(|(_, c)| c),
+            key: Some(key.to_owned()),
+            message,
+        }
+    }
+}
+
+impl PartialEq for RawCode {
+    fn eq(&self, other: &RawCode) -> bool {
+        self.text == other.text
+    }
+}
+
+impl PartialEq<&str> for RawCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl serde::Serialize for RawCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.text.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RawCode, D::Error> {
+        Ok(RawCode {
+            text: String::deserialize(d)?,
+            at: None,
+        })
+    }
 }
 
 /// Days before a certificate's expiry that `ipsec.cert` warns, unless
@@ -251,7 +303,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             .join(" ");
         err_at(inner.span(), key, message)
     })?;
-    raw.validate()
+    raw.validate(text)
         .map_err(|(span, key, message)| err_at(span, Some(key), message))
 }
 
@@ -319,7 +371,7 @@ fn check<T>(
 }
 
 impl RawConfig {
-    fn validate(self) -> Result<Config, Invalid> {
+    fn validate(self, text: &str) -> Result<Config, Invalid> {
         let node = match &self.node {
             Some(n) => Some(check(
                 n,
@@ -404,47 +456,29 @@ impl RawConfig {
                 underlay_mtu,
             },
             nodes,
-            doctor: self.doctor.validate()?,
+            doctor: self.doctor.validate(text)?,
         })
     }
 }
 
 impl RawDoctor {
-    fn validate(self) -> Result<Doctor, Invalid> {
+    /// `text` is the file's, for the codes' positions.
+    fn validate(self, text: &str) -> Result<Doctor, Invalid> {
         let mut doctor = Doctor::default();
         if let Some(i) = &self.interval {
             check(i, || "doctor.interval".into(), parse_interval)?;
             doctor.interval = Some(i.get_ref().trim().to_owned());
         }
-        for (list, level, key) in [
-            (&self.allow, Level::Allow, "doctor.allow"),
-            (&self.deny, Level::Deny, "doctor.deny"),
-        ] {
-            for code in list {
-                let text = code.get_ref().trim();
-                let resolved = codes::for_level(text, level)
-                    .map_err(|e| (Some(code.span()), key.to_owned(), e.to_string()))?
-                    .code();
-                let other = match level {
-                    Level::Allow => &doctor.deny,
-                    Level::Deny => &doctor.allow,
-                };
-                if other.contains(&resolved) {
-                    return Err((
-                        Some(code.span()),
-                        key.to_owned(),
-                        format!("{resolved} is in both doctor.allow and doctor.deny"),
-                    ));
-                }
-                let mine = match level {
-                    Level::Allow => &mut doctor.allow,
-                    Level::Deny => &mut doctor.deny,
-                };
-                if !mine.contains(&resolved) {
-                    mine.push(resolved);
-                }
-            }
-        }
+        let raw = |list: &[Spanned<String>]| -> Vec<RawCode> {
+            list.iter()
+                .map(|c| RawCode {
+                    text: c.get_ref().trim().to_owned(),
+                    at: Some(line_col(text, c.span().start)),
+                })
+                .collect()
+        };
+        doctor.allow = raw(&self.allow);
+        doctor.deny = raw(&self.deny);
         if let Some(days) = &self.cert_warn_days {
             let n = *days.get_ref();
             doctor.cert_warn_days = u32::try_from(n)
@@ -547,7 +581,7 @@ host = "198.18.3.182:8443"
     }
 
     #[test]
-    fn the_doctor_table_gives_levels_per_code_and_refuses_unknown_ones() {
+    fn the_doctor_table_keeps_codes_as_written_with_their_positions() {
         let c = p(
             "[doctor]\nallow = [\"qemu.tuning/no-vhost\", \"nic.rings/shallow-ring\"]\ndeny = [\"tcp.reordering/reordering-or-loss\"]\n",
         )
@@ -558,21 +592,18 @@ host = "198.18.3.182:8443"
         );
         assert_eq!(c.doctor.deny, ["tcp.reordering/reordering-or-loss"]);
         assert_eq!(p("").unwrap().doctor, Doctor::default());
-        let e = p("node = \"a\"\n[doctor]\nallow = [\"nic.rings/shalow-ring\"]\n").unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("doctor.allow"), "{e}");
-        assert_eq!((e.line, e.column), (Some(3), Some(10)), "{e}");
-        assert!(
-            e.message
-                .contains("did you mean \"nic.rings/shallow-ring\"?"),
-            "{e}"
-        );
-        let e = p("[doctor]\ndeny = [\"qemu.tuning/no-vhost\"]\n").unwrap_err();
-        assert!(e.message.contains("only warnings can be denied"), "{e}");
-        let e = p(
-            "[doctor]\nallow = [\"nic.rings/shallow-ring\"]\ndeny = [\"nic.rings/shallow-ring\"]\n",
-        )
-        .unwrap_err();
-        assert!(e.message.contains("in both"), "{e}");
+        // Resolved by the run (src/levels.rs), not here: a typo is kept,
+        // with where it was written for the refusal.
+        let c = p("node = \"a\"\n[doctor]\nallow = [\" nic.rings/shalow-ring\"]\n").unwrap();
+        assert_eq!(c.doctor.allow, ["nic.rings/shalow-ring"]);
+        assert_eq!(c.doctor.allow[0].at, Some((3, 10)));
+        let e = c.doctor.allow[0].refused(Path::new("spinifex.toml"), "doctor.allow", "no".into());
+        assert_eq!(e.to_string(), "spinifex.toml:3:10: key `doctor.allow`: no");
+        // A bundle's config reads back as the text alone.
+        let back: Doctor =
+            serde_json::from_value(serde_json::to_value(&c.doctor).unwrap()).unwrap();
+        assert_eq!(back.allow, ["nic.rings/shalow-ring"]);
+        assert_eq!(back.allow[0].at, None);
         assert_eq!(p("").unwrap().doctor.cert_warn_days, 30);
         assert_eq!(
             p("[doctor]\ncert_warn_days = 45\n")

@@ -40,7 +40,7 @@ mod snapshot;
 pub mod spinifex;
 pub mod validate;
 
-pub use check::{Check, Declared, Scope};
+pub use check::{Check, ClusterJudge, Declared, Scope};
 pub use ctx::{ConfigState, Ctx, Options};
 pub use evidence::Evidence;
 pub use finding::{Finding, SkipReason, Status, Subject};

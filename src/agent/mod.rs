@@ -53,26 +53,10 @@ use crate::bus::wire::{
     HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY, HEADER_TRACEPARENT,
 };
 use crate::bus::{backoff, bucket, one_line, NatsConfig};
-use crate::cli::{Change, Format, RunArgs};
+use crate::cli::{AgentArgs, Change, Format, RunArgs};
 use crate::render::journal::{log, Priority};
 use crate::settings::{Settings, UsageError};
 use scheduler::{Job, Limits, Offered, Periodic, Refused, Scheduler, Start, Why};
-
-/// `spx-doctor agent`.
-#[derive(clap::Args, Debug)]
-pub struct AgentArgs {
-    /// The Spinifex config, found as a run finds it; its `node` and that node's [nodes.NODE.nats] say where the bus is.
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-
-    /// At most N probe runs start in any minute, however many requests come; a request past the bound is answered "rate-limited".
-    #[arg(long, value_name = "N", default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=600))]
-    pub runs_per_minute: u32,
-
-    /// Run the default checks by itself this often, start to start, into the doctor's JetStream bucket (0: never) [default: the config's `[doctor] interval`, else 60s].
-    #[arg(long, value_name = "DURATION")]
-    pub interval: Option<String>,
-}
 
 /// The interval when neither the flag nor the config gives one.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);

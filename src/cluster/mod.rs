@@ -8,12 +8,11 @@
 //! OVN NB and SB are cluster-wide: one node reads them (this one when it
 //! is selected), the others are told to leave them alone. The cluster
 //! checks then judge the reports side by side, and the report
-//! ([`report`]) carries every node's own report unchanged.
+//! ([`crate::report::cluster`]) carries every node's own report unchanged.
 
 pub mod args;
 mod nats;
 pub mod plan;
-pub mod report;
 mod ssh;
 pub mod watch;
 
@@ -21,18 +20,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
-use spx_checks::cluster::{
-    self as facts, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
-};
-use spx_checks::{endpoint, expect, spinifex::as_invoked, Status};
+use spx_checks::cluster::{ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind};
+use spx_checks::{endpoint, expect, spinifex::as_invoked, Finding, Status};
 
-use crate::cli::{Format, RunArgs};
+use crate::cli::RunArgs;
 use crate::report::{check_report, cluster_exit_code, CheckReport, Tool, SCHEMA_VERSION};
 use crate::runner::Outcome;
 use crate::{levels, render, runner};
 
+use crate::report::cluster::{ClusterReport, ClusterSummary, NodeEntry};
 use plan::{Plan, Via};
-use report::{ClusterReport, ClusterSummary, NodeEntry};
 
 /// Kept back from the deadline to judge, render and write.
 fn margin(timeout: Duration) -> Duration {
@@ -168,13 +165,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         },
     );
     let style = crate::style(&plan.settings);
-    let out = match plan.settings.format {
-        Format::Json => render::json::render_cluster(&report).into_bytes(),
-        Format::Prometheus => render::prometheus::render_cluster(&report).into_bytes(),
-        Format::Table => render::cluster::table(&report, &style).into_bytes(),
-        Format::Junit => render::junit::render_cluster(&report, plan.settings.strict).into_bytes(),
-        Format::Otlp => render::otlp_cluster(&report, plan.config.node.as_deref()),
-    };
+    let out = render::render_cluster(
+        &report,
+        plan.settings.format,
+        &style,
+        plan.config.node.as_deref(),
+    );
     crate::emit(&plan.settings, &out)?;
     Ok(report.exit_code as u8)
 }
@@ -220,7 +216,11 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());
     for check in &plan.cluster_checks {
         let t = Instant::now();
-        let f = runner::police(*check, facts::judge(*check, &cluster));
+        let f = match check.cluster() {
+            Some(judge) => judge.judge(&cluster),
+            None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
+        };
+        let f = runner::police(*check, f);
         findings.push((*check, f, t.elapsed()));
     }
     let path_matrix = if cluster.selected("mtu.path") {
@@ -259,7 +259,7 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
             .and_then(|(_, f, _)| cluster_config_drift::ipsec_ca_drift(f));
         let opts = &plan.settings.options;
         let expectations = expect::Expectations::from_config(&plan.config);
-        let rb = facts::runbook::RunbookFacts {
+        let rb = spx_checks::cluster::runbook::RunbookFacts {
             nodes: cluster.names().iter().map(|s| s.to_string()).collect(),
             target_mtu: opts
                 .mtu
@@ -280,7 +280,7 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
             ipsec_not_ready,
             ca_drift,
         };
-        facts::runbook::runbook(p.preflight, &rb)
+        spx_checks::cluster::runbook::runbook(p.preflight, &rb)
             .iter()
             .map(|s| as_invoked(s))
             .collect::<Vec<_>>()
@@ -299,7 +299,7 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         .collect();
     // The same levels as every node's report (the flags are forwarded,
     // the config is the same file).
-    let notes = levels::apply(&mut checks, &plan.settings.levels);
+    let notes = levels::apply(&mut checks, &plan.settings.levels).notes;
     let entries: Vec<NodeEntry> = cluster
         .nodes
         .iter()
@@ -312,12 +312,12 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         ..ClusterSummary::default()
     };
     for e in &entries {
-        for c in e.checks() {
-            summary.count(c.get("status").and_then(Value::as_str).unwrap_or("error"));
+        for (_, status) in &e.statuses {
+            summary.count(*status);
         }
     }
     for c in &checks {
-        summary.count(c.status.as_str());
+        summary.count(c.status);
     }
     let node_codes: Vec<Option<i32>> = entries.iter().map(NodeEntry::exit_code).collect();
     let exit_code = cluster_exit_code(&node_codes, &checks, plan.settings.strict);
@@ -341,11 +341,4 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         runbook,
         notes,
     }
-}
-
-/// True for a finding status that needs the operator.
-pub fn needs_attention(status: &str) -> bool {
-    status == Status::Fail.as_str()
-        || status == Status::Warn.as_str()
-        || status == Status::Error.as_str()
 }

@@ -23,7 +23,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_nats::jetstream::kv;
@@ -34,48 +33,14 @@ use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::Plan;
-use super::report::ClusterReport;
 use super::Gathered;
 use crate::bus::bucket::{self, Entry};
 use crate::bus::events::{self, NodeState, Seen, Transition};
 use crate::bus::{backoff, one_line, NatsConfig};
-use crate::cli::{ColorChoice, RunArgs};
+use crate::cli::{ColorChoice, RunArgs, WatchArgs, WatchFormat};
 use crate::render::{self, Style};
+use crate::report::cluster::ClusterReport;
 use crate::settings::UsageError;
-
-/// `spx-doctor watch`.
-#[derive(clap::Args, Debug)]
-pub struct WatchArgs {
-    /// The Spinifex config, found as a run finds it: its [nodes.*] are the cluster, its `node`'s [nodes.NODE.nats] says where the bus is.
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-
-    /// table: a live view redrawn on a terminal; json: one JSON object per line (check transitions and node states), never redrawn.
-    #[arg(long, value_enum, default_value_t = WatchFormat::Table)]
-    pub format: WatchFormat,
-
-    /// One cluster report from what the bucket holds now, then exit: 0 ok, 1 a failure, 2 inconclusive (a node stale or unknown), as --cluster.
-    #[arg(long)]
-    pub once: bool,
-
-    /// Show each check's evidence in the table.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
-
-    /// When to colour the table; NO_COLOR in the environment means never for auto.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
-
-    /// With --once: how long to wait for NATS and the bucket.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub timeout: String,
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum, PartialEq, Eq)]
-pub enum WatchFormat {
-    Table,
-    Json,
-}
 
 /// A report older than this many of its node's intervals is stale.
 pub const STALE_AFTER_INTERVALS: u32 = 2;
@@ -281,11 +246,8 @@ async fn once(
     }
     let now = SystemTime::now();
     let (report, _) = judge(plan, &held, now, now);
-    let out = match format {
-        WatchFormat::Json => render::json::render_cluster(&report),
-        WatchFormat::Table => render::cluster::table(&report, style),
-    };
-    render::to_stdout(&out)?;
+    let out = render::render_cluster(&report, format.into(), style, None);
+    render::to_stdout_bytes(&out)?;
     Ok(report.exit_code as u8)
 }
 

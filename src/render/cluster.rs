@@ -13,22 +13,12 @@ use spx_checks::{Scope, Status, CHECKS};
 use super::inert::{cell, cell_lines, Screen};
 use super::table::{color, mark, new_table};
 use super::Style;
-use crate::cluster::report::{ClusterReport, NodeEntry};
+use crate::report::cluster::{needs_attention, ClusterReport, NodeEntry};
 
 /// The mark of a node that has no report.
 const NO_REPORT: &str = "∅";
 /// Width budget when stdout is not a terminal.
 const DEFAULT_WIDTH: usize = 120;
-
-fn status(word: &str) -> Status {
-    match word {
-        "pass" => Status::Pass,
-        "warn" => Status::Warn,
-        "fail" => Status::Fail,
-        "skip" => Status::Skip,
-        _ => Status::Error,
-    }
-}
 
 fn marked(s: Status, style: &Style) -> Cell {
     let c = cell(mark(s));
@@ -136,8 +126,7 @@ impl Grid<'_> {
 fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for n in nodes {
-        for c in n.checks() {
-            let id = c.get("id").and_then(Value::as_str).unwrap_or("");
+        for (id, _) in &n.statuses {
             let cluster_scope = spx_checks::find(id).is_some_and(|c| c.scope() == Scope::Cluster);
             if !id.is_empty() && !cluster_scope && !seen.iter().any(|s| s == id) {
                 seen.push(id.to_owned());
@@ -196,10 +185,10 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         for id in &ids {
             let mut row = vec![cell(id)];
             for n in &r.nodes[block.clone()] {
-                row.push(match (&n.report, finding(n, id)) {
+                row.push(match (&n.report, n.status_of(id)) {
                     (None, _) => cell(NO_REPORT),
                     (Some(_), None) => cell(""),
-                    (Some(_), Some(c)) => marked(status(s(c, "status")), style),
+                    (Some(_), Some(st)) => marked(st, style),
                 });
             }
             rows.push(row);
@@ -297,11 +286,11 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
     // 4. what needs attention, grouped by check
     let mut attention: Vec<String> = Vec::new();
     for id in &ids {
-        let bad: Vec<(&NodeEntry, &Value)> = r
+        let bad: Vec<(&NodeEntry, Status, &Value)> = r
             .nodes
             .iter()
-            .filter_map(|n| Some((n, finding(n, id)?)))
-            .filter(|(_, c)| crate::cluster::needs_attention(s(c, "status")))
+            .filter_map(|n| Some((n, n.status_of(id)?, finding(n, id)?)))
+            .filter(|(_, st, _)| needs_attention(*st))
             .collect();
         if bad.is_empty() {
             continue;
@@ -310,8 +299,8 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         for st in [Status::Fail, Status::Error, Status::Warn] {
             let who: Vec<&str> = bad
                 .iter()
-                .filter(|(_, c)| s(c, "status") == st.as_str())
-                .map(|(n, _)| n.name.as_str())
+                .filter(|(_, status, _)| *status == st)
+                .map(|(n, _, _)| n.name.as_str())
                 .collect();
             if !who.is_empty() {
                 by_status.push(format!("{st} on {}", who.join(", ")));
@@ -320,7 +309,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
         attention.push(format!("{id}: {}", by_status.join("; ")));
         // Nodes that said exactly the same thing are listed together.
         let mut groups: Vec<(Vec<&str>, &Value)> = Vec::new();
-        for (n, c) in &bad {
+        for (n, _, c) in &bad {
             match groups.iter_mut().find(|(_, g)| {
                 s(g, "summary") == s(c, "summary") && g.get("remediation") == c.get("remediation")
             }) {
@@ -340,11 +329,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
             }
         }
     }
-    for c in r
-        .checks
-        .iter()
-        .filter(|c| crate::cluster::needs_attention(c.status.as_str()))
-    {
+    for c in r.checks.iter().filter(|c| needs_attention(c.status)) {
         attention.push(format!("{}: {}", c.id, c.status));
         attention.push(format!("  {}", c.summary));
         for fix in &c.remediation {
@@ -420,7 +405,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
 mod tests {
     use super::*;
 
-    use crate::cluster::report::{ClusterReport, ClusterSummary, NodeEntry};
+    use crate::report::cluster::{ClusterReport, ClusterSummary, NodeEntry};
     use crate::report::{CheckReport, Tool};
     use spx_checks::checks::cluster_path_matrix::{Cell as MatrixCell, CellVerdict};
 
@@ -446,15 +431,14 @@ mod tests {
                     checks[2]["summary"] = "1 of 7 peers cannot carry 9000 bytes: 198.18.0.8 black-holes packets above 1500 bytes (no \"fragmentation needed\" comes back)".into();
                     checks[2]["remediation"] = serde_json::json!(["either configure the fabric for jumbo frames (a switch between this host and 198.18.0.8 silently drops frames above 1500 bytes; every switch port, VLAN and router on the path must carry 9000), or revert as below"]);
                 }
-                NodeEntry {
-                    name: n.clone(),
-                    host: Some(format!("198.19.0.{}", i + 1)),
-                    via: "ssh",
-                    status: "ok",
-                    error: None,
-                    reason: None,
-                    report: Some(serde_json::json!({"checks": checks, "exit_code": 0})),
-                }
+                NodeEntry::of(
+                    &spx_checks::cluster::NodeAnswer::new(
+                        n.clone(),
+                        Some(format!("198.19.0.{}", i + 1)),
+                        Ok(serde_json::json!({"checks": checks, "exit_code": 0})),
+                    ),
+                    "ssh",
+                )
             })
             .collect();
         let mut path_matrix = Vec::new();

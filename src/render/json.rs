@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::cluster::report::ClusterReport;
+use crate::report::cluster::ClusterReport;
 use crate::report::Report;
 
 pub fn render(report: &Report) -> String {

@@ -28,7 +28,7 @@ use spx_checks::Status;
 use serde_json::Value;
 
 use super::inert::inert;
-use crate::cluster::report::ClusterReport;
+use crate::report::cluster::ClusterReport;
 use crate::report::{CheckReport, Report};
 
 /// The `<testsuites name>`.

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use crate::cli::Format;
+use crate::report::cluster::ClusterReport;
 use crate::report::Report;
 
 pub struct Style {
@@ -43,8 +44,25 @@ pub fn render(report: &Report, format: Format, style: &Style) -> Vec<u8> {
     }
 }
 
+/// A cluster report in `format`: the one format dispatch of `--cluster`
+/// and `watch --once`. `node` names this node in OTLP's resource.
+pub fn render_cluster(
+    report: &ClusterReport,
+    format: Format,
+    style: &Style,
+    node: Option<&str>,
+) -> Vec<u8> {
+    match format {
+        Format::Json => json::render_cluster(report).into_bytes(),
+        Format::Prometheus => prometheus::render_cluster(report).into_bytes(),
+        Format::Table => cluster::table(report, style).into_bytes(),
+        Format::Junit => junit::render_cluster(report, style.strict).into_bytes(),
+        Format::Otlp => otlp_cluster(report, node),
+    }
+}
+
 /// A cluster run's series as one OTLP request, from `node`.
-pub fn otlp_cluster(report: &crate::cluster::report::ClusterReport, node: Option<&str>) -> Vec<u8> {
+fn otlp_cluster(report: &ClusterReport, node: Option<&str>) -> Vec<u8> {
     let env = |k: &str| std::env::var(k).ok();
     let host = nix::unistd::gethostname()
         .ok()

@@ -13,7 +13,7 @@ use serde_json::Value;
 use spx_checks::metrics::{self, MetricDef};
 use spx_checks::Status;
 
-use crate::cluster::report::ClusterReport;
+use crate::report::cluster::ClusterReport;
 use crate::report::Report;
 
 fn escape(v: &str) -> String {

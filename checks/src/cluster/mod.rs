@@ -444,20 +444,6 @@ pub fn ipsec_wanted(facts: &ClusterFacts) -> IpsecWanted {
     }
 }
 
-/// Judge cluster check `check` on `facts` (a node check is not one).
-pub fn judge(check: &dyn crate::Check, facts: &ClusterFacts) -> Finding {
-    use crate::checks::*;
-    match check.id() {
-        "cluster.reachable" => cluster_reachable::judge(facts),
-        "cluster.config-drift" => cluster_config_drift::judge(facts),
-        "cluster.path-matrix" => cluster_path_matrix::judge(facts),
-        "cluster.sa-pairs" => cluster_sa_pairs::judge(facts),
-        "cluster.chassis" => cluster_chassis::judge(facts),
-        "cluster.ipsec" => cluster_ipsec::judge(facts),
-        other => Finding::probe_failed(format!("{other} is not a cluster check")),
-    }
-}
-
 /// What a cluster check returns when asked for outside `--cluster`.
 pub fn outside_cluster_run() -> Finding {
     Finding::skip(SkipReason::NotApplicable(
@@ -581,29 +567,44 @@ mod tests {
     #[test]
     fn every_cluster_check_is_judged_and_only_those() {
         let f = facts(vec![], &[]);
+        let ctx = || {
+            crate::Ctx::new(
+                crate::ConfigState::Missing { looked_at: vec![] },
+                crate::Options::default(),
+            )
+        };
         for c in crate::CHECKS {
-            let out = judge(*c, &f);
-            let fallback = out.summary.ends_with("is not a cluster check");
+            let Some(judge) = c.cluster() else {
+                assert_eq!(c.scope(), crate::Scope::Node, "{}", c.id());
+                continue;
+            };
+            assert_eq!(c.scope(), crate::Scope::Cluster, "{}", c.id());
+            assert!(c.id().starts_with("cluster."), "{}", c.id());
+            let out = judge.judge(&f);
+            assert!(!out.summary.is_empty(), "{}", c.id());
             assert_eq!(
-                fallback,
-                c.scope() == crate::Scope::Node,
-                "{}: {}",
-                c.id(),
-                out.summary
+                c.run(&ctx()).status,
+                crate::Status::Skip,
+                "{} outside --cluster",
+                c.id()
             );
-            if c.scope() == crate::Scope::Cluster {
-                assert_eq!(
-                    c.run(&crate::Ctx::new(
-                        crate::ConfigState::Missing { looked_at: vec![] },
-                        crate::Options::default(),
-                    ))
-                    .status,
-                    crate::Status::Skip,
-                    "{} outside --cluster",
-                    c.id()
-                );
-            }
         }
+        let ids: Vec<&str> = crate::CHECKS
+            .iter()
+            .filter(|c| c.cluster().is_some())
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "cluster.reachable",
+                "cluster.config-drift",
+                "cluster.path-matrix",
+                "cluster.sa-pairs",
+                "cluster.chassis",
+                "cluster.ipsec"
+            ]
+        );
     }
 
     #[test]

@@ -250,11 +250,8 @@ fn ipsec_policy_names_an_sa_without_a_policy_as_plaintext() {
             Fact::Addresses(vec![ip("127.0.0.1"), ip(me)]),
         );
     let f = three_nodes_in_ovn(f).run(&crate::checks::ipsec_policy::IpsecPolicy);
+    snapshot!("ipsec.policy", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert_eq!(
-        f.summary,
-        "IPsec is wanted but no policy demands ESP for 198.18.3.181->198.18.3.183, 198.18.3.183->198.18.3.181: geneve in plaintext (2 SA(s) without a policy that would use them)"
-    );
     assert_eq!(f.evidence["peers"][0]["out"], "encrypted");
     assert_eq!(f.evidence["peers"][1]["out"], "plaintext");
     assert_eq!(f.evidence["peers"][1]["sas"], 2);
@@ -271,24 +268,14 @@ fn ipsec_errors_replays_the_recorded_window() {
         .file("/proc/net/xfrm_stat", &text(24))
         .window(2, 1502)
         .run(&crate::checks::ipsec_errors::IpsecErrors);
+    snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert!(
-        f.summary.starts_with(
-            "the IPsec layer is dropping packets now: XfrmInNoStates +3 in the 1500 ms window"
-        ),
-        "{}",
-        f.summary
-    );
     assert_eq!(f.evidence["window_ms"], 1500);
     assert_eq!(f.evidence["ipsec_wanted"], true);
     // A kernel without the counters: a skip that says so.
     let f = Facts::new()
         .no_file("/proc/net/xfrm_stat")
         .run(&crate::checks::ipsec_errors::IpsecErrors);
+    snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Skip, "{}", f.summary);
-    assert!(
-        f.summary.contains("CONFIG_XFRM_STATISTICS"),
-        "{}",
-        f.summary
-    );
 }

@@ -15,14 +15,14 @@
 //!
 //! [`analyse`] judges (pure); `words` says it. Judged by `--cluster` from
 //! the nodes' reports, and by anything else that judges stored reports
-//! through [`crate::cluster::judge`].
+//! through its [`crate::ClusterJudge`].
 
 mod analyse;
 mod words;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Declared, Scope};
+use crate::check::{Check, ClusterJudge, Declared};
 use crate::checks::ipsec_flags::IpsecFlagsEvidence;
 use crate::checks::ipsec_policy::IpsecPolicyEvidence;
 use crate::cluster::{self, ClusterFacts, IpsecWanted};
@@ -122,8 +122,8 @@ impl Check for ClusterIpsec {
          the runbook)."
     }
 
-    fn scope(&self) -> Scope {
-        Scope::Cluster
+    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+        Some(self)
     }
 
     fn declared(&self) -> &'static Declared {
@@ -132,6 +132,12 @@ impl Check for ClusterIpsec {
 
     fn run(&self, _ctx: &Ctx) -> Finding {
         cluster::outside_cluster_run()
+    }
+}
+
+impl ClusterJudge for ClusterIpsec {
+    fn judge(&self, facts: &ClusterFacts) -> Finding {
+        judge(facts)
     }
 }
 

@@ -82,6 +82,7 @@ fn form_a_policies_on_one_node_nothing_on_the_others() {
         node(1, &[], true, None),
         node(2, &[], true, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(f.kind.code("cluster.ipsec"), "cluster.ipsec/black-holed");
     assert_eq!(
@@ -94,7 +95,6 @@ fn form_a_policies_on_one_node_nothing_on_the_others() {
         f.evidence["nodes"][0]["policies_for"],
         json!(["spx2", "spx3"])
     );
-    assert!(f.remediation[0].starts_with("on spx2 and spx3: `spx doctor --check ipsec`"));
     assert_eq!(
         subjects(&f),
         [
@@ -113,6 +113,7 @@ fn form_b_one_side_lost_its_sas() {
         node(1, &[], true, None),
         node(2, &[], true, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(
         f.summary,
         "spx2 and spx3 hold no SAs or policies while NB_Global ipsec=true and spx1 encrypts to them: cross-chassis guest traffic to and from them is black-holed"
@@ -128,6 +129,7 @@ fn a_node_down_toward_one_peer_only_is_named_with_it() {
         node(1, &[(0, 4, 4), (2, 4, 4)], true, None),
         node(2, &[(0, 4, 4)], true, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(
         f.summary,
         "spx3 holds no SAs or policies for spx2 while NB_Global ipsec=true and spx2 encrypts to it: cross-chassis guest traffic to and from it is black-holed"
@@ -141,6 +143,7 @@ fn every_node_up_or_armed_passes() {
         node(1, &[(0, 4, 4), (2, 4, 0)], true, None),
         node(2, &[(0, 4, 0), (1, 4, 0)], true, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(
         f.summary,
@@ -155,6 +158,7 @@ fn nothing_anywhere_is_not_up() {
         node(1, &[], true, None),
         node(2, &[], true, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(f.kind.code("cluster.ipsec"), "cluster.ipsec/not-up");
     assert_eq!(
         f.summary,
@@ -168,11 +172,13 @@ fn not_wanted_disagreeing_unselected_and_unjudged() {
         node(0, &[], false, Some(false)),
         node(1, &[], false, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(f.status, Status::Skip);
     let f = judged(&cluster(vec![
         node(0, &[], true, Some(true)),
         node(1, &[], false, None),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(
         f.kind.code("cluster.ipsec"),
         "cluster.ipsec/ipsec-disagrees"
@@ -186,11 +192,6 @@ fn not_wanted_disagreeing_unselected_and_unjudged() {
         node(1, &[(0, 4, 4)], true, None),
         unreached("spx3", UnreachedKind::ConnectionRefused, ""),
     ]));
+    crate::snapshot::snapshot!("cluster.ipsec", f);
     assert_eq!(f.kind.code("cluster.ipsec"), "cluster.ipsec/not-judged");
-    assert!(
-        f.summary
-            .contains("spx3 did not answer (connection refused)"),
-        "{}",
-        f.summary
-    );
 }

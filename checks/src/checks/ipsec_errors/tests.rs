@@ -45,6 +45,7 @@ fn the_capture_reads_32_counters_all_still() {
     let s = stat(&[]);
     assert_eq!(s.counters.len(), 32);
     let f = judged(&[], &[], Some(true));
+    crate::snapshot::snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Pass);
     assert_eq!(f.kind.code("ipsec.errors"), "ipsec.errors/ok");
     assert_eq!(
@@ -64,18 +65,10 @@ fn a_survivor_of_a_stopped_peer_names_both_counters_with_their_meaning() {
         &[("XfrmOutNoStates", 30), ("XfrmInTmplMismatch", 10)],
         Some(true),
     );
+    crate::snapshot::snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.errors"), "ipsec.errors/dropping");
     // In the file's order: the kernel lists inbound counters first.
-    assert!(
-        f.summary.starts_with(
-            "the IPsec layer is dropping packets now: XfrmInTmplMismatch +10, XfrmOutNoStates +23 in the 1000 ms window"
-        ),
-        "{}",
-        f.summary
-    );
-    assert!(f.summary.contains("IKE never completed"), "{}", f.summary);
-    assert!(f.summary.contains("arrived in plaintext"), "{}", f.summary);
     let subjects: Vec<(&str, &str)> = f
         .findings
         .iter()
@@ -106,9 +99,8 @@ fn a_node_that_lost_its_sas_names_xfrm_in_no_states() {
         &[("XfrmInNoStates", 3)],
         Some(true),
     );
+    crate::snapshot::snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Fail);
-    assert!(f.summary.contains("holds no SA for it"), "{}", f.summary);
-    assert!(f.remediation[0].contains("systemctl restart openvswitch-ipsec"));
 }
 
 #[test]
@@ -118,14 +110,9 @@ fn counts_before_the_window_are_history_not_a_failure() {
         &[("XfrmOutNoStates", 4), ("XfrmInStateProtoError", 2)],
         Some(true),
     );
+    crate::snapshot::snapshot!("ipsec.errors", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.errors"), "ipsec.errors/history");
-    assert!(
-        f.summary
-            .ends_with("(history, not a failure now): XfrmInStateProtoError 2, XfrmOutNoStates 4"),
-        "{}",
-        f.summary
-    );
     assert_eq!(f.findings.len(), 0);
 }
 
@@ -136,15 +123,10 @@ fn with_ipsec_not_wanted_no_states_means_a_leftover_policy() {
         &[("XfrmOutNoStates", 5)],
         Some(false),
     );
-    assert!(
-        f.summary.contains("IPsec is not wanted, yet a policy"),
-        "{}",
-        f.summary
-    );
-    assert!(f.remediation[0].contains("ip xfrm policy flush"));
+    crate::snapshot::snapshot!("ipsec.errors", f);
     // No config: the general meaning.
     let f = judged(&[("XfrmOutNoStates", 0)], &[("XfrmOutNoStates", 5)], None);
-    assert!(f.summary.contains("IKE never completed"));
+    crate::snapshot::snapshot!("ipsec.errors", f);
     assert_eq!(f.evidence["ipsec_wanted"], serde_json::Value::Null);
 }
 
@@ -165,6 +147,7 @@ fn series_per_counter_total_and_window() {
         &[("XfrmInNoStates", 4)],
         Some(true),
     );
+    crate::snapshot::snapshot!("ipsec.errors", f);
     let e: IpsecErrorsEvidence = f.evidence_as().unwrap();
     let series = e.series();
     assert_eq!(series.len(), 64);

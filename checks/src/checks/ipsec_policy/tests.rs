@@ -99,6 +99,7 @@ fn the_layout_is_ovs_monitor_ipsecs_geneve_template() {
 #[test]
 fn the_mesh_up_passes_every_peer_both_ways() {
     let f = judged(&situation(1, "mesh-up-n1"));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/ok");
     assert_eq!(
@@ -120,14 +121,9 @@ fn the_mesh_up_passes_every_peer_both_ways() {
 #[test]
 fn armed_and_idle_is_a_pass() {
     let f = judged(&situation(1, "armed-idle-n1"));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/armed");
-    assert!(
-        f.summary
-            .ends_with("no SA yet with 198.18.0.2 and 198.18.0.3 in at least one direction: armed, IKE makes the SAs on the first packet"),
-        "{}",
-        f.summary
-    );
     assert_eq!(f.evidence["peers"][0]["out"], "armed");
     assert_eq!(f.evidence["peers"][0]["inbound"], "armed");
     assert_eq!(f.evidence["peers"][0]["policies"], 4);
@@ -139,6 +135,7 @@ fn a_policy_waiting_for_ike_is_no_sa_and_a_node_without_ipsec_is_plaintext() {
     // strongSwan was stopped: n1 keeps its trap policies toward n3 and
     // holds an ACQUIRE state for it; n3 holds neither policies nor SAs.
     let f = judged(&situation(1, "peer-stopped-n1"));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/no-sa");
     assert_eq!(
@@ -149,10 +146,10 @@ fn a_policy_waiting_for_ike_is_no_sa_and_a_node_without_ipsec_is_plaintext() {
         f.evidence["dropped"],
         serde_json::json!(["198.18.0.1->198.18.0.3"])
     );
-    assert!(f.remediation[0].starts_with("on 198.18.0.3: openvswitch-ipsec"));
     assert!(subjects(&f).contains(&"198.18.0.2 ok: geneve both ways under ESP policies, carried by SAs that satisfy their templates (4 policies, 4 SAs)".to_owned()));
 
     let f = judged(&situation(3, "stopped-n3"));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/plaintext");
     assert_eq!(
         f.summary,
@@ -160,7 +157,6 @@ fn a_policy_waiting_for_ike_is_no_sa_and_a_node_without_ipsec_is_plaintext() {
     );
     assert_eq!(f.evidence["geneve_policies"], 0);
     assert_eq!(f.evidence["peers"][0]["policies"], 0);
-    assert!(f.remediation[0].contains("systemctl restart openvswitch-ipsec"));
     let e: IpsecPolicyEvidence = f.evidence_as().unwrap();
     assert!(e.peers.iter().all(|p| !p.holds_any()));
     assert_eq!(e.series()[1].value, 2.0, "2 plaintext peers");
@@ -170,13 +166,8 @@ fn a_policy_waiting_for_ike_is_no_sa_and_a_node_without_ipsec_is_plaintext() {
 fn sas_without_policies_are_plaintext_with_the_sas_unused() {
     // The plaintext case: the mesh's 8 SAs, every policy gone.
     let f = judged(&facts(1, true, lab_states("mesh-up-n1"), Vec::new()));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/plaintext");
-    assert!(
-        f.summary
-            .ends_with(": geneve in plaintext (4 SA(s) without a policy that would use them)"),
-        "{}",
-        f.summary
-    );
     assert!(subjects(&f)[0].contains(
         "this node's geneve to it is in plaintext: no policy demands ESP for it, and the 1 SA(s) that would carry it are unused"
     ));
@@ -193,6 +184,7 @@ fn a_policy_whose_sa_is_gone_is_a_template_mismatch() {
             && s.selector.as_ref().unwrap().ports_text() == "udp dport 6081")
     });
     let f = judged(&facts(1, true, states, lab_policies("mesh-up-n1")));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(
         f.kind.code("ipsec.policy"),
         "ipsec.policy/template-mismatch"
@@ -218,6 +210,7 @@ fn a_policy_whose_sa_is_gone_is_a_template_mismatch() {
         }
     }
     let f = judged(&facts(1, true, states, lab_policies("mesh-up-n1")));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(
         f.kind.code("ipsec.policy"),
         "ipsec.policy/template-mismatch"
@@ -242,6 +235,7 @@ fn a_block_policy_of_better_priority_wins() {
     block.priority -= 1;
     policies.push(block.clone());
     let f = judged(&facts(1, true, lab_states("mesh-up-n1"), policies.clone()));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/blocked");
     // Of a worse priority, or for another mark only, it takes nothing.
     policies.pop();
@@ -264,24 +258,18 @@ fn a_block_policy_of_better_priority_wins() {
 #[test]
 fn not_wanted_names_every_leftover_geneve_policy() {
     let f = judged(&facts(1, false, Vec::new(), lab_policies("armed-idle-n1")));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(
         f.kind.code("ipsec.policy"),
         "ipsec.policy/leftover-policies"
     );
     assert_eq!(f.findings.len(), 8);
-    assert!(
-        f.summary
-            .starts_with("IPsec is not wanted, yet 8 policies still take geneve: 198.18.0.")
-            && f.summary
-                .contains("198.18.0.1/32->198.18.0.2/32 dir out udp dport 6081 (ESP reqid 2)"),
-        "{}",
-        f.summary
-    );
     assert!(f
         .remediation
         .iter()
         .any(|r| r.contains("ip xfrm policy flush")));
     let f = judged(&facts(1, false, Vec::new(), Vec::new()));
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/ok");
     // charon's socket policies alone are not leftovers.
     let sockets: Vec<XfrmPolicy> = lab_policies("armed-idle-n1")
@@ -304,6 +292,7 @@ fn peers_unknown_and_nothing_held_is_plaintext_for_the_config_nodes() {
         why: "OVN SB is read by spx1 in this cluster run".into(),
     };
     let f = judged(&f);
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/plaintext");
     assert_eq!(
         f.summary,
@@ -315,6 +304,7 @@ fn peers_unknown_and_nothing_held_is_plaintext_for_the_config_nodes() {
         why: "no SB".into(),
     };
     let f = judged(&f);
+    crate::snapshot::snapshot!("ipsec.policy", f);
     assert_eq!(f.kind.code("ipsec.policy"), "ipsec.policy/armed");
     assert_eq!(f.evidence["peers"].as_array().unwrap().len(), 2);
 }

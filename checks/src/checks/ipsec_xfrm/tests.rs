@@ -281,6 +281,7 @@ fn strongswan_policies_4_per_peer_and_the_sockets_own() {
 #[test]
 fn the_mesh_up_passes_with_4_sas_per_peer() {
     let f = judge(&situation(1, "mesh-up-n1"));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/ok");
     assert_eq!(
@@ -311,6 +312,7 @@ fn the_mesh_up_passes_with_4_sas_per_peer() {
 #[test]
 fn armed_and_idle_passes_naming_the_peers_without_sas_yet() {
     let f = judge(&situation(1, "armed-idle-n1"));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/armed");
     assert_eq!(
@@ -335,16 +337,10 @@ fn armed_and_idle_passes_naming_the_peers_without_sas_yet() {
             .filter(|p| p.selector.dst == ip("198.18.0.2") || p.selector.src == ip("198.18.0.2")),
     );
     let f = judge(&lab_facts(1, states, Ok(policies)));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/armed",
-        "{}",
-        f.summary
-    );
-    assert!(
-        f.summary.ends_with(
-            "; geneve encrypted both ways with 198.18.0.2 (4 ESP SAs, rfc4106(gcm(aes)))"
-        ),
         "{}",
         f.summary
     );
@@ -373,6 +369,7 @@ fn a_larval_acquire_state_is_no_sa() {
 #[test]
 fn a_peer_whose_ike_is_gone_is_named_pending_both_ways() {
     let f = judge(&situation(1, "peer-stopped-n1"));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/ike-pending");
     assert_eq!(
@@ -397,21 +394,10 @@ fn a_peer_whose_ike_is_gone_is_named_pending_both_ways() {
         .unwrap()
         .ends_with("dport 6081"));
     // Never "no encryption", never another IKE configuration.
-    assert!(!f.summary.contains("no encryption"), "{}", f.summary);
     assert!(f
         .remediation
         .iter()
         .all(|r| !r.contains("OVN does not own")));
-    assert!(
-        f.remediation[0].starts_with("on 198.18.0.3: openvswitch-ipsec"),
-        "{:?}",
-        f.remediation
-    );
-    assert!(
-        f.remediation[1].contains("/etc/ipsec.d/cacerts"),
-        "{:?}",
-        f.remediation
-    );
     let s = subjects(&f);
     assert_eq!(s[0], "198.18.0.2 ok: 4 ESP SAs: geneve encrypted both ways");
     assert!(
@@ -430,6 +416,7 @@ fn the_stopped_node_itself_encrypts_nothing() {
     // state left over from before (no policy demands ESP any more, so its
     // geneve goes in clear: not "pending").
     let f = judge(&situation(3, "stopped-n3"));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/missing-sas",
@@ -455,6 +442,7 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     // its CHILD_SA (same reqid) is still here, and so is the policy.
     let states = mesh_up_without("198.18.0.2", "198.18.0.1", "udp dport 6081");
     let f = judge_with_mesh_up_policies(states);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/missing-sas",
@@ -469,6 +457,7 @@ fn an_sa_removed_behind_charons_back_is_lost_not_armed() {
     // The outbound one: its policy's template still names its SPI.
     let states = mesh_up_without("198.18.0.1", "198.18.0.3", "udp dport 6081");
     let f = judge_with_mesh_up_policies(states);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.evidence["missing_pairs"],
         serde_json::json!(["198.18.0.1->198.18.0.3"])
@@ -485,6 +474,7 @@ fn the_idle_reply_sas_are_not_needed_for_geneve() {
     // geneve is still carried both ways: 3 SAs with it, no verdict.
     let states = mesh_up_without("198.18.0.1", "198.18.0.2", "udp sport 6081");
     let f = judge_with_mesh_up_policies(states);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(
         subjects(&f)[0],
@@ -501,14 +491,8 @@ fn without_policies_nothing_is_armed() {
         Vec::new(),
         Err("could not parse xfrm netlink message: test".into()),
     ));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/missing-sas");
-    assert!(
-        f.summary.contains(
-            "(no SA; the policies could not be read: could not parse xfrm netlink message: test)"
-        ),
-        "{}",
-        f.summary
-    );
     assert_eq!(f.evidence["policy_count"], serde_json::Value::Null);
     assert_eq!(
         f.evidence["policy_error"],
@@ -520,6 +504,7 @@ fn without_policies_nothing_is_armed() {
         lab_states("peer-stopped-n1"),
         Err("unread".into()),
     ));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/ike-pending",
@@ -537,6 +522,7 @@ fn without_ovn_the_peers_come_from_the_sas_and_policies() {
         facts
     };
     let f = judge(&unknown(situation(1, "mesh-up-n1"), 3));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.evidence["peers"], serde_json::Value::Null);
     assert_eq!(
@@ -544,6 +530,7 @@ fn without_ovn_the_peers_come_from_the_sas_and_policies() {
         "the SAs and policies themselves (OVN not asked: down)"
     );
     let f = judge(&unknown(situation(1, "armed-idle-n1"), 3));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/armed",
@@ -552,15 +539,11 @@ fn without_ovn_the_peers_come_from_the_sas_and_policies() {
     );
     // A config of 4 nodes: a peer unaccounted for.
     let f = judge(&unknown(situation(1, "mesh-up-n1"), 4));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/missing-sas");
-    assert!(
-        f.summary
-            .contains("SAs and policies reach 2 peers, the config has 4 nodes (3 peers)"),
-        "{}",
-        f.summary
-    );
     // The stopped node: the peer found from its leftover ACQUIRE state.
     let f = judge(&unknown(situation(3, "stopped-n3"), 3));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/missing-sas");
 }
 
@@ -579,14 +562,10 @@ fn ovn_listing_fewer_peers_than_the_config_has_nodes_fails() {
         source: "OVN_Southbound Encap at unix:/tmp/sb.sock".into(),
     };
     let f = judge(&facts);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(
         f.kind.code("ipsec.xfrm"),
         "ipsec.xfrm/missing-sas",
-        "{}",
-        f.summary
-    );
-    assert!(
-        f.summary.contains("4 ESP SAs, fewer than 2x(4-1) = 6: OVN's Encap table lists 1 peers for the config's 4 nodes"),
         "{}",
         f.summary
     );
@@ -607,6 +586,7 @@ fn the_sa_list_has_direction_and_spi_and_never_keys() {
     let mut facts = lab_facts(1, states, Ok(Vec::new()));
     facts.peers = PeerView::Unknown { why: "test".into() };
     let f = judge(&facts);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     let sas = f.evidence["sas"].as_array().unwrap();
     assert_eq!(sas.len(), 3);
     assert_eq!(
@@ -623,6 +603,7 @@ fn the_sa_list_has_direction_and_spi_and_never_keys() {
     // strongSwan's real keys never reach the evidence either (the captures
     // hold them zeroed; the kernel lab checks the live ones).
     let f = judge(&situation(1, "mesh-up-n1"));
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert!(!serde_json::Value::Object(f.evidence)
         .to_string()
         .contains("0000000000000000"));
@@ -688,6 +669,7 @@ fn an_sa_to_a_removed_node_warns() {
     bytes.extend(done);
     let states = parse_dump(&bytes).unwrap().states;
     let f = judge_with_mesh_up_policies(states);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Warn, "{}", f.summary);
     assert_eq!(
         f.evidence["stale_pairs"],
@@ -703,13 +685,8 @@ fn the_wrong_algorithm_fails() {
     bytes.extend(hex(DONE));
     states.extend(parse_dump(&bytes).unwrap().states);
     let f = judge_with_mesh_up_policies(states);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Fail);
-    assert!(
-        f.summary
-            .contains("not rfc4106(gcm(aes)): 198.18.0.1->198.18.0.2 uses cbc(aes)"),
-        "{}",
-        f.summary
-    );
     assert_eq!(
         f.evidence["algorithms"],
         serde_json::json!(["cbc(aes)", OVN_ALGORITHM])
@@ -733,14 +710,8 @@ fn sas_left_when_ipsec_is_off_fail_and_so_does_a_policy_still_demanding_esp() {
         why: "not needed: IPsec is not wanted".into(),
     };
     let f = judge(&facts);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.kind.code("ipsec.xfrm"), "ipsec.xfrm/leftover-sas");
-    assert!(
-        f.summary.starts_with(
-            "4 ESP SAs remain although IPsec is not wanted (charon still running?): 198.18.0.1->198.18.0.2, 198.18.0.2->198.18.0.1; the kernel waits for keys for 198.18.0.1->198.18.0.3 (ACQUIRE states"
-        ),
-        "{}",
-        f.summary
-    );
     assert!(f
         .remediation
         .iter()
@@ -749,6 +720,7 @@ fn sas_left_when_ipsec_is_off_fail_and_so_does_a_policy_still_demanding_esp() {
     let mut facts = situation(1, "armed-idle-n1");
     facts.ipsec_wanted = false;
     let f = judge(&facts);
+    crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.evidence["sa_count"], 0);
 }

@@ -3,12 +3,13 @@
 //! (schema/cluster-report-v1.schema.json); each node's own report inside it
 //! is a JSON v1 node report, exactly as the node wrote it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix::Cell;
 use spx_checks::cluster::{NodeAnswer, UnreachedKind};
+use spx_checks::Status;
 
-use crate::report::{CheckReport, Tool};
+use super::{CheckReport, Tool};
 
 #[derive(Serialize, Debug)]
 pub struct ClusterReport {
@@ -53,15 +54,20 @@ pub struct ClusterSummary {
 }
 
 impl ClusterSummary {
-    pub fn count(&mut self, status: &str) {
+    pub fn count(&mut self, status: Status) {
         match status {
-            "pass" => self.pass += 1,
-            "warn" => self.warn += 1,
-            "fail" => self.fail += 1,
-            "skip" => self.skip += 1,
-            _ => self.error += 1,
+            Status::Pass => self.pass += 1,
+            Status::Warn => self.warn += 1,
+            Status::Fail => self.fail += 1,
+            Status::Skip => self.skip += 1,
+            Status::Error => self.error += 1,
         }
     }
+}
+
+/// True for a status that needs the operator.
+pub fn needs_attention(status: Status) -> bool {
+    matches!(status, Status::Fail | Status::Warn | Status::Error)
 }
 
 #[derive(Serialize, Debug)]
@@ -79,6 +85,10 @@ pub struct NodeEntry {
     pub error: Option<String>,
     pub reason: Option<UnreachedKind>,
     pub report: Option<Value>,
+    /// Each check's status in the report, in its order, from the typed
+    /// report: what the table marks and the summary counts.
+    #[serde(skip)]
+    pub statuses: Vec<(String, Status)>,
 }
 
 impl NodeEntry {
@@ -96,7 +106,13 @@ impl NodeEntry {
             error: n.report.as_ref().err().map(|e| e.to_string()),
             reason: n.report.as_ref().err().map(|e| e.kind),
             report: n.report.as_ref().ok().cloned(),
+            statuses: statuses(n),
         }
+    }
+
+    /// Check `id`'s status in the node's report, when it has that check.
+    pub fn status_of(&self, id: &str) -> Option<Status> {
+        self.statuses.iter().find(|(c, _)| c == id).map(|(_, s)| *s)
     }
 
     /// The node report's checks, when there is a report.
@@ -115,4 +131,29 @@ impl NodeEntry {
             .and_then(Value::as_i64)
             .map(|c| c as i32)
     }
+}
+
+/// Every check's status in `n`'s report: from the typed report; a report
+/// that does not read typed (an entry from the bucket is not held to the
+/// JSON v1 shape) has each status read alone, one not known an error.
+fn statuses(n: &NodeAnswer) -> Vec<(String, Status)> {
+    if let Some(r) = n.typed() {
+        return r.checks.iter().map(|c| (c.id.clone(), c.status)).collect();
+    }
+    let Ok(doc) = &n.report else {
+        return Vec::new();
+    };
+    doc.get("checks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let id = c.get("id").and_then(Value::as_str).unwrap_or("");
+            let status = c
+                .get("status")
+                .and_then(|s| Status::deserialize(s).ok())
+                .unwrap_or(Status::Error);
+            (id.to_owned(), status)
+        })
+        .collect()
 }

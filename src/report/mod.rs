@@ -1,6 +1,10 @@
 //! The report: what every renderer draws and what monitoring reads. Its JSON
 //! form is version 1 of a public contract (schema/report-v1.schema.json).
-//! The exit code is computed here and nowhere else.
+//! The exit code is computed here and nowhere else. The levels
+//! (`--allow`, `--deny`, `[doctor]`) are applied to the checks' results by
+//! [`crate::levels`] before a report is built from them.
+
+pub mod cluster;
 
 use std::time::{Duration, SystemTime};
 
@@ -12,7 +16,6 @@ use spx_checks::profile::RunProfile;
 use spx_checks::spinifex::as_invoked;
 use spx_checks::{ConfigState, Status};
 
-use crate::levels::{self, Levels};
 use crate::runner::Outcome;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -170,9 +173,18 @@ pub struct Policy {
     /// skipped or errored makes the run inconclusive (a fail elsewhere still
     /// wins: a known problem is the more useful answer).
     pub required: Vec<&'static str>,
-    /// `--allow`/`--deny` and the config's `[doctor]` levels, applied to the
-    /// results before the exit code is computed.
-    pub levels: Levels,
+}
+
+/// What the levels did to a run's results ([`crate::levels::apply`]):
+/// the codes given a level, and what the operator should know about them.
+#[derive(Debug, Clone, Default)]
+pub struct Levelled {
+    /// The codes allowed in this run (flags and config).
+    pub allow: Vec<String>,
+    /// The codes denied in this run.
+    pub deny: Vec<String>,
+    /// An allow that matched nothing (stale), one a preflight set aside.
+    pub notes: Vec<String>,
 }
 
 /// 0: nothing failed. 1: something failed (or warned, with --strict).
@@ -224,10 +236,13 @@ pub fn cluster_exit_code(
     0
 }
 
-/// The report of `outcomes`; the host's name and addresses are asked of
-/// `host` (in the run's scope, so a replay answers with the recorded ones).
+/// The report of `checks`, each already levelled (`levelled` says how); the
+/// host's name and addresses are asked of `host` (in the run's scope, so a
+/// replay answers with the recorded ones).
+#[allow(clippy::too_many_arguments)]
 pub fn build(
-    outcomes: Vec<Outcome>,
+    checks: Vec<CheckReport>,
+    levelled: Levelled,
     config: &ConfigState,
     profile: RunProfile,
     started: SystemTime,
@@ -235,8 +250,6 @@ pub fn build(
     policy: &Policy,
     host: HostRef<'_>,
 ) -> Report {
-    let mut checks: Vec<CheckReport> = outcomes.into_iter().map(check_report).collect();
-    let notes = levels::apply(&mut checks, &policy.levels);
     let mut summary = Summary::default();
     for c in &checks {
         summary.add(c.status);
@@ -265,9 +278,9 @@ pub fn build(
         runbook: None,
         config: spx_checks::cluster::ReportedConfig::of(config),
         addresses: own_addresses(host),
-        allow: policy.levels.allow.iter().map(|e| e.code.clone()).collect(),
-        deny: policy.levels.deny.iter().map(|e| e.code.clone()).collect(),
-        notes,
+        allow: levelled.allow,
+        deny: levelled.deny,
+        notes: levelled.notes,
         replayed_from: None,
         recorded: Vec::new(),
     }
@@ -380,7 +393,6 @@ pub(crate) mod tests {
         let p = Policy {
             strict: false,
             required: vec!["mtu.path"],
-            ..Policy::default()
         };
         assert_eq!(exit_code(&[c("mtu.path", Status::Skip)], &p), 2);
         assert_eq!(
