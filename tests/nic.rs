@@ -17,30 +17,7 @@ use spx_test_harness::root_test;
 
 /// `ethtool -k IF` inside `ns` as kernel feature name → state.
 fn ethtool_k(ns: &Netns, ifname: &str) -> BTreeMap<String, String> {
-    parse_ethtool_k(&ns.exec(&["ethtool", "-k", ifname]))
-}
-
-/// The text of `ethtool -k IF` as kernel feature name → state. ethtool
-/// prints a few single features under legacy names; map those back.
-pub fn parse_ethtool_k(text: &str) -> BTreeMap<String, String> {
-    let legacy = [
-        ("rx-checksumming", "rx-checksum"),
-        ("generic-segmentation-offload", "tx-generic-segmentation"),
-        ("generic-receive-offload", "rx-gro"),
-        ("large-receive-offload", "rx-lro"),
-        ("rx-vlan-offload", "rx-vlan-hw-parse"),
-        ("tx-vlan-offload", "tx-vlan-hw-insert"),
-        ("ntuple-filters", "rx-ntuple-filter"),
-        ("receive-hashing", "rx-hashing"),
-    ];
-    text.lines()
-        .skip(1)
-        .filter_map(|l| l.trim().split_once(": "))
-        .map(|(n, v)| {
-            let n = legacy.iter().find(|(l, _)| *l == n).map_or(n, |(_, k)| k);
-            (n.to_owned(), v.trim().to_owned())
-        })
-        .collect()
+    support::ethtool_k::parse(&ns.exec(&["ethtool", "-k", ifname]))
 }
 
 /// Every feature the binary reported for `ifname` must read the same in

@@ -90,37 +90,17 @@ pub fn drvinfo(text: &str) -> DrvInfo {
     }
 }
 
-/// `ethtool -k IF` as name → printed state, with ethtool's legacy names
-/// for single features mapped back to the kernel's names. Group lines
-/// that stand for several features (`tx-checksumming`, `scatter-gather`,
-/// `tcp-segmentation-offload`, `udp-fragmentation-offload`) are dropped.
-pub fn ethtool_k(text: &str) -> BTreeMap<String, String> {
-    const LEGACY: [(&str, &str); 8] = [
-        ("rx-checksumming", "rx-checksum"),
-        ("generic-segmentation-offload", "tx-generic-segmentation"),
-        ("generic-receive-offload", "rx-gro"),
-        ("large-receive-offload", "rx-lro"),
-        ("rx-vlan-offload", "rx-vlan-hw-parse"),
-        ("tx-vlan-offload", "tx-vlan-hw-insert"),
-        ("ntuple-filters", "rx-ntuple-filter"),
-        ("receive-hashing", "rx-hashing"),
-    ];
-    const GROUPS: [&str; 4] = [
-        "tx-checksumming",
-        "scatter-gather",
-        "tcp-segmentation-offload",
-        "udp-fragmentation-offload",
-    ];
-    text.lines()
-        .filter(|l| !l.starts_with("Features for "))
-        .filter_map(|l| l.trim().split_once(": "))
-        .filter(|(n, _)| !GROUPS.contains(n))
-        .map(|(n, v)| {
-            let n = LEGACY.iter().find(|(l, _)| *l == n).map_or(n, |(_, k)| k);
-            (n.to_owned(), v.trim().to_owned())
-        })
-        .collect()
+/// The one parser of `ethtool -k`'s text, shared with the integration
+/// tests: `tests/support/ethtool_k.rs`.
+mod ethtool_k_text {
+    include!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/support/ethtool_k.rs"
+    ));
 }
+
+/// `ethtool -k IF` as the kernel's feature name → printed state.
+pub use ethtool_k_text::parse as ethtool_k;
 
 /// `ethtool -k` as the probe's [`Feature`]s. "[fixed]" means the device
 /// cannot toggle it; "[requested on]" means wanted but not in effect.

@@ -34,6 +34,8 @@ pub mod profile;
 mod replayed_runs;
 #[cfg(test)]
 mod schema_check;
+#[cfg(test)]
+mod seeds;
 pub mod select;
 #[cfg(test)]
 mod snapshot;

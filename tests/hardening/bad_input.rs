@@ -1,4 +1,4 @@
-//! Clear refusals: the bad-input table of the README, `docs/bad-input.md`,
+//! Clear refusals: the bad-input table, `docs/bad-input.md` (kept there once),
 //! every row run against the real binary.
 
 use super::unprivileged::{nobody_binary, run_copied};
@@ -564,7 +564,7 @@ fn render_table(rows: &[(String, String, i32)]) -> String {
 }
 
 /// `hardening::bad_input_table_is_what_spx_says` (kept at that path, the
-/// one the README and `SPX_BLESS` name).
+/// one docs/bad-input.md and `SPX_BLESS` name).
 pub(super) fn bad_input_table_is_what_spx_says() {
     let mut rows = Vec::new();
     for row in BAD_INPUT {

@@ -8,9 +8,8 @@
 
 use serde_json::{json, Value};
 
-use crate::nic::parse_ethtool_k;
 use crate::support::vm::{self, Vm, VmOptions};
-use crate::support::{check, strings};
+use crate::support::{check, ethtool_k, strings};
 use spx_test_harness::root_test;
 
 /// IPsec on (the default), two nodes, underlay 1500: guests get 1408.
@@ -128,7 +127,7 @@ fn a_node_with_ovs_geneve_and_virtio_nics() {
         missing.contains(&"tx-udp_tnl-segmentation".to_owned()),
         "{missing:?}"
     );
-    let oracle = parse_ethtool_k(&vm.ok("ethtool -k eth0"));
+    let oracle = ethtool_k::parse(&vm.ok("ethtool -k eth0"));
     let features = ifaces[0]["features"].as_object().unwrap();
     assert!(features.len() >= 10, "{features:?}");
     for (name, state) in features {

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod ethtool_k;
 pub mod fabric;
 pub mod nats;
 pub mod netns;

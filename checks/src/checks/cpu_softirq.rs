@@ -336,6 +336,7 @@ pub fn judge(s: &Sample) -> Finding {
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::seeds;
 
     /// Every verdict these tests see is also checked against the schema.
     fn judge(s: &Sample) -> Finding {
@@ -381,12 +382,7 @@ mod tests {
         // 71.8% softirq, the only core above 15% of 128 threads. Counters
         // are in ticks of 1/1000 s here to carry the decimals.
         let mut s = window(&[], Some(true));
-        for cpu in 0..128u32 {
-            let (net_rx, busy, softirq) = if cpu == 37 {
-                (90_000, 974, 718)
-            } else {
-                (20, 30, 2)
-            };
+        for (cpu, (net_rx, busy, softirq, total)) in (0u32..).zip(seeds::cpu::esp_funnel()) {
             s.start.push(CpuCounters {
                 cpu,
                 net_rx: 0,
@@ -399,15 +395,18 @@ mod tests {
                 net_rx,
                 busy,
                 softirq,
-                total: 1_000,
+                total,
             });
         }
         let f = judge(&s);
         crate::snapshot::snapshot!("cpu.softirq", f);
         assert_eq!(f.status, Status::Fail, "{}", f.summary);
-        assert_eq!(f.evidence["busiest_cpu"], 37);
+        assert_eq!(f.evidence["busiest_cpu"], seeds::cpu::BUSIEST);
         assert_eq!(f.evidence["busiest_softirq_share"], 0.718);
-        assert_eq!(f.evidence["cpus"].as_array().unwrap().len(), 128);
+        assert_eq!(
+            f.evidence["cpus"].as_array().unwrap().len(),
+            seeds::cpu::THREADS
+        );
         assert!(f.remediation[0].contains("ESP"), "{:?}", f.remediation);
         assert!(f.remediation[1].contains("spx doctor --for disable-ipsec"));
     }

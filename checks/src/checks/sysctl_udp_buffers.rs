@@ -186,6 +186,7 @@ pub fn remediation() -> [String; 2] {
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::seeds;
 
     /// Every verdict these tests see is also checked against the schema.
     fn judge(facts: BufferCeilings) -> Finding {
@@ -196,8 +197,8 @@ mod tests {
     fn kernel_default_fails_with_the_consequence() {
         // The kernel default ceiling, 208 KiB, as on the seed's broken cluster.
         let f = judge(BufferCeilings {
-            rmem_max: 212_992,
-            wmem_max: 212_992,
+            rmem_max: seeds::udp::DEFAULT_CEILING,
+            wmem_max: seeds::udp::DEFAULT_CEILING,
         });
         crate::snapshot::snapshot!("sysctl.udp-buffers", f);
         assert_eq!(f.status, Status::Fail);

@@ -256,6 +256,7 @@ fn multiqueue_reordering(s: &Sample, signs: &[String], mq: &[String], window_ms:
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::seeds;
 
     /// Every verdict these tests see is also checked against the schema.
     fn judge(s: &Sample) -> Finding {
@@ -307,8 +308,8 @@ mod tests {
         // iperf at 1.54 Gbit/s (~7.98M segments of 1448 B), counters
         // reordering:189 and dsack_dups:116.
         let mut s = sample(TcpCounters {
-            sack_reorder: 189,
-            dsack_recv: 116,
+            sack_reorder: seeds::tcp::REORDERING,
+            dsack_recv: seeds::tcp::DSACK_DUPS,
             out_segs: 7_977_900,
             retrans_segs: 400,
             ..TcpCounters::default()

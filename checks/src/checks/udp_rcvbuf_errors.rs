@@ -212,6 +212,7 @@ fn dropping(s: &Sample, delta: u64, total: u64, window_ms: u64) -> Finding {
 mod tests {
     use super::*;
     use crate::finding::Status;
+    use crate::seeds;
 
     /// Every verdict these tests see is also checked against the schema.
     fn judge(s: &Sample) -> Finding {
@@ -229,7 +230,7 @@ mod tests {
                 udp6: Some(0),
             },
             window: Duration::from_secs(1),
-            rmem_max: Some(212_992),
+            rmem_max: Some(seeds::udp::DEFAULT_CEILING),
             journal: None,
         }
     }
@@ -238,10 +239,16 @@ mod tests {
     fn seed_cluster_dropping_under_load_fails_with_the_rate() {
         // performance-tuning §1: a node that had shed 80k datagrams, still
         // dropping during the window.
-        let f = judge(&sample(80_000, 80_750));
+        let f = judge(&sample(
+            seeds::udp::SHED_SINCE_BOOT,
+            seeds::udp::SHED_SINCE_BOOT + seeds::udp::SHED_IN_WINDOW,
+        ));
         crate::snapshot::snapshot!("udp.rcvbuf-errors", f);
         assert_eq!(f.status, Status::Fail);
-        assert_eq!(f.evidence["rcvbuf_errors_delta"], 750);
+        assert_eq!(
+            f.evidence["rcvbuf_errors_delta"],
+            seeds::udp::SHED_IN_WINDOW
+        );
         assert_eq!(f.remediation[1], "sysctl --system");
     }
 
@@ -269,7 +276,7 @@ mod tests {
         s.end.udp6 = Some(3);
         assert_eq!(judge(&s).status, Status::Fail);
         let mut s = sample(0, 0);
-        s.journal = Some(vec!["failed to sufficiently increase receive buffer size (was: 208 kiB, wanted: 7168 kiB, got: 416 kiB)".into()]);
+        s.journal = Some(vec![seeds::udp::QUIC_WARNING.into()]);
         let f = judge(&s);
         assert_eq!(f.status, Status::Warn);
         assert!(f.summary.contains("416 kiB"));

@@ -8,6 +8,7 @@ use crate::checks::tcp_reordering::TcpReordering;
 use crate::finding::Status;
 use crate::host::{EthtoolGet, Fact, Request};
 use crate::probe::ethtool::{Channels, Reported};
+use crate::seeds;
 use crate::snapshot::snapshot;
 
 const NIC: &str = "enp65s0f0np0";
@@ -17,8 +18,8 @@ const IPSEC_ON: &str = "node = \"spx1\"\n[network]\nipsec_enabled = true\n\
                         [nodes.spx1]\nhost = \"198.18.3.181\"\n[nodes.spx2]\nhost = \"198.18.3.182\"\n";
 
 /// One CPU's counters since boot: (NET_RX softirqs, busy ticks, of which
-/// softirq, all ticks).
-type Cpu = (u64, u64, u64, u64);
+/// softirq, all ticks), the shape of the seed's ([`seeds::cpu::Ticks`]).
+type Cpu = seeds::cpu::Ticks;
 
 /// /proc/stat and /proc/softirqs of a machine with these CPUs: the
 /// captured files, their per-CPU rows replaced.
@@ -99,9 +100,8 @@ fn the_seed_esp_funnel_fails_on_a_128_thread_box() {
     // performance-tuning §2, IPsec on: the busiest core 97.4% busy, 71.8%
     // softirq, the only core above 15% of 128 threads, over one second of
     // 1000 ticks.
-    let idle: Vec<Cpu> = vec![(0, 0, 0, 0); 128];
-    let mut busy: Vec<Cpu> = vec![(20, 30, 2, 1_000); 128];
-    busy[37] = (90_000, 974, 718, 1_000);
+    let idle: Vec<Cpu> = vec![(0, 0, 0, 0); seeds::cpu::THREADS];
+    let busy: Vec<Cpu> = seeds::cpu::esp_funnel();
     let (softirqs0, stat0) = proc_files(&idle);
     let (softirqs1, stat1) = proc_files(&busy);
     let run = |config: &str| {
@@ -116,7 +116,7 @@ fn the_seed_esp_funnel_fails_on_a_128_thread_box() {
     let f = run(IPSEC_ON);
     snapshot!("cpu.softirq", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
-    assert_eq!(f.evidence["busiest_cpu"], 37);
+    assert_eq!(f.evidence["busiest_cpu"], seeds::cpu::BUSIEST);
     assert_eq!(f.evidence["window_ms"], 1_000);
     assert!(
         f.remediation[0].contains("ESP (IP protocol 50)"),
@@ -149,7 +149,12 @@ fn reordering_with_ipsec_on_and_multiqueue_warns_naming_the_queues() {
         (n, set_counter(&s, "Tcp", "RetransSegs", retrans))
     };
     let (netstat0, snmp0) = counters(1_000, 500, 5_000_000, 2_000);
-    let (netstat1, snmp1) = counters(1_189, 616, 5_100_000, 2_050);
+    let (netstat1, snmp1) = counters(
+        1_000 + seeds::tcp::REORDERING,
+        500 + seeds::tcp::DSACK_DUPS,
+        5_100_000,
+        2_050,
+    );
     let (req, fact) = channels(4);
     let f = on_the_nic(Facts::new().config(IPSEC_ON))
         .file("/proc/net/netstat", &netstat0)

@@ -11,26 +11,29 @@ use crate::host::{Fact, Request};
 use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::{Discovery, QemuProcess};
 use crate::probe::qemu::qmp::{QmpBlock, QmpFacts};
+use crate::seeds::qemu::{hive_after, hive_before, Guest};
 use crate::snapshot::snapshot;
 
-// nbd-performance.md "Hive inner VM (before fix)" plus the NIC as it was
-// before the tuning page: no vhost, no queues, no host_mtu.
-const BEFORE: &str = "qemu-system-x86_64 -enable-kvm -cpu host -smp 2 -m 4096 \
-    -netdev tap,id=net0,ifname=tapeni-0aaa,script=no,downscript=no \
-    -device virtio-net-pci,netdev=net0,mac=02:00:00:00:00:01 \
-    -drive file=nbd:unix:/run/user/1000/nbd-vol-aaa.sock,format=raw,if=none,media=disk,id=os \
-    -device virtio-blk-pci,drive=os,bootindex=1 -M q35";
+/// The guest from before the tuning page (`crate::seeds::qemu`).
+fn before() -> String {
+    hive_before(&Guest {
+        id: "0aaa",
+        volume: "aaa",
+        mac: "02:00:00:00:00:01",
+    })
+}
 
-// nbd-performance.md "Hive inner VM (after fix)" plus the NIC the daemon
-// builds (spinifex-facts.md) for 2 vCPUs with IPsec off at 1500, and its
-// QMP monitor.
-const AFTER: &str = "qemu-system-x86_64 -name guest=i-0bbb -enable-kvm -cpu host -smp 2 -m 4096 \
-    -object iothread,id=ioth-os \
-    -drive file=nbd:unix:/run/user/1000/nbd-vol-bbb.sock,format=raw,if=none,media=disk,id=os,cache=none \
-    -device virtio-blk-pci,drive=os,iothread=ioth-os,num-queues=2,bootindex=1 \
-    -netdev tap,id=net0,ifname=tapeni-0bbb,script=no,downscript=no,vhost=on,queues=2 \
-    -device virtio-net-pci,netdev=net0,mac=02:00:00:00:00:02,host_mtu=1442,rx_queue_size=1024,mq=on,vectors=6 \
-    -qmp unix:/run/spinifex/i-0bbb.qmp,server=on,wait=off -M q35";
+/// The guest the updated daemon started, with its QMP monitor.
+fn after() -> String {
+    hive_after(
+        &Guest {
+            id: "0bbb",
+            volume: "bbb",
+            mac: "02:00:00:00:00:02",
+        },
+        "-qmp unix:/run/spinifex/i-0bbb.qmp,server=on,wait=off",
+    )
+}
 
 fn argv(text: &str) -> Vec<String> {
     text.split_whitespace().map(str::to_owned).collect()
@@ -73,11 +76,11 @@ fn the_guest_from_before_the_fix_is_named_beside_one_that_passes() {
                 found: vec![
                     QemuProcess {
                         pid: 4242,
-                        argv: argv(BEFORE),
+                        argv: argv(&before()),
                     },
                     QemuProcess {
                         pid: 4343,
-                        argv: argv(AFTER),
+                        argv: argv(&after()),
                     },
                 ],
                 unreadable: Vec::new(),

@@ -6,10 +6,16 @@ use crate::checks::udp_rcvbuf_errors::RcvbufErrors;
 use crate::finding::Status;
 use crate::host::{Fact, Request};
 use crate::probe::journal::JournalLookup;
+use crate::seeds::udp;
 use crate::snapshot::snapshot;
 
 const RMEM: &str = "/proc/sys/net/core/rmem_max";
 const WMEM: &str = "/proc/sys/net/core/wmem_max";
+
+/// The kernel's default ceiling, as /proc/sys prints it.
+fn default_ceiling() -> String {
+    format!("{}\n", udp::DEFAULT_CEILING)
+}
 
 fn journal(lookup: JournalLookup) -> (Request, Fact) {
     (
@@ -25,8 +31,8 @@ fn journal(lookup: JournalLookup) -> (Request, Fact) {
 fn buffers_at_the_kernel_default_fail_and_setup_sh_values_pass() {
     // The kernel default ceiling, as on the seed's broken cluster.
     let f = Facts::new()
-        .file(RMEM, "212992\n")
-        .file(WMEM, "212992\n")
+        .file(RMEM, &default_ceiling())
+        .file(WMEM, &default_ceiling())
         .run(&UdpBuffers);
     snapshot!("sysctl.udp-buffers", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
@@ -52,16 +58,21 @@ fn drops_during_the_window_fail_with_the_recorded_rate() {
     let f = Facts::new()
         .file(
             "/proc/net/snmp",
-            &set_counter(&snmp, "Udp", "RcvbufErrors", 80_000),
+            &set_counter(&snmp, "Udp", "RcvbufErrors", udp::SHED_SINCE_BOOT),
         )
         .file(
             "/proc/net/snmp",
-            &set_counter(&snmp, "Udp", "RcvbufErrors", 80_750),
+            &set_counter(
+                &snmp,
+                "Udp",
+                "RcvbufErrors",
+                udp::SHED_SINCE_BOOT + udp::SHED_IN_WINDOW,
+            ),
         )
         .file("/proc/net/snmp6", &capture("net_snmp6"))
         .window(2, 1502)
         .ok(j, lookup)
-        .file(RMEM, "212992\n")
+        .file(RMEM, &default_ceiling())
         .run(&RcvbufErrors);
     snapshot!("udp.rcvbuf-errors", f);
     assert_eq!(f.status, Status::Fail, "{}", f.summary);
@@ -73,7 +84,7 @@ fn drops_during_the_window_fail_with_the_recorded_rate() {
 fn quic_warnings_in_the_journal_are_not_a_pass_without_ipv6() {
     // No IPv6 stack: no /proc/net/snmp6, which is not an error.
     let snmp = capture("net_snmp");
-    let line = "failed to sufficiently increase receive buffer size (was: 208 kiB, wanted: 7168 kiB, got: 416 kiB)";
+    let line = udp::QUIC_WARNING;
     let (j, lookup) = journal(JournalLookup::Lines(vec![line.into()]));
     let f = Facts::new()
         .file(
@@ -83,7 +94,7 @@ fn quic_warnings_in_the_journal_are_not_a_pass_without_ipv6() {
         .no_file("/proc/net/snmp6")
         .window(0, 1000)
         .ok(j, lookup)
-        .file(RMEM, "212992\n")
+        .file(RMEM, &default_ceiling())
         .run(&RcvbufErrors);
     snapshot!("udp.rcvbuf-errors", f);
     assert_eq!(f.status, Status::Warn, "{}", f.summary);

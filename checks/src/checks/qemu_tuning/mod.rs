@@ -511,6 +511,7 @@ mod tests {
     use crate::probe::qemu::qmp::QmpBlock;
     use crate::probe::qemu::qmp::{self, QmpFacts};
     use crate::probe::qemu::QemuCommandLine;
+    use crate::seeds::qemu::{hive_after, hive_before, Guest};
     use std::path::Path;
 
     /// Every verdict these tests see is also checked against the schema.
@@ -584,30 +585,32 @@ mod tests {
         }
     }
 
-    // nbd-performance.md "Hive inner VM (before fix)" plus the NIC as it was
-    // before the tuning page: no vhost, no queues, no host_mtu.
-    const BEFORE: &str = "qemu-system-x86_64 -enable-kvm -cpu host -smp 2 -m 4096 \
-        -netdev tap,id=net0,ifname=tapeni-0abc,script=no,downscript=no \
-        -device virtio-net-pci,netdev=net0,mac=02:00:00:00:00:01 \
-        -drive file=nbd:unix:/run/user/1000/nbd-vol-xxx.sock,format=raw,if=none,media=disk,id=os \
-        -device virtio-blk-pci,drive=os,bootindex=1 -M q35";
+    /// The seed's guest (`crate::seeds::qemu`) as this module's tests name it.
+    const GUEST: Guest = Guest {
+        id: "0abc",
+        volume: "xxx",
+        mac: "02:00:00:00:00:01",
+    };
 
-    // nbd-performance.md "Hive inner VM (after fix)" plus the NIC the daemon
-    // builds (spinifex-facts.md) for 2 vCPUs with IPsec off at 1500.
-    const AFTER: &str = "qemu-system-x86_64 -name guest=i-0abc -enable-kvm -cpu host -smp 2 -m 4096 \
-        -object iothread,id=ioth-os \
-        -drive file=nbd:unix:/run/user/1000/nbd-vol-xxx.sock,format=raw,if=none,media=disk,id=os,cache=none \
-        -device virtio-blk-pci,drive=os,iothread=ioth-os,num-queues=2,bootindex=1 \
-        -netdev tap,id=net0,ifname=tapeni-0abc,script=no,downscript=no,vhost=on,queues=2 \
-        -device virtio-net-pci,netdev=net0,mac=02:00:00:00:00:01,host_mtu=1442,rx_queue_size=1024,mq=on,vectors=6 \
-        -netdev tap,id=mg0,ifname=mgi-0abc,script=no,downscript=no,vhost=on \
-        -device virtio-net-pci,netdev=mg0,mac=02:00:00:00:00:02 -M q35";
+    /// nbd-performance's "Hive inner VM" before the fix.
+    fn before() -> String {
+        hive_before(&GUEST)
+    }
+
+    /// After the fix, with the management NIC beside the VPC one.
+    fn after() -> String {
+        hive_after(
+            &GUEST,
+            "-netdev tap,id=mg0,ifname=mgi-0abc,script=no,downscript=no,vhost=on \
+             -device virtio-net-pci,netdev=mg0,mac=02:00:00:00:00:02",
+        )
+    }
 
     #[test]
     fn the_guest_before_the_fix_fails_on_every_item() {
         let facts = host(vec![instance(
             4242,
-            &words(BEFORE),
+            &words(&before()),
             &[("tapeni-0abc", mq_tap(1))],
         )]);
         let f = judge(&facts, Some(&ipsec_off()), None);
@@ -666,7 +669,7 @@ mod tests {
     fn defaults_follow_the_machine_type() {
         let argv = |machine: &str| {
             words(
-                &AFTER
+                &after()
                     .replace(",vectors=6", "")
                     .replace(",num-queues=2", "")
                     .replace("-M q35", machine),
@@ -727,7 +730,7 @@ mod tests {
     fn the_guest_after_the_fix_passes() {
         let facts = host(vec![instance(
             7,
-            &words(AFTER),
+            &words(&after()),
             &[("tapeni-0abc", mq_tap(2))],
         )]);
         let f = judge(&facts, Some(&ipsec_off()), None);
@@ -742,7 +745,7 @@ mod tests {
     fn ipsec_on_wants_one_queue_and_the_ipsec_mtu() {
         let facts = host(vec![instance(
             7,
-            &words(AFTER),
+            &words(&after()),
             &[("tapeni-0abc", mq_tap(2))],
         )]);
         let f = judge(&facts, Some(&ipsec_on()), None);
@@ -756,10 +759,10 @@ mod tests {
 
     #[test]
     fn host_mtu_follows_an_ipv6_underlay() {
-        // AFTER has host_mtu=1442, right on IPv4; an IPv6 underlay costs 20.
+        // after() has host_mtu=1442, right on IPv4; an IPv6 underlay costs 20.
         let facts = host(vec![instance(
             7,
-            &words(AFTER),
+            &words(&after()),
             &[("tapeni-0abc", mq_tap(2))],
         )]);
         let v6 = ipsec_off().for_underlay(crate::expect::Family::Ipv6);
@@ -777,7 +780,7 @@ mod tests {
     fn host_tap_queues_must_match_qemu() {
         let mut single = mq_tap(1);
         single.tun_flags = Some(0x5002);
-        let mut i = instance(7, &words(AFTER), &[("tapeni-0abc", single)]);
+        let mut i = instance(7, &words(&after()), &[("tapeni-0abc", single)]);
         i.fds
             .as_mut()
             .unwrap()
@@ -792,7 +795,7 @@ mod tests {
         );
         assert!(p.contains("lacks the multi_queue flag"), "{p}");
         // More queues enabled than QEMU has: someone else is attached.
-        let i = instance(7, &words(AFTER), &[("tapeni-0abc", mq_tap(3))]);
+        let i = instance(7, &words(&after()), &[("tapeni-0abc", mq_tap(3))]);
         let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
         assert!(f.evidence["instances"][0]["problems"]
             .to_string()
@@ -802,7 +805,7 @@ mod tests {
     #[test]
     fn a_paused_guest_with_one_enabled_queue_is_fine() {
         // -S: the guest driver has not enabled the second queue yet.
-        let i = instance(7, &words(AFTER), &[("tapeni-0abc", mq_tap(1))]);
+        let i = instance(7, &words(&after()), &[("tapeni-0abc", mq_tap(1))]);
         let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
         assert_eq!(f.status, Status::Pass, "{f:#?}");
         assert!(f.evidence["instances"][0]["ok"]
@@ -812,7 +815,7 @@ mod tests {
 
     #[test]
     fn a_tap_in_another_namespace_is_not_judged_not_failed() {
-        let mut i = instance(7, &words(AFTER), &[]);
+        let mut i = instance(7, &words(&after()), &[]);
         i.taps.insert("tapeni-0abc".into(), Err(TapError::NotFound));
         let f = judge(&host(vec![i]), Some(&ipsec_off()), None);
         assert_eq!(f.status, Status::Pass);
@@ -823,7 +826,7 @@ mod tests {
     fn without_config_the_independent_items_still_fail_or_the_check_skips() {
         let no_config = || Some(Finding::skip(SkipReason::NoConfig("none found".into())));
         let bad = judge(
-            &host(vec![instance(1, &words(BEFORE), &[])]),
+            &host(vec![instance(1, &words(&before()), &[])]),
             None,
             no_config(),
         );
@@ -837,7 +840,7 @@ mod tests {
         let good = judge(
             &host(vec![instance(
                 1,
-                &words(AFTER),
+                &words(&after()),
                 &[("tapeni-0abc", mq_tap(2))],
             )]),
             None,
@@ -856,7 +859,7 @@ mod tests {
 
     #[test]
     fn data_volumes_need_an_iothread_each() {
-        let mut argv = words(AFTER);
+        let mut argv = words(&after());
         argv.extend(
             [
                 "-blockdev",
@@ -924,7 +927,7 @@ mod tests {
 
     #[test]
     fn hot_attached_volumes_over_qmp() {
-        let mut i = instance(5, &words(AFTER), &[("tapeni-0abc", mq_tap(2))]);
+        let mut i = instance(5, &words(&after()), &[("tapeni-0abc", mq_tap(2))]);
         i.cmdline
             .as_mut()
             .unwrap()
@@ -961,7 +964,7 @@ mod tests {
 
     #[test]
     fn a_silent_qmp_monitor_is_not_judged() {
-        let mut i = instance(5, &words(AFTER), &[("tapeni-0abc", mq_tap(2))]);
+        let mut i = instance(5, &words(&after()), &[("tapeni-0abc", mq_tap(2))]);
         i.cmdline
             .as_mut()
             .unwrap()
@@ -992,7 +995,7 @@ mod tests {
 
     #[test]
     fn a_qmp_monitor_we_may_not_open_skips_naming_the_privilege() {
-        let mut i = instance(5, &words(AFTER), &[("tapeni-0abc", mq_tap(2))]);
+        let mut i = instance(5, &words(&after()), &[("tapeni-0abc", mq_tap(2))]);
         i.cmdline
             .as_mut()
             .unwrap()
@@ -1017,7 +1020,7 @@ mod tests {
 
     #[test]
     fn missing_vhost_net_is_named_with_the_vhost_problem() {
-        let mut facts = host(vec![instance(4242, &words(BEFORE), &[])]);
+        let mut facts = host(vec![instance(4242, &words(&before()), &[])]);
         facts.vhost_net = false;
         let f = judge(&facts, Some(&ipsec_off()), None);
         assert!(f.evidence["instances"][0]["problems"][0]

@@ -663,38 +663,6 @@ mod tests {
     }
 
     #[test]
-    fn arbitrary_bytes_are_errors_or_values_never_panics() {
-        // A deterministic xorshift stream; issue 8's fuzzers go further.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let names: Vec<String> = (0..70).map(|i| format!("f{i}")).collect();
-        for round in 0..2_000 {
-            let len = (next() % 400) as usize;
-            let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            if round % 3 == 0 && b.len() >= 12 {
-                // plausible small counts, so the bodies are parsed too
-                let n = (next() % 8) as u32;
-                b[4..8].copy_from_slice(&n.to_ne_bytes());
-                b[8..12].copy_from_slice(&n.to_ne_bytes());
-            }
-            let _ = parse_gstrings(&b);
-            let _ = parse_stats(&b);
-            let _ = parse_gfeatures(&b, &names);
-            let _ = parse_features(&b, &names[..(len % 70)]);
-            let _ = parse_sset_info(&b, (next() % 70) as u32);
-            let _ = parse_drvinfo(&b);
-            let _ = parse_channels(&b);
-            let _ = parse_rings(&b);
-            let _ = parse_strings(&b, (next() % 16) as usize);
-        }
-    }
-
-    #[test]
     fn errnos_map_to_the_verdicts_they_imply() {
         match errno_error(Errno::EPERM, "eth0", "statistics") {
             ProbeError::PermissionDenied { needs, .. } => {
