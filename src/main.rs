@@ -22,9 +22,8 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use clap::CommandFactory;
-use spx_checks::host::{
-    Bundle, Header, Host, HostRef, LiveHost, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE,
-};
+use spx_checks::host::{Bundle, Header, Host, HostRef, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE};
+use spx_checks::live::LiveHost;
 use spx_checks::{Ctx, CHECKS};
 
 use crate::cli::{Action, Cli, ColorChoice, Format, Shell};

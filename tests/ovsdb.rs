@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use spx_checks::endpoint::Endpoint;
-use spx_checks::host::{HostRef, LiveHost};
+use spx_checks::host::HostRef;
+use spx_checks::live::LiveHost;
 use spx_checks::probe::ovsdb::{self, Budget};
 
 /// The live host, as these probe tests ask it (outside any check).

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::endpoint::Endpoint;
 use crate::expect::Expectations;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
-use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
-use crate::probe::ProbeError;
+use crate::host::{Host, HostRef, RUN_SCOPE};
+use crate::live::LiveHost;
 
 /// Settings from the command line that checks read. Parsed and validated by
 /// the binary; checks trust them. A bundle keeps them, and a replay runs

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::evidence::{self, Evidence};
+use crate::facts::ProbeError;
 use crate::kind::{Common, KindDoc, Kinds};
 
 /// The verdict of one check. Ordered from best to worst for sorting and
@@ -232,6 +233,22 @@ fn skip_kind(reason: &SkipReason) -> (Common, Option<String>) {
         SkipReason::NoConfig(_) => (Common::NoConfig, None),
         SkipReason::NothingToMeasure(_) => (Common::NothingToMeasure, None),
         SkipReason::NotRecorded(_) => (Common::NotRecorded, None),
+    }
+}
+
+/// The verdict a probe failure implies on its own.
+impl From<ProbeError> for Finding {
+    fn from(err: ProbeError) -> Finding {
+        match err {
+            ProbeError::PermissionDenied { needs, .. } => {
+                Finding::skip(SkipReason::NeedsPrivilege(needs))
+            }
+            ProbeError::NotFound(what) => {
+                Finding::skip(SkipReason::NotApplicable(format!("{what} not found")))
+            }
+            ProbeError::NotRecorded(why) => Finding::skip(SkipReason::NotRecorded(why)),
+            other => Finding::probe_failed(other.to_string()),
+        }
     }
 }
 

@@ -21,11 +21,13 @@ pub mod ctx;
 pub mod endpoint;
 pub mod evidence;
 pub mod expect;
+pub mod facts;
 pub mod finding;
 pub mod host;
 #[cfg(test)]
 pub(crate) mod hw_captures;
 pub mod kind;
+pub mod live;
 pub mod metrics;
 pub mod per_interface;
 pub mod probe;

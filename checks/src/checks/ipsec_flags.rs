@@ -16,10 +16,10 @@ use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
 use crate::evidence::Evidence;
 use crate::expect;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::probe::ovsdb::{self, endpoints, Answer, OvsRow};
-use crate::probe::ProbeError;
 
 pub struct IpsecFlags;
 

@@ -15,13 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::host::HostRef;
 use crate::kind::most_severe;
 use crate::probe::ethtool::{driver_counters, Reported, GENERIC_TSO_COUNTERS};
 use crate::probe::sysfs_net;
 use crate::probe::underlay_nics::{self, Selection};
-use crate::probe::ProbeError;
 
 pub struct NicTso;
 

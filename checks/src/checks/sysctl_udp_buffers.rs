@@ -109,7 +109,7 @@ impl Check for UdpBuffers {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let host = ctx.host();
-        let read = || -> Result<BufferCeilings, crate::probe::ProbeError> {
+        let read = || -> Result<BufferCeilings, crate::facts::ProbeError> {
             Ok(BufferCeilings {
                 rmem_max: sysctl_u64(host, "net.core.rmem_max")?,
                 wmem_max: sysctl_u64(host, "net.core.wmem_max")?,

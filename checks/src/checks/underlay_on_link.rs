@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::probe::links::Route;
 use crate::probe::peers::{self, discover, PeerSource, Scope};
-use crate::probe::ProbeError;
 
 pub struct UnderlayOnLink;
 

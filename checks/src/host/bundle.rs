@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::request::{Fact, Request};
 use crate::ctx::{ConfigState, Options};
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 /// The container's format. A reader refuses a bundle of another format
 /// (fields are added within one; a new format would change their meaning).

@@ -30,7 +30,6 @@
 //! check asked about only its program is kept ([`crate::probe::process`]).
 
 mod bundle;
-mod live;
 mod record;
 mod replay;
 mod request;
@@ -41,12 +40,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use bundle::{Bundle, BundleError, Header, Outcome, Policy, Record, BUNDLE_FORMAT};
-pub use live::LiveHost;
 pub use record::Recorder;
 pub use replay::{Replay, ANY_SCOPE};
 pub use request::{EthtoolGet, Fact, Request, SelectOp};
 
 use crate::endpoint::Endpoint;
+use crate::facts::ProbeError;
 use crate::probe::credential::CredentialFile;
 use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
 use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
@@ -58,7 +57,6 @@ use crate::probe::qemu::host::ProcessFds;
 use crate::probe::qemu::process::Discovery;
 use crate::probe::qemu::qmp::{QmpError, QmpFacts};
 use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
-use crate::probe::ProbeError;
 
 /// The scope of questions asked outside any check: the report's host name
 /// and addresses.
@@ -479,13 +477,6 @@ impl<'a> HostRef<'a> {
     pub fn sleep_until(&self, until: Instant) {
         self.host.sleep_until(until)
     }
-}
-
-/// The live host as a test outside any check sees it.
-#[cfg(test)]
-pub(crate) fn live() -> HostRef<'static> {
-    static LIVE: std::sync::OnceLock<LiveHost> = std::sync::OnceLock::new();
-    HostRef::new(LIVE.get_or_init(LiveHost::new), "test")
 }
 
 fn ethtool(ioctl: EthtoolGet, interface: &str) -> Request {

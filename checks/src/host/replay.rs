@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::bundle::{Bundle, Record};
 use super::request::{Fact, Request};
 use super::{Host, Limit};
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 /// The scope whose answers serve every scope, the last one repeating: for
 /// facts built in tests, never written by a recording.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 
 const JOURNALCTL: &[&str] = &["/usr/bin/journalctl", "/bin/journalctl"];
 const MAX_OUTPUT: u64 = 64 * 1024;

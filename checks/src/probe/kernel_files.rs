@@ -2,7 +2,7 @@
 //! facts are rtnetlink's, [`super::links`]; the few sysfs keeps are in
 //! [`super::sysfs_net`].)
 
-use super::{sysctl_path, ProbeError};
+use crate::facts::{sysctl_path, ProbeError};
 use crate::host::HostRef;
 
 /// Read an unsigned integer sysctl, e.g. `net.core.rmem_max`.
@@ -34,13 +34,14 @@ mod tests {
     #[test]
     fn reads_a_live_sysctl() {
         // Every Linux kernel has this file and it is world-readable.
-        let v = sysctl_u64(crate::host::live(), "net.core.rmem_max").expect("rmem_max readable");
+        let v =
+            sysctl_u64(crate::live::test_host(), "net.core.rmem_max").expect("rmem_max readable");
         assert!(v > 0);
     }
 
     #[test]
     fn missing_sysctl_is_not_found() {
-        let err = sysctl_u64(crate::host::live(), "net.core.no_such_knob").unwrap_err();
+        let err = sysctl_u64(crate::live::test_host(), "net.core.no_such_knob").unwrap_err();
         assert!(matches!(err, ProbeError::NotFound(_)), "{err:?}");
     }
 }

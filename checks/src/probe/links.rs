@@ -49,7 +49,7 @@ use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, Ro
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 
 /// How long one rtnetlink request may take at most, all its receives
 /// together (less when the deadline it is given comes first). The kernel
@@ -417,7 +417,7 @@ fn request(
         if left.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
         }
-        super::set_receive_timeout(&socket, left)?;
+        crate::live::set_receive_timeout(&socket, left)?;
         let n = socket.recv(&mut &mut rx[..], 0)?;
         if n == 0 {
             return Err(io::Error::new(

@@ -13,7 +13,7 @@ use std::io::BufRead;
 
 use procfs::{FromBufRead, FromBufReadSI};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
 
 const SOFTIRQS: &str = "/proc/softirqs";
@@ -323,12 +323,12 @@ softirq 0 0 0 0 0 0 0 0 0 0 0
 
     #[test]
     fn reads_the_live_host() {
-        let c = read_cpu_counters(crate::host::live())
+        let c = read_cpu_counters(crate::live::test_host())
             .expect("/proc/softirqs and /proc/stat are world-readable");
         assert!(!c.is_empty());
         assert!(c.iter().all(|c| c.total >= c.busy && c.busy >= c.softirq));
-        let t =
-            read_tcp_counters(crate::host::live()).expect("/proc/net/netstat is world-readable");
+        let t = read_tcp_counters(crate::live::test_host())
+            .expect("/proc/net/netstat is world-readable");
         assert!(t.out_segs >= t.retrans_segs);
     }
 }

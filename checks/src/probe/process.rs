@@ -18,8 +18,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::facts::ProbeError;
 use crate::probe::qemu::process::split_cmdline;
-use crate::probe::ProbeError;
 
 /// One process, as `/proc/PID` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

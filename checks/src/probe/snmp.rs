@@ -6,7 +6,7 @@ use std::io::BufRead;
 
 use procfs::FromBufRead;
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +62,8 @@ mod tests {
 
     #[test]
     fn reads_the_live_namespace() {
-        let c =
-            read_udp_rcvbuf_errors(crate::host::live()).expect("/proc/net/snmp is world-readable");
+        let c = read_udp_rcvbuf_errors(crate::live::test_host())
+            .expect("/proc/net/snmp is world-readable");
         assert!(c.total() >= c.udp);
     }
 

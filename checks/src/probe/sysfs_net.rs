@@ -28,7 +28,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
 
 const CLASS_NET: &str = "/sys/class/net";
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn loopback_is_always_there() {
-        let host = crate::host::live();
+        let host = crate::live::test_host();
         assert!(queue_counts(host, "lo").unwrap().0 >= 1);
         assert!(statistic(host, "lo", "tx_packets").is_ok());
         assert!(matches!(

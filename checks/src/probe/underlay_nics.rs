@@ -33,7 +33,8 @@ use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 
 use super::links::{self, Link};
-use super::{sysfs_net, ProbeError};
+use super::sysfs_net;
+use crate::facts::ProbeError;
 
 /// The interfaces chosen and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -271,7 +272,7 @@ mod tests {
             interfaces: vec!["lo".into(), "lo".into()],
             ..Options::default()
         };
-        let dump = crate::host::live().links().unwrap();
+        let dump = crate::live::test_host().links().unwrap();
         let sel = from_flag(&dump, &opts).unwrap().unwrap();
         assert_eq!(sel.interfaces, ["lo"]);
         assert_eq!(sel.source, "--interface");
@@ -297,7 +298,7 @@ mod tests {
     #[test]
     fn peers_on_loopback_are_not_underlay() {
         // A route to one of our own addresses is local: not a NIC.
-        let host = crate::host::live();
+        let host = crate::live::test_host();
         let dump = host.links().unwrap();
         assert_eq!(
             from_peer_routes(host, &dump, &["127.0.0.1".parse().unwrap()]).unwrap(),

@@ -23,10 +23,10 @@ use std::time::Duration;
 
 use crate::check::Check;
 use crate::ctx::{ConfigState, Ctx, Options};
+use crate::facts::ProbeError;
 use crate::finding::Finding;
 use crate::host::{Bundle, Fact, Header, Host, Replay, Request, ANY_SCOPE};
 use crate::probe::links::Link;
-use crate::probe::ProbeError;
 
 /// A capture in `checks/testdata/proc/` (`net_snmp` for /proc/net/snmp)
 /// without its `#` provenance lines.

@@ -30,12 +30,12 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::{ConfigState, Ctx};
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::credential::CredentialFile;
 use crate::probe::ovsdb::{self, endpoints};
-use crate::probe::ProbeError;
 use crate::profile::Preflight;
 use crate::spinifex;
 

@@ -34,11 +34,11 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::process::{parse_pid_file, ProcessInfo};
-use crate::probe::ProbeError;
 use crate::profile::Preflight;
 
 pub use analyse::{analyse, Problem};

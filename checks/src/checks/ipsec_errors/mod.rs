@@ -25,10 +25,10 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::xfrm::{read_xfrm_stat, XfrmStat, XFRM_STAT};
-use crate::probe::ProbeError;
 
 pub use analyse::{analyse, meaning, Analysis, Moved};
 

@@ -26,10 +26,11 @@ use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
 use crate::evidence::Evidence;
 use crate::expect;
+use crate::facts::ProbeError;
 use crate::finding::Finding;
+use crate::probe::links;
 use crate::probe::ovsdb::{self, endpoints, Answer, NbGuestMtus};
 use crate::probe::peers::{self, UnderlayFamily};
-use crate::probe::{links, ProbeError};
 use crate::spinifex;
 
 mod analyse;

@@ -24,13 +24,13 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
 use crate::probe::links::{self, Link};
 use crate::probe::peers::{self, Excluded, Peer, PeerSet, Scope, SourceNote};
-use crate::probe::ProbeError;
 use crate::spinifex;
 
 mod remediation;

@@ -8,9 +8,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::endpoint::Endpoint;
+use crate::facts::ProbeError;
 use crate::probe::ovsdb::raft::{LocalChassis, SbChassis, ServerDb};
 use crate::probe::ovsdb::{NB_DB, SB_DB};
-use crate::probe::ProbeError;
 
 /// One of the two OVN databases, with the names Spinifex's install gives
 /// its files, units and ports (Debian's `ovn-central`, `ovn-ctl`

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::ctx::Ctx;
+use crate::facts::ProbeError;
 use crate::probe::peers::UnderlayFamily;
 use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
 use crate::probe::qemu::process::Unreadable;
 use crate::probe::qemu::qmp::{self, QmpFacts};
 use crate::probe::qemu::QemuCommandLine;
-use crate::probe::ProbeError;
 
 /// What was read about one QEMU process.
 #[derive(Clone, Debug)]

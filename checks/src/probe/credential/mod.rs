@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use pem::{KeyFacts, PemBlock};
 
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 /// A credential file as read: where it is, who may read it, and what it
 /// holds (never a private key).

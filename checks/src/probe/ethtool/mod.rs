@@ -26,7 +26,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use nix::errno::Errno;
 use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 
 mod counters;
 mod parse;

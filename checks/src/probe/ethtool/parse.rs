@@ -7,7 +7,7 @@ use super::{
     Channels, DrvInfo, Feature, Rings, DRVINFO_LEN, ETH_GSTRING_LEN, FEATURE_BLOCK_LEN,
     GFEATURES_HDR, GSTRINGS_HDR, MAX_SET_ENTRIES, SSET_INFO_HDR, STATS_HDR,
 };
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 /// What a failed SIOCETHTOOL means for the verdict.
 pub fn errno_error(e: Errno, ifname: &str, what: &str) -> ProbeError {

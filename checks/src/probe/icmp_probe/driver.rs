@@ -13,7 +13,7 @@ use super::packet::{payload_matches, random_bytes, NONCE_LEN};
 use super::plan::overhead;
 use super::socket::{wait_writable, Dest, IcmpSocket};
 use super::{PathProbe, Settings, SocketKind, Target};
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 pub(super) struct Driver {
     engine: Engine,

@@ -30,7 +30,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 
 mod driver;
 mod engine;

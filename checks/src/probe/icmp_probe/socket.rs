@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::packet::{checksum, payload, NONCE_LEN};
 use super::plan::overhead;
 use super::SocketKind;
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 pub(super) struct IcmpSocket {
     pub(super) fd: OwnedFd,

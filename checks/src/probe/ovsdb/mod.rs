@@ -27,8 +27,8 @@ use serde_json::{json, Map, Value};
 use self::conn::{MemberError, Session};
 use self::wire::Select;
 use crate::endpoint::{self, Endpoint};
+use crate::facts::ProbeError;
 use crate::host::HostRef;
-use crate::probe::ProbeError;
 
 pub const NB_DB: &str = "OVN_Northbound";
 pub const SB_DB: &str = "OVN_Southbound";

@@ -4,8 +4,8 @@
 //! facts by the pure parsers of [`super::raft`].
 
 use crate::endpoint::Endpoint;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
-use crate::probe::ProbeError;
 
 use super::raft::{
     self, LocalChassis, SbChassis, ServerDb, CHASSIS_COLUMNS, CHASSIS_TABLE, DATABASE_TABLE,

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::Candidate;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
-use crate::probe::ProbeError;
 
 /// A `--peer` as the binary resolved it, once: an address, and for a
 /// link-local IPv6 one the interface it is on (by name). A name was

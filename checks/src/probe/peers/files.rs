@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::address::{parse_address, ParsedAddress};
 use super::{Candidate, SourceAnswer, NAME_LOOKUP_BOUND};
 use crate::ctx::Ctx;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
-use crate::probe::ProbeError;
 use crate::spinifex::ENCAP_PEERS_DEFINE;
 
 pub(super) fn config_nodes(ctx: &Ctx) -> SourceAnswer {

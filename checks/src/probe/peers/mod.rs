@@ -39,8 +39,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::ProbeError;
 use crate::ctx::Ctx;
+use crate::facts::ProbeError;
 pub use crate::spinifex::{ENCAP_PEERS_DEFINE, PEERS_NFT, WAN_PEERS_DEFINE};
 
 mod address;
@@ -417,11 +417,11 @@ mod tests {
         let path = dir.path().join("peers.nft");
         std::fs::write(&path, "define spinifex_encap_peers = { 198.18.0.2 }\n").unwrap();
         assert_eq!(
-            read_peers_nft(crate::host::live(), &path).unwrap(),
+            read_peers_nft(crate::live::test_host(), &path).unwrap(),
             vec![ip("198.18.0.2")]
         );
         assert!(matches!(
-            read_peers_nft(crate::host::live(), &dir.path().join("nope.nft")),
+            read_peers_nft(crate::live::test_host(), &dir.path().join("nope.nft")),
             Err(ProbeError::NotFound(_))
         ));
     }
@@ -690,14 +690,14 @@ mod tests {
 
     #[test]
     fn a_scope_names_an_interface_of_this_host() {
-        let (a, scope) = parse_address(crate::host::live(), "fe80::2%lo")
+        let (a, scope) = parse_address(crate::live::test_host(), "fe80::2%lo")
             .unwrap()
             .unwrap();
         assert_eq!(a, ip("fe80::2"));
         let scope = scope.unwrap();
         assert_eq!((scope.interface.as_str(), scope.index), ("lo", 1));
         assert_eq!(
-            parse_address(crate::host::live(), "fe80::2%1")
+            parse_address(crate::live::test_host(), "fe80::2%1")
                 .unwrap()
                 .unwrap()
                 .1
@@ -705,30 +705,30 @@ mod tests {
                 .interface,
             "lo"
         );
-        let e = parse_address(crate::host::live(), "fe80::2%nosuchif0").unwrap_err();
+        let e = parse_address(crate::live::test_host(), "fe80::2%nosuchif0").unwrap_err();
         assert_eq!(
             e,
             "\"fe80::2%nosuchif0\": no interface nosuchif0 on this host"
         );
         assert_eq!(
-            parse_address(crate::host::live(), "spx2.lan").unwrap(),
+            parse_address(crate::live::test_host(), "spx2.lan").unwrap(),
             None
         );
         assert_eq!(
-            flag_address(crate::host::live(), "fe80::2%lo")
+            flag_address(crate::live::test_host(), "fe80::2%lo")
                 .unwrap()
                 .map(|p| p.to_string())
                 .as_deref(),
             Some("fe80::2%lo")
         );
         assert_eq!(
-            flag_address(crate::host::live(), "198.18.0.2")
+            flag_address(crate::live::test_host(), "198.18.0.2")
                 .unwrap()
                 .map(|p| p.to_string())
                 .as_deref(),
             Some("198.18.0.2")
         );
-        assert!(flag_address(crate::host::live(), "fe80::2")
+        assert!(flag_address(crate::live::test_host(), "fe80::2")
             .unwrap_err()
             .contains("is link-local: name the interface it is on, e.g. fe80::2%eth0"));
         // Two peers with one link-local address on two links stay apart.

@@ -12,9 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::facts::ProbeError;
 use crate::host::HostRef;
 use crate::probe::sysfs_net;
-use crate::probe::ProbeError;
 
 /// `IFF_MULTI_QUEUE` in `/sys/class/net/TAP/tun_flags` (linux/if_tun.h).
 pub const IFF_MULTI_QUEUE: u32 = 0x100;
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn loopback_is_not_a_tap() {
-        let host = crate::host::live();
+        let host = crate::live::test_host();
         let lo = tap(host, "lo").unwrap();
         assert_eq!(lo.tun_flags, None);
         assert!(matches!(

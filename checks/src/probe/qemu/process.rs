@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 /// A QEMU process and its argv.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

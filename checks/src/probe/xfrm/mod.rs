@@ -36,7 +36,7 @@ pub use selector::{Port, Selector, IPPROTO_UDP};
 pub use stat::{parse_xfrm_stat, read_xfrm_stat, XfrmStat, XFRM_STAT};
 pub use state::{parse_dump, DumpChunk, SecurityAssociation, IPPROTO_ESP};
 
-use super::ProbeError;
+use crate::facts::ProbeError;
 use netlink::Dump;
 
 /// Every SA in this network namespace (larval ACQUIRE states included),
@@ -94,7 +94,7 @@ fn dump<T>(
         if left.is_zero() {
             return Err(io_err(io::ErrorKind::TimedOut.into()));
         }
-        super::set_receive_timeout(&socket, left).map_err(io_err)?;
+        crate::live::set_receive_timeout(&socket, left).map_err(io_err)?;
         let n = socket.recv(&mut &mut rx[..], 0).map_err(io_err)?;
         if n == 0 {
             return Err(ProbeError::Other(format!(

@@ -11,7 +11,7 @@ use netlink_packet_xfrm::{
     XFRM_USER_SA_INFO_LEN,
 };
 
-use super::super::ProbeError;
+use crate::facts::ProbeError;
 
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;

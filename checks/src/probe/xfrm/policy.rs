@@ -8,9 +8,9 @@ use std::net::IpAddr;
 use netlink_packet_xfrm::{XfrmAttrs, XfrmMessage, XFRM_POLICY_MAX};
 use serde::{Deserialize, Serialize};
 
-use super::super::ProbeError;
 use super::netlink::POLICIES;
 use super::selector::{address, Selector};
+use crate::facts::ProbeError;
 
 /// One policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

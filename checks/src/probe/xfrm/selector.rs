@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
-use super::super::ProbeError;
+use crate::facts::ProbeError;
 
 /// IP protocol number of UDP.
 pub const IPPROTO_UDP: u8 = 17;

@@ -6,7 +6,7 @@
 //! set of counters grows with the kernel (6.1 has 28, 6.18 has 32), so
 //! they are read by name, never by position.
 
-use super::super::ProbeError;
+use crate::facts::ProbeError;
 use crate::host::HostRef;
 
 /// Where the counters are.
@@ -106,7 +106,7 @@ mod tests {
     #[test]
     #[allow(clippy::disallowed_macros)] // the skip reason belongs in the test log
     fn reads_the_live_namespace_when_the_kernel_counts() {
-        match read_xfrm_stat(crate::host::live()) {
+        match read_xfrm_stat(crate::live::test_host()) {
             Ok(s) => assert!(s.get("XfrmOutNoStates").is_some(), "{s:?}"),
             Err(ProbeError::NotFound(_)) => {
                 eprintln!(

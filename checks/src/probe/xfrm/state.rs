@@ -5,9 +5,9 @@ use std::net::IpAddr;
 use netlink_packet_xfrm::XfrmAttrs;
 use netlink_packet_xfrm::XfrmMessage;
 
-use super::super::ProbeError;
 use super::netlink::STATES;
 use super::selector::{address, Selector};
+use crate::facts::ProbeError;
 
 /// IP protocol number of ESP.
 pub const IPPROTO_ESP: u8 = 50;

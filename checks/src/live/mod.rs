@@ -1,16 +1,21 @@
 //! The live host: every request answered by the machine the doctor runs on,
-//! through the probe layer ([`crate::probe`]).
+//! through the syscalls in this folder (netlink, xfrm, the ethtool ioctl,
+//! the ICMP driver, OVSDB connections, QMP, /proc reads). Nothing below it
+//! imports it: the seam ([`crate::host`]) knows only the trait.
 
+use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::request::{EthtoolGet, Fact, Request};
-use super::{Host, Limit};
+use crate::facts::ProbeError;
+#[cfg(test)]
+use crate::host::HostRef;
+use crate::host::{EthtoolGet, Fact, Host, Limit, Request};
 use crate::probe::ethtool::Ethtool;
 use crate::probe::icmp_probe::{self, Settings};
 use crate::probe::ovsdb::{self, wire::Select, Budget};
 use crate::probe::qemu::{self};
-use crate::probe::{credential, journal, links, peers, process, xfrm, ProbeError};
+use crate::probe::{credential, journal, links, peers, process, xfrm};
 
 /// Bounds for live reads a caller gave none for.
 const DEFAULT_BOUND: Duration = Duration::from_secs(2);
@@ -40,7 +45,7 @@ impl Host for LiveHost {
         let bound = limit.bound.unwrap_or(DEFAULT_BOUND);
         let deadline = limit.deadline.unwrap_or_else(|| Instant::now() + bound);
         Ok(match request {
-            Request::File { path } => Fact::Text(crate::probe::read_to_string(path)?),
+            Request::File { path } => Fact::Text(read_to_string(path)?),
             Request::Dir { path } => Fact::Names(read_dir(path)?),
             Request::Readlink { path } => Fact::Text(
                 std::fs::read_link(path)
@@ -159,4 +164,33 @@ fn read_dir(path: &Path) -> Result<Vec<String>, ProbeError> {
         .collect();
     names.sort();
     Ok(names)
+}
+/// The live host as a test outside any check sees it.
+#[cfg(test)]
+pub(crate) fn test_host() -> HostRef<'static> {
+    static LIVE: std::sync::OnceLock<LiveHost> = std::sync::OnceLock::new();
+    HostRef::new(LIVE.get_or_init(LiveHost::new), "test")
+}
+
+/// Read a whole kernel file (procfs or sysfs) into a string, classifying the
+/// error by kind.
+pub fn read_to_string(path: impl AsRef<Path>) -> Result<String, ProbeError> {
+    let path = path.as_ref();
+    std::fs::read_to_string(path).map_err(|e| ProbeError::from_io(path, e))
+}
+
+/// Bound every receive on a netlink socket (`SO_RCVTIMEO`), so that a
+/// kernel that does not finish a dump cannot hold the run past its
+/// deadline. Never zero: a zero timeout means none at all.
+pub(crate) fn set_receive_timeout(
+    socket: &impl std::os::fd::AsFd,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt::ReceiveTimeout};
+    use nix::sys::time::TimeVal;
+    let tv = TimeVal::new(
+        timeout.as_secs() as libc::time_t,
+        timeout.subsec_micros().max(1) as libc::suseconds_t,
+    );
+    Ok(setsockopt(socket, ReceiveTimeout, &tv)?)
 }
