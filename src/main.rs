@@ -136,7 +136,7 @@ fn replay(args: cli::RunArgs) -> anyhow::Result<u8> {
     let bundle =
         Bundle::read(&path).map_err(|e| UsageError(format!("--replay {}: {e}", path.display())))?;
     let settings = Settings::for_replay(args, &bundle)?;
-    let host = Arc::new(Replay::new(&bundle));
+    let host = Arc::new(Replay::new(&bundle, |id| spx_checks::find(id).is_some()));
     let facts = Facts::Replay {
         path,
         bundle: Box::new(bundle),

@@ -13,7 +13,8 @@ use spx_checks::endpoint::Endpoint;
 use spx_checks::host::{Bundle, HostRef, Policy, RUN_SCOPE};
 use spx_checks::live::LiveHost;
 use spx_checks::probe::peers::FlagPeer;
-use spx_checks::profile::{Preflight, Profile};
+use spx_checks::profile::Profile;
+use spx_checks::settings::Preflight;
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
 use crate::cli::{Change, ColorChoice, Format, RunArgs};

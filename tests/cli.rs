@@ -293,7 +293,7 @@ fn readme_lists_every_code_and_every_metric() {
              `SPX_BLESS=1 cargo test --test tests cli::readme_lists_every_code_and_every_metric`\n{table}"
         );
     }
-    for (id, m) in spx_checks::metrics::declared() {
+    for (id, m) in spx_checks::catalogue::metrics() {
         assert!(
             readme.contains(&format!("`{}", m.name)),
             "README's Monitoring section lacks {} ({id})",

@@ -361,9 +361,10 @@ fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
 /// agree, else IPv4 assumed and said so.
 #[test]
 fn the_underlay_family_is_read_from_ovn_encap_ip_else_the_sb() {
-    use spx_checks::ctx::{ConfigState, Ctx, Options};
+    use spx_checks::ctx::Ctx;
     use spx_checks::expect::Family;
     use spx_checks::probe::peers::underlay_family;
+    use spx_checks::settings::{ConfigState, Options};
 
     let ovs = OvsdbServer::ovs();
     let sb = OvsdbServer::sb();

@@ -158,7 +158,7 @@ impl Check for CpuSoftirq {
             window: sampled.window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
             interfaces: sampled.during,
-            config_file: crate::spinifex::config_file(ctx),
+            config_file: ctx.config_file(),
         })
     }
 }

@@ -170,7 +170,7 @@ impl Check for IpsecFlags {
             ipsec_enabled: expect.ipsec_enabled,
             underlay_mtu: expect.underlay_mtu,
             nb_endpoints,
-            config_file: crate::spinifex::config_file(ctx),
+            config_file: ctx.config_file(),
             nb,
             nb_read_by,
             nb_unnamed,

@@ -107,7 +107,7 @@ impl Check for UnderlayOnLink {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let encryption = if ctx.opts.profile == Some(crate::profile::Preflight::DisableIpsec) {
+        let encryption = if ctx.opts.profile == Some(crate::settings::Preflight::DisableIpsec) {
             Encryption::OffOrGoingOff
         } else {
             match ctx.expectations() {

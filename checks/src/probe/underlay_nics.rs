@@ -28,9 +28,10 @@
 
 use std::net::IpAddr;
 
-use crate::ctx::{Ctx, Options};
+use crate::ctx::Ctx;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
+use crate::settings::Options;
 
 use super::links::{self, Link};
 use super::sysfs_net;

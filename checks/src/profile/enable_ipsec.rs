@@ -85,7 +85,7 @@ pub fn over_ipsec_mtu(nics: &[GuestNic], ipsec_mtu: u32) -> Vec<GuestNic> {
 }
 
 pub fn runbook(ctx: &Ctx, results: &Results) -> Vec<String> {
-    let config = spinifex::config_file(ctx);
+    let config = ctx.config_file();
     let underlay = ctx
         .expect
         .as_ref()

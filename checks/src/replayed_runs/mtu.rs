@@ -248,7 +248,7 @@ fn a_routed_peer_warns_before_ipsec_is_turned_off() {
     let f = peers(
         Facts::new()
             .config("[network]\nipsec_enabled = true\n")
-            .opts(|o| o.profile = Some(crate::profile::Preflight::DisableIpsec)),
+            .opts(|o| o.profile = Some(crate::settings::Preflight::DisableIpsec)),
         &["198.18.3.182", "198.18.9.7"],
     )
     .ok(r1, f1)

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared};
-use crate::ctx::{ConfigState, Ctx};
+use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
@@ -36,7 +36,8 @@ use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::credential::CredentialFile;
 use crate::probe::ovsdb::{self, endpoints};
-use crate::profile::Preflight;
+use crate::settings::ConfigState;
+use crate::settings::Preflight;
 use crate::spinifex;
 
 pub use analyse::{analyse, Problem, Role};

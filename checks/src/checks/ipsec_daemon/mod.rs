@@ -39,7 +39,7 @@ use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::process::{parse_pid_file, ProcessInfo};
-use crate::profile::Preflight;
+use crate::settings::Preflight;
 
 pub use analyse::{analyse, Problem};
 

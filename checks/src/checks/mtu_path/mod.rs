@@ -31,7 +31,6 @@ use crate::metrics::{MetricDef, MetricType, Series};
 use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
 use crate::probe::links::{self, Link};
 use crate::probe::peers::{self, Excluded, Peer, PeerSet, Scope, SourceNote};
-use crate::spinifex;
 
 mod remediation;
 mod text;
@@ -508,7 +507,7 @@ pub fn gather(
         socket,
         discovery,
         probe_timeout: ctx.opts.probe_timeout,
-        config_file: spinifex::config_file(ctx),
+        config_file: ctx.config_file(),
     })
 }
 

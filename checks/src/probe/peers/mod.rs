@@ -531,11 +531,11 @@ mod tests {
         )
         .unwrap();
         let ctx = Ctx::new(
-            crate::ctx::ConfigState::Loaded {
+            crate::settings::ConfigState::Loaded {
                 path: "spinifex.toml".into(),
                 config: Box::new(config),
             },
-            crate::ctx::Options::default(),
+            crate::settings::Options::default(),
         );
         let (cands, note) = config_nodes(&ctx).unwrap();
         assert_eq!(
@@ -561,14 +561,17 @@ mod tests {
 
     #[test]
     fn flag_peers_are_used_alone() {
-        let opts = crate::ctx::Options {
+        let opts = crate::settings::Options {
             peers: vec![
                 "198.19.254.2".parse().unwrap(),
                 "fd00:5bd:a::2".parse().unwrap(),
             ],
             ..Default::default()
         };
-        let ctx = Ctx::new(crate::ctx::ConfigState::Missing { looked_at: vec![] }, opts);
+        let ctx = Ctx::new(
+            crate::settings::ConfigState::Missing { looked_at: vec![] },
+            opts,
+        );
         let dir = tempfile::tempdir().unwrap();
         let set = discover_from(&ctx, &dir.path().join("peers.nft"));
         assert_eq!(
@@ -601,11 +604,11 @@ mod tests {
         )
         .unwrap();
         let ctx = Ctx::new(
-            crate::ctx::ConfigState::Loaded {
+            crate::settings::ConfigState::Loaded {
                 path: "spinifex.toml".into(),
                 config: Box::new(config),
             },
-            crate::ctx::Options {
+            crate::settings::Options {
                 ovs_db: Some(vec![Endpoint::Unix(dir.path().join("no-ovs.sock"))]),
                 ..Default::default()
             },
