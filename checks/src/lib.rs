@@ -31,8 +31,8 @@ pub mod kind;
 pub mod live;
 pub mod metrics;
 pub mod per_interface;
-pub mod probe;
 pub mod profile;
+pub mod read;
 #[cfg(test)]
 mod replayed_runs;
 #[cfg(test)]
@@ -42,6 +42,8 @@ pub mod settings;
 #[cfg(test)]
 mod snapshot;
 pub mod spinifex;
+pub mod status;
+pub mod targets;
 pub mod validate;
 
 pub use catalogue::{find, CHECKS};

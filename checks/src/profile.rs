@@ -10,10 +10,11 @@ use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
 use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
+use crate::facts::links;
 use crate::finding::{Finding, Status};
-use crate::probe::{links, peers};
 use crate::settings::Preflight;
 use crate::spinifex;
+use crate::targets::peers;
 
 pub mod enable_ipsec;
 

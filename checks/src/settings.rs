@@ -18,7 +18,7 @@ use crate::endpoint::Endpoint;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Options {
     /// `--peer`, in the order given.
-    pub peers: Vec<crate::probe::peers::FlagPeer>,
+    pub peers: Vec<crate::facts::peers::FlagPeer>,
     /// `--mtu`: the target underlay MTU, overriding the config.
     pub mtu: Option<u32>,
     /// `--probe-timeout`: one probe round's bound.
@@ -41,7 +41,7 @@ pub struct Options {
     pub profile: Option<Preflight>,
     /// In a cluster run, the node that reads OVN NB and SB for the whole
     /// cluster; set on every other node, which then leaves them alone
-    /// ([`crate::probe::ovsdb::endpoints`]).
+    /// ([`crate::targets::ovsdb_endpoints`]).
     pub ovn_read_by: Option<String>,
 }
 

@@ -15,7 +15,7 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::kernel_files::sysctl_u64;
+use crate::read::kernel_files::sysctl_u64;
 
 /// `net.core.rmem_max` and `wmem_max` Spinifex requires: 16 MiB.
 pub const REQUIRED: u64 = 16_777_216;

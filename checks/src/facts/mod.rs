@@ -8,6 +8,17 @@
 //! the verdict: permission denied is a *skip* (needs privilege), a missing file
 //! or device is *not applicable*, anything else is an *error*. None is a fail.
 
+pub mod credential;
+pub mod ethtool;
+pub mod icmp;
+pub mod journal;
+pub mod links;
+pub mod ovsdb;
+pub mod peers;
+pub mod process;
+pub mod qemu;
+pub mod xfrm;
+
 use std::io;
 use std::path::{Path, PathBuf};
 

@@ -22,12 +22,12 @@
 //! the window that was measured, and never sleeps through one.
 //!
 //! Secrets never reach a fact, so they never reach a bundle: xfrm keys are
-//! not parsed into [`crate::probe::xfrm::SecurityAssociation`], OVSDB
+//! not parsed into [`crate::facts::xfrm::SecurityAssociation`], OVSDB
 //! values of key and certificate columns are dropped as they are read
-//! unless they are file paths ([`crate::probe::ovsdb::drop_secrets`]), a
+//! unless they are file paths ([`crate::facts::ovsdb::drop_secrets`]), a
 //! private key file becomes the fingerprint of its public key
-//! ([`crate::probe::credential`]), and of a process that is not one the
-//! check asked about only its program is kept ([`crate::probe::process`]).
+//! ([`crate::facts::credential`]), and of a process that is not one the
+//! check asked about only its program is kept ([`crate::facts::process`]).
 
 mod bundle;
 mod record;
@@ -45,18 +45,18 @@ pub use replay::{Replay, ANY_SCOPE};
 pub use request::{EthtoolGet, Fact, Request, SelectOp};
 
 use crate::endpoint::Endpoint;
+use crate::facts::credential::CredentialFile;
+use crate::facts::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
+use crate::facts::icmp::{PathProbe, Settings, SocketKind, Target};
+use crate::facts::journal::JournalLookup;
+use crate::facts::links::{Link, Route};
+use crate::facts::ovsdb::{Answer, Budget, Row};
+use crate::facts::process::ProcessInfo;
+use crate::facts::qemu::host::ProcessFds;
+use crate::facts::qemu::process::Discovery;
+use crate::facts::qemu::qmp::{QmpError, QmpFacts};
+use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
 use crate::facts::ProbeError;
-use crate::probe::credential::CredentialFile;
-use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
-use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
-use crate::probe::journal::JournalLookup;
-use crate::probe::links::{Link, Route};
-use crate::probe::ovsdb::{Answer, Budget, Row};
-use crate::probe::process::ProcessInfo;
-use crate::probe::qemu::host::ProcessFds;
-use crate::probe::qemu::process::Discovery;
-use crate::probe::qemu::qmp::{QmpError, QmpFacts};
-use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
 
 /// The scope of questions asked outside any check: the report's host name
 /// and addresses.
@@ -115,7 +115,7 @@ pub trait Host: Send + Sync {
 /// that scope and returns a typed fact. A check's `HostRef`
 /// ([`crate::Ctx::host`]) carries the run's deadline too: the rtnetlink
 /// reads (routes, links, addresses) are given it, so none of them waits past
-/// it ([`crate::probe::links`] says how the bound works).
+/// it ([`crate::facts::links`] says how the bound works).
 #[derive(Clone, Copy)]
 pub struct HostRef<'a> {
     host: &'a dyn Host,
@@ -162,10 +162,10 @@ impl<'a> HostRef<'a> {
     }
 
     /// How long an rtnetlink read may take: its own bound
-    /// ([`crate::probe::links::NETLINK_TIMEOUT`]), cut to the deadline.
+    /// ([`crate::facts::links::NETLINK_TIMEOUT`]), cut to the deadline.
     fn netlink(&self) -> Limit {
         Limit {
-            bound: Some(crate::probe::links::NETLINK_TIMEOUT),
+            bound: Some(crate::facts::links::NETLINK_TIMEOUT),
             deadline: self.deadline,
         }
     }
@@ -240,7 +240,7 @@ impl<'a> HostRef<'a> {
         )
     }
 
-    /// One device's link facts, by name ([`crate::probe::links`]: where
+    /// One device's link facts, by name ([`crate::facts::links`]: where
     /// one device is enough). A missing device is `NotFound`.
     pub fn link_by_name(&self, name: &str) -> Result<Link, ProbeError> {
         ask!(
@@ -259,7 +259,7 @@ impl<'a> HostRef<'a> {
     }
 
     /// Every link, in index order: one dump, where a check needs several
-    /// devices or a bridge's ports ([`crate::probe::links`]).
+    /// devices or a bridge's ports ([`crate::facts::links`]).
     pub fn links(&self) -> Result<Vec<Link>, ProbeError> {
         ask!(self, Request::Links, self.netlink(), Links)
     }
@@ -339,7 +339,7 @@ impl<'a> HostRef<'a> {
         &self,
         endpoints: &[Endpoint],
         db: &str,
-        selects: &[crate::probe::ovsdb::wire::Select<'_>],
+        selects: &[crate::facts::ovsdb::wire::Select<'_>],
         budget: Budget,
     ) -> Result<Answer<Vec<Vec<Row>>>, ProbeError> {
         let request = Request::Ovsdb {
@@ -381,7 +381,7 @@ impl<'a> HostRef<'a> {
         answer.unwrap_or_else(|e| Err(QmpError::Protocol(e.to_string())))
     }
 
-    /// Probe every target's path MTU ([`crate::probe::icmp_probe`]).
+    /// Probe every target's path MTU ([`crate::facts::icmp`]).
     pub fn icmp(
         &self,
         targets: &[Target],
@@ -442,7 +442,7 @@ impl<'a> HostRef<'a> {
     }
 
     /// A credential file: its certificates, and of a private key only the
-    /// facts derived from it ([`crate::probe::credential`]).
+    /// facts derived from it ([`crate::facts::credential`]).
     pub fn credential(&self, path: impl AsRef<Path>) -> Result<CredentialFile, ProbeError> {
         let path = path.as_ref().to_owned();
         ask!(self, Request::Credential { path }, Limit::NONE, Credential)
@@ -455,7 +455,7 @@ impl<'a> HostRef<'a> {
         ask!(self, Request::Process { pid, names }, Limit::NONE, Process)
     }
 
-    /// Every process known by one of `names` ([`crate::probe::process`]).
+    /// Every process known by one of `names` ([`crate::facts::process`]).
     pub fn processes_named(&self, names: &[&str]) -> Result<Vec<ProcessInfo>, ProbeError> {
         let names = names.iter().map(|n| (*n).to_owned()).collect();
         ask!(

@@ -3,19 +3,29 @@
 //! the ICMP driver, OVSDB connections, QMP, /proc reads). Nothing below it
 //! imports it: the seam ([`crate::host`]) knows only the trait.
 
+pub mod credential;
+pub mod ethtool;
+pub mod icmp;
+pub mod journal;
+pub mod links;
+pub mod ovsdb;
+pub mod peers;
+pub mod process;
+pub mod qemu;
+pub mod qmp;
+pub mod xfrm;
+
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use self::ethtool::Ethtool;
+use crate::facts::icmp::Settings;
+use crate::facts::ovsdb::{wire::Select, Budget};
 use crate::facts::ProbeError;
 #[cfg(test)]
 use crate::host::HostRef;
 use crate::host::{EthtoolGet, Fact, Host, Limit, Request};
-use crate::probe::ethtool::Ethtool;
-use crate::probe::icmp_probe::{self, Settings};
-use crate::probe::ovsdb::{self, wire::Select, Budget};
-use crate::probe::qemu::{self};
-use crate::probe::{credential, journal, links, peers, process, xfrm};
 
 /// Bounds for live reads a caller gave none for.
 const DEFAULT_BOUND: Duration = Duration::from_secs(2);
@@ -106,15 +116,15 @@ impl Host for LiveHost {
                     Budget::within(bound, deadline),
                 )?)
             }
-            Request::QemuProcesses => Fact::QemuProcesses(qemu::process::discover()?),
-            Request::ProcessFds { pid } => Fact::ProcessFds(qemu::host::process_fds(*pid)?),
-            Request::Qmp { socket } => Fact::Qmp(qemu::qmp::gather(socket, bound)),
+            Request::QemuProcesses => Fact::QemuProcesses(qemu::discover()?),
+            Request::ProcessFds { pid } => Fact::ProcessFds(qemu::process_fds(*pid)?),
+            Request::Qmp { socket } => Fact::Qmp(qmp::gather(socket, bound)),
             Request::Icmp {
                 targets,
                 round_timeout,
                 max_rounds,
             } => {
-                let (probes, socket) = icmp_probe::measure(
+                let (probes, socket) = icmp::measure(
                     targets,
                     &Settings {
                         round_timeout: *round_timeout,

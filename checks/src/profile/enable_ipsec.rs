@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use super::{finding, Results};
 use crate::ctx::Ctx;
 use crate::expect;
+use crate::facts::qemu::cmdline::QemuCommandLine;
 use crate::finding::Status;
-use crate::probe::peers;
-use crate::probe::qemu::cmdline::QemuCommandLine;
 use crate::spinifex;
+use crate::targets::peers;
 
 /// One virtio-net NIC of a running guest with a `host_mtu`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,10 +23,10 @@ use std::time::Duration;
 
 use crate::check::Check;
 use crate::ctx::Ctx;
+use crate::facts::links::Link;
 use crate::facts::ProbeError;
 use crate::finding::Finding;
 use crate::host::{Bundle, Fact, Header, Host, Replay, Request, ANY_SCOPE};
-use crate::probe::links::Link;
 use crate::settings::{ConfigState, Options};
 
 /// A capture in `checks/testdata/proc/` (`net_snmp` for /proc/net/snmp)

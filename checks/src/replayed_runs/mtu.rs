@@ -12,11 +12,11 @@ use crate::checks::mtu_overlay::OverlayMtu;
 use crate::checks::mtu_path::PathMtu;
 use crate::checks::underlay_on_link::UnderlayOnLink;
 use crate::endpoint::Endpoint;
+use crate::facts::icmp::{PathProbe, SocketKind, Target};
+use crate::facts::links::{Link, Route};
+use crate::facts::ovsdb::{Answer, Row};
 use crate::finding::Status;
 use crate::host::{Fact, Request, SelectOp};
-use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
-use crate::probe::links::{Link, Route};
-use crate::probe::ovsdb::{Answer, Row};
 use crate::snapshot::snapshot;
 
 const OVS_SOCKET: &str = "/var/run/openvswitch/db.sock";

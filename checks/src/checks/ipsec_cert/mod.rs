@@ -30,15 +30,16 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::credential::CredentialFile;
 use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::credential::CredentialFile;
-use crate::probe::ovsdb::{self, endpoints};
+use crate::read::ovsdb;
 use crate::settings::ConfigState;
 use crate::settings::Preflight;
 use crate::spinifex;
+use crate::targets::ovsdb_endpoints as endpoints;
 
 pub use analyse::{analyse, Problem, Role};
 
@@ -390,8 +391,9 @@ pub fn gather(ctx: &Ctx) -> Result<CertFacts, Finding> {
         }
         Err(e) => (None, Err(e.to_string())),
     };
-    let pointer =
-        |f: fn(&ovsdb::OvsRow) -> &Option<String>| row.as_ref().and_then(|r| f(r).clone());
+    let pointer = |f: fn(&crate::facts::ovsdb::OvsRow) -> &Option<String>| {
+        row.as_ref().and_then(|r| f(r).clone())
+    };
     let ipsec = config_dir.join(spinifex::IPSEC_DIR);
     let peer = slot(
         host,
