@@ -9,7 +9,7 @@ use crate::checks;
 use crate::metrics::{MetricDef, Series};
 
 /// Every check, in the order reports list them: the node checks, then the
-/// cluster checks ([`Scope::Cluster`]).
+/// cluster checks ([`crate::Scope::Cluster`]).
 pub static CHECKS: &[&dyn Check] = &[
     &checks::sysctl_udp_buffers::UdpBuffers,
     &checks::udp_rcvbuf_errors::RcvbufErrors,

@@ -4,7 +4,7 @@
 //! which answers typed, parsed facts or a [`ProbeError`] (never a
 //! `Finding`). Behind it is a [`Host`]:
 //!
-//! * [`LiveHost`]: today's probe layer, talking to the kernel (procfs,
+//! * [`crate::live::LiveHost`]: today's probe layer, talking to the kernel (procfs,
 //!   sysfs, rtnetlink, xfrm netlink, SIOCETHTOOL, ICMP sockets), to OVSDB,
 //!   to QMP monitors and to journalctl;
 //! * [`Recorder`]: a live host that also writes down every question and

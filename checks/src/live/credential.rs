@@ -5,7 +5,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Read the credential file at `path`: metadata, link, and its PEM blocks,
-/// private keys reduced to [`KeyFacts`] before anything is returned.
+/// private keys reduced to [`crate::facts::credential::KeyFacts`] before anything is returned.
 pub fn read(path: &Path) -> Result<CredentialFile, ProbeError> {
     let io = |e| ProbeError::from_io(path, e);
     let lstat = std::fs::symlink_metadata(path).map_err(io)?;

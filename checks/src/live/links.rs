@@ -8,8 +8,8 @@
 //! same way: one [`links`] dump (`RTM_GETLINK` with `NLM_F_DUMP`) where it
 //! needs several devices or a bridge's ports, so that they all come from
 //! one moment, and a by-name lookup where one device is enough. The pure
-//! helpers below ([`named`], [`by_index`], [`underlay_bridge`],
-//! [`ports_of`], [`port_names`]) answer from such a dump. sysfs keeps only
+//! helpers below ([`crate::facts::links::named`], [`crate::facts::links::by_index`], [`crate::facts::links::underlay_bridge`],
+//! [`crate::facts::links::ports_of`], [`crate::facts::links::port_names`]) answer from such a dump. sysfs keeps only
 //! what rtnetlink does not carry ([`crate::read::sysfs_net`]).
 //!
 //! Why netlink and not sysfs: the route the kernel would use for one
@@ -33,7 +33,7 @@
 //!
 //! Reused by: `mtu.path` (egress interface per peer, and its ports),
 //! `mtu.overlay` (taps and the underlay bridge), the NIC checks' interface
-//! choice ([`super::underlay_nics`]), the preflight runbooks (the bridge and
+//! choice ([`crate::targets::underlay_nics`]), the preflight runbooks (the bridge and
 //! its ports), `underlay.on-link` (is the peer on-link or behind a gateway).
 
 use std::io;

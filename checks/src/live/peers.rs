@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 /// Resolve host names on this machine, concurrently, each within `bound`
 /// overall. A name that does not answer in time is absent from the map.
-/// Checks ask [`HostRef::resolve`], whose live answer this is.
+/// Checks ask [`crate::host::HostRef::resolve`], whose live answer this is.
 pub fn lookup_names(
     names: &[String],
     bound: Duration,

@@ -1,5 +1,5 @@
 //! Single-value kernel files: sysctls under /proc/sys. (A network device's
-//! facts are rtnetlink's, [`super::links`]; the few sysfs keeps are in
+//! facts are rtnetlink's, [`crate::live::links`]; the few sysfs keeps are in
 //! [`super::sysfs_net`].)
 
 use crate::facts::{sysctl_path, ProbeError};

@@ -1,7 +1,7 @@
 //! The reads behind `ovn.cluster`, over the host seam ([`HostRef`]): each
 //! is one OVSDB `transact` of `select`s ([`crate::host::Request::Ovsdb`]),
 //! so it is recorded and replayed like every other, and its rows are made
-//! facts by the pure parsers of [`super::raft`].
+//! facts by the pure parsers of [`crate::facts::ovsdb::raft`].
 
 use crate::endpoint::Endpoint;
 use crate::facts::ProbeError;

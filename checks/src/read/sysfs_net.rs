@@ -2,7 +2,7 @@
 //! rtnetlink does not carry, and nothing else.
 //!
 //! A device's name, existence, MTU, bridge kind, bridge ports and up state
-//! are link facts, read over rtnetlink only ([`super::links`]): one source,
+//! are link facts, read over rtnetlink only ([`crate::live::links`]): one source,
 //! one dump per check. What stays here is what no `RTM_GETLINK` answer
 //! holds:
 //!

@@ -21,10 +21,10 @@
 //! Nothing found is a skip that says how to name one.
 //!
 //! Which devices exist, which is a Linux bridge and what its ports are come
-//! from one rtnetlink link dump per choice ([`super::links`]: `IFLA_MASTER`
+//! from one rtnetlink link dump per choice ([`crate::live::links`]: `IFLA_MASTER`
 //! names a port's bridge); only the lower devices of a stacked interface
 //! and a driver that ethtool does not name come from sysfs
-//! ([`super::sysfs_net`]).
+//! ([`crate::read::sysfs_net`]).
 
 use std::net::IpAddr;
 

@@ -7,7 +7,7 @@
 //! size ([`pem`]), and forgets the rest. A bundle can then replay "the key
 //! matches the certificate" without holding the key.
 //!
-//! Layers: [`pem`] and [`x509`] are pure (bytes in, facts out); [`read`] is
+//! Layers: [`pem`] and [`x509`] are pure (bytes in, facts out); [`crate::live::credential::read`] is
 //! the one function here that touches the file system.
 
 pub mod pem;

@@ -1,6 +1,6 @@
 //! The engine: what was sent, what came back, and what to send next, as a
 //! pure state machine. It owns no socket and reads no clock: the driver
-//! ([`super::driver`]) feeds it events (a probe sent and how, a verified
+//! ([`crate::live::icmp`]) feeds it events (a probe sent and how, a verified
 //! reply, an ICMP error, the time) and does the sends it asks for. So its
 //! judgement, "one lost packet never passes for a black hole" first, is
 //! unit-tested without root or a network.

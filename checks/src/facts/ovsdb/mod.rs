@@ -8,9 +8,9 @@
 //! connected to its cluster is passed over, as `ovn-nbctl` does.
 //!
 //! Layers: [`wire`] (framing and messages, pure), [`datum`] (OVSDB value
-//! encoding, pure), [`conn`] (one bounded session), this module (member
+//! encoding, pure), [`crate::live::ovsdb::conn`] (one bounded session), this module (member
 //! failover and the typed queries the checks need); [`raft`] (the facts of
-//! `ovn.cluster` and their parsers, pure) and [`raft_read`] (its reads).
+//! `ovn.cluster` and their parsers, pure) and [`crate::read::ovsdb_raft`] (its reads).
 
 pub mod datum;
 pub mod raft;

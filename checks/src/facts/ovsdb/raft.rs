@@ -1,6 +1,6 @@
 //! What `ovn.cluster` reads from OVSDB, as typed facts, and the pure
 //! parsers that make them from rows: no I/O here (rows in, facts out; the
-//! reads over the host seam are [`super::raft_read`]).
+//! reads over the host seam are [`crate::read::ovsdb_raft`]).
 //!
 //! * A server's `_Server` database, `Database` table (ovsdb-server(5)):
 //!   one row per database it serves, with the storage model, whether a

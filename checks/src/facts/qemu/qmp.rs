@@ -62,7 +62,7 @@ pub struct QmpFacts {
     pub block: Vec<QmpBlock>,
 }
 
-/// The pure part of [`gather`]: the replies of `query-iothreads` and
+/// The pure part of [`crate::live::qmp::gather`]: the replies of `query-iothreads` and
 /// `query-block`.
 pub fn parse_facts(iothreads: &Value, block: &Value) -> QmpFacts {
     let iothreads = iothreads

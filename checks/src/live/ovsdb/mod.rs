@@ -11,7 +11,7 @@ use crate::facts::ovsdb::{drop_secrets, Answer, Budget, Row};
 use crate::facts::ProbeError;
 use serde_json::{json, Value};
 use std::time::Instant;
-/// [`select`] on the live servers: every member in turn, each within the
+/// [`crate::read::ovsdb::select`] on the live servers: every member in turn, each within the
 /// budget; secrets dropped from every row ([`drop_secrets`]).
 pub fn select_live(
     endpoints: &[Endpoint],
