@@ -301,8 +301,8 @@ pub enum Change {
 
 impl Change {
     /// The library's preflight this flag value names.
-    pub fn preflight(self) -> spx_checks::profile::Preflight {
-        use spx_checks::profile::Preflight;
+    pub fn preflight(self) -> spx_checks::settings::Preflight {
+        use spx_checks::settings::Preflight;
         match self {
             Change::EnableJumbo => Preflight::EnableJumbo,
             Change::DisableIpsec => Preflight::DisableIpsec,

@@ -22,9 +22,8 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use clap::CommandFactory;
-use spx_checks::host::{
-    Bundle, Header, Host, HostRef, LiveHost, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE,
-};
+use spx_checks::host::{Bundle, Header, Host, HostRef, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE};
+use spx_checks::live::LiveHost;
 use spx_checks::{Ctx, CHECKS};
 
 use crate::cli::{Action, Cli, ColorChoice, Format, Shell};
@@ -137,7 +136,7 @@ fn replay(args: cli::RunArgs) -> anyhow::Result<u8> {
     let bundle =
         Bundle::read(&path).map_err(|e| UsageError(format!("--replay {}: {e}", path.display())))?;
     let settings = Settings::for_replay(args, &bundle)?;
-    let host = Arc::new(Replay::new(&bundle));
+    let host = Arc::new(Replay::new(&bundle, |id| spx_checks::find(id).is_some()));
     let facts = Facts::Replay {
         path,
         bundle: Box::new(bundle),

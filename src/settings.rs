@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use spx_checks::config::{self, ConfigError};
 use spx_checks::endpoint::Endpoint;
-use spx_checks::host::{Bundle, HostRef, LiveHost, Policy, RUN_SCOPE};
-use spx_checks::probe::peers::FlagPeer;
-use spx_checks::profile::{Preflight, Profile};
+use spx_checks::facts::peers::FlagPeer;
+use spx_checks::host::{Bundle, HostRef, Policy, RUN_SCOPE};
+use spx_checks::live::LiveHost;
+use spx_checks::profile::Profile;
+use spx_checks::settings::Preflight;
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
 use crate::cli::{Change, ColorChoice, Format, RunArgs};
@@ -361,9 +363,11 @@ fn endpoints(flag: &str, text: &str) -> Result<Vec<Endpoint>, UsageError> {
 fn resolve_peer(text: &str, deadline: Instant) -> Result<Vec<FlagPeer>, UsageError> {
     validate::host(text).map_err(|e| UsageError(format!("--peer: {e}")))?;
     let live = LiveHost::new();
-    if let Some(addr) =
-        spx_checks::probe::peers::flag_address(HostRef::new(&live, RUN_SCOPE).until(deadline), text)
-            .map_err(|e| UsageError(format!("--peer {e}")))?
+    if let Some(addr) = spx_checks::targets::peers::flag_address(
+        HostRef::new(&live, RUN_SCOPE).until(deadline),
+        text,
+    )
+    .map_err(|e| UsageError(format!("--peer {e}")))?
     {
         return Ok(vec![addr]);
     }

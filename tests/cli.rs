@@ -303,7 +303,7 @@ fn docs_list_every_code_and_every_metric() {
     let monitoring = &monitoring[..monitoring[1..]
         .find("\n## ")
         .map_or(monitoring.len(), |n| n + 1)];
-    for (id, m) in spx_checks::metrics::declared() {
+    for (id, m) in spx_checks::catalogue::metrics() {
         assert!(
             monitoring.contains(&format!("`{}", m.name)),
             "docs/guide.md's Monitoring section lacks {} ({id})",

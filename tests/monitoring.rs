@@ -115,7 +115,7 @@ fn every_declared_series_appears_in_a_real_run() {
     );
     // ipsec.cert's series come from a node with IPsec credentials: a
     // second run, below.
-    let checks: Vec<&str> = spx_checks::metrics::declared()
+    let checks: Vec<&str> = spx_checks::catalogue::metrics()
         .iter()
         .map(|(id, _)| *id)
         .filter(|id| *id != "ipsec.cert")
@@ -150,7 +150,7 @@ fn every_declared_series_appears_in_a_real_run() {
     };
     assert_eq!((days("peer"), days("ca")), (Some(365.0), Some(3650.0)));
     let text = format!("{text}{certs}");
-    for (id, metric) in spx_checks::metrics::declared() {
+    for (id, metric) in spx_checks::catalogue::metrics() {
         assert!(
             text.contains(&format!(
                 "# TYPE {} {}\n",

@@ -6,8 +6,10 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use spx_checks::endpoint::Endpoint;
-use spx_checks::host::{HostRef, LiveHost};
-use spx_checks::probe::ovsdb::{self, Budget};
+use spx_checks::facts::ovsdb::Budget;
+use spx_checks::host::HostRef;
+use spx_checks::live::LiveHost;
+use spx_checks::read::ovsdb;
 
 /// The live host, as these probe tests ask it (outside any check).
 fn live() -> HostRef<'static> {
@@ -360,9 +362,10 @@ fn garbage_or_a_closed_connection_is_an_error_not_a_hang() {
 /// agree, else IPv4 assumed and said so.
 #[test]
 fn the_underlay_family_is_read_from_ovn_encap_ip_else_the_sb() {
-    use spx_checks::ctx::{ConfigState, Ctx, Options};
+    use spx_checks::ctx::Ctx;
     use spx_checks::expect::Family;
-    use spx_checks::probe::peers::underlay_family;
+    use spx_checks::settings::{ConfigState, Options};
+    use spx_checks::targets::peers::underlay_family;
 
     let ovs = OvsdbServer::ovs();
     let sb = OvsdbServer::sb();

@@ -2,79 +2,16 @@
 //! implies, the operator's flags, and the clock (the shared sample window and
 //! the global deadline).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Config;
-use crate::endpoint::Endpoint;
 use crate::expect::Expectations;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
-use crate::host::{Host, HostRef, LiveHost, RUN_SCOPE};
-use crate::probe::ProbeError;
-
-/// Settings from the command line that checks read. Parsed and validated by
-/// the binary; checks trust them. A bundle keeps them, and a replay runs
-/// with the recorded ones.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Options {
-    /// `--peer`, in the order given.
-    pub peers: Vec<crate::probe::peers::FlagPeer>,
-    /// `--mtu`: the target underlay MTU, overriding the config.
-    pub mtu: Option<u32>,
-    /// `--probe-timeout`: one probe round's bound.
-    pub probe_timeout: Duration,
-    /// `--interface`: interfaces to inspect, overriding discovery.
-    pub interfaces: Vec<String>,
-    /// `--ovs-db`, `--nb-db`, `--sb-db`: OVSDB endpoints overriding the config.
-    /// Parsed once, by the binary; kept as the text an operator writes.
-    #[serde(with = "crate::endpoint::opt_list", default)]
-    pub ovs_db: Option<Vec<Endpoint>>,
-    #[serde(with = "crate::endpoint::opt_list", default)]
-    pub nb_db: Option<Vec<Endpoint>>,
-    #[serde(with = "crate::endpoint::opt_list", default)]
-    pub sb_db: Option<Vec<Endpoint>>,
-    /// `--sample`: the length of the shared sample window.
-    pub sample: Duration,
-    /// `--timeout`: the global deadline, from the start of the run.
-    pub timeout: Duration,
-    /// `--for`: the preflight profile, if any.
-    pub profile: Option<crate::profile::Preflight>,
-    /// In a cluster run, the node that reads OVN NB and SB for the whole
-    /// cluster; set on every other node, which then leaves them alone
-    /// ([`crate::probe::ovsdb::endpoints`]).
-    pub ovn_read_by: Option<String>,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            peers: Vec::new(),
-            mtu: None,
-            probe_timeout: Duration::from_secs(1),
-            interfaces: Vec::new(),
-            ovs_db: None,
-            nb_db: None,
-            sb_db: None,
-            sample: Duration::from_secs(1),
-            timeout: Duration::from_secs(10),
-            profile: None,
-            ovn_read_by: None,
-        }
-    }
-}
-
-/// Where the config came from, or why there is none. A missing or unreadable
-/// default config is not an error of the run: checks that need it skip.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ConfigState {
-    Loaded { path: PathBuf, config: Box<Config> },
-    Missing { looked_at: Vec<PathBuf> },
-    Unreadable { path: PathBuf, reason: String },
-}
+use crate::host::{Host, HostRef, RUN_SCOPE};
+use crate::live::LiveHost;
+use crate::settings::{ConfigState, Options};
 
 /// What [`Ctx::across_window`] measured.
 pub struct Sampled<T, D> {
@@ -100,6 +37,18 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The config file remediation should name: the one this run loaded (from
+    /// `--config`, `$SPINIFEX_CONFIG_PATH` or a default path), the one it could
+    /// not read, else where Spinifex looks first.
+    pub fn config_file(&self) -> String {
+        match &self.config {
+            ConfigState::Loaded { path, .. } | ConfigState::Unreadable { path, .. } => {
+                path.display().to_string()
+            }
+            ConfigState::Missing { .. } => crate::spinifex::CONFIG_PATH.to_owned(),
+        }
+    }
+
     /// A run on this machine.
     pub fn new(config: ConfigState, opts: Options) -> Ctx {
         Ctx::with_host(config, opts, Arc::new(LiveHost::new()))
@@ -266,6 +215,23 @@ mod tests {
             ..Options::default()
         };
         Ctx::new(ConfigState::Missing { looked_at: vec![] }, opts)
+    }
+
+    #[test]
+    fn remediation_names_the_config_that_was_loaded() {
+        let loaded = Ctx::new(
+            ConfigState::Loaded {
+                path: "/srv/spx/node.toml".into(),
+                config: Box::new(crate::config::parse("", std::path::Path::new("x")).unwrap()),
+            },
+            Options::default(),
+        );
+        assert_eq!(loaded.config_file(), "/srv/spx/node.toml");
+        let missing = Ctx::new(
+            ConfigState::Missing { looked_at: vec![] },
+            Options::default(),
+        );
+        assert_eq!(missing.config_file(), crate::spinifex::CONFIG_PATH);
     }
 
     #[test]

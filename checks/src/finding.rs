@@ -5,55 +5,13 @@
 //! of a declared kind ([`crate::kind`]) and the binary renders it and
 //! applies policy (`--strict`, `--allow`/`--deny`, profiles) in one place.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::status::Status;
+
 use crate::evidence::{self, Evidence};
+use crate::facts::ProbeError;
 use crate::kind::{Common, KindDoc, Kinds};
-
-/// The verdict of one check. Ordered from best to worst for sorting and
-/// summaries; `Skip` and `Error` are not "better" than `Fail`, they are a
-/// different kind of answer (no conclusion), see [`Status::is_conclusive`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Warn,
-    Fail,
-    Skip,
-    Error,
-}
-
-impl Status {
-    pub const ALL: [Status; 5] = [
-        Status::Pass,
-        Status::Warn,
-        Status::Fail,
-        Status::Skip,
-        Status::Error,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-            Status::Error => "error",
-        }
-    }
-
-    /// Did the check reach a verdict about the host (pass, warn or fail)?
-    pub fn is_conclusive(self) -> bool {
-        matches!(self, Status::Pass | Status::Warn | Status::Fail)
-    }
-}
-
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Why a check did not run. The text is part of the one-line summary so an
 /// operator reading a table or a JSON document sees the reason without
@@ -235,6 +193,22 @@ fn skip_kind(reason: &SkipReason) -> (Common, Option<String>) {
     }
 }
 
+/// The verdict a probe failure implies on its own.
+impl From<ProbeError> for Finding {
+    fn from(err: ProbeError) -> Finding {
+        match err {
+            ProbeError::PermissionDenied { needs, .. } => {
+                Finding::skip(SkipReason::NeedsPrivilege(needs))
+            }
+            ProbeError::NotFound(what) => {
+                Finding::skip(SkipReason::NotApplicable(format!("{what} not found")))
+            }
+            ProbeError::NotRecorded(why) => Finding::skip(SkipReason::NotRecorded(why)),
+            other => Finding::probe_failed(other.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +222,7 @@ mod tests {
         }
     }
 
-    #[derive(Serialize, serde::Deserialize, Debug, PartialEq)]
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
     struct DemoEvidence {
         size: u32,
     }

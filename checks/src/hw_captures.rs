@@ -2,7 +2,7 @@
 //! back into the facts the NIC checks judge.
 //!
 //! Only tests parse `ethtool` text. The product reads the same facts from
-//! the kernel through SIOCETHTOOL ([`crate::probe::ethtool`]); these parsers
+//! the kernel through SIOCETHTOOL ([`crate::facts::ethtool`]); these parsers
 //! turn what an operator pasted into a bug report into those structs, so
 //! the judges can be run on NICs this machine will never have. Every
 //! capture opens with `#` provenance lines, which are skipped.
@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::probe::ethtool::{Channels, DrvInfo, Feature, Rings};
+use crate::facts::ethtool::{Channels, DrvInfo, Feature, Rings};
 
 /// The text of `testdata/hw/<driver>/<file>` without its `#` header.
 pub fn load(driver: &str, file: &str) -> String {
@@ -186,7 +186,7 @@ pub fn rings(text: &str) -> Rings {
 }
 
 /// `ethtool -S` as (name, value) in driver order, the way
-/// [`crate::probe::ethtool::Ethtool::stats`] returns them. Names may
+/// [`crate::facts::ethtool::Ethtool::stats`] returns them. Names may
 /// themselves contain ": " (bnxt_en's `[0]: rx_ucast_packets`), so the
 /// value is what follows the last one. Names repeat where the driver
 /// repeats them (vmxnet3 per queue).

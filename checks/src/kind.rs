@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::finding::Status;
+use crate::status::Status;
 
 /// Why a check did not run, as a stable word (`skip_reason` in JSON).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

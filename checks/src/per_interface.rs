@@ -5,9 +5,9 @@
 //! the most severe kind among them. Only the words differ from check to
 //! check, so only the words are theirs.
 
+use crate::facts::ethtool::NOT_REPORTED;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::kind::{most_severe, Kinds};
-use crate::probe::ethtool::NOT_REPORTED;
 
 /// One kind an interface was judged to be, in words for the summary, with
 /// the commands that fix it (none for a pass).

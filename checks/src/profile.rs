@@ -4,41 +4,24 @@
 //! missing evidence: a required check that skips or errors makes the run
 //! inconclusive (the binary's exit policy reads [`Profile::required`]).
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
 use crate::ctx::Ctx;
 use crate::endpoint;
 use crate::expect;
+use crate::facts::links;
 use crate::finding::{Finding, Status};
-use crate::probe::{links, peers};
+use crate::settings::Preflight;
 use crate::spinifex;
+use crate::targets::peers;
 
 pub mod enable_ipsec;
 
 /// Each check's id and finding, in report order.
 pub type Results<'a> = [(&'a str, &'a Finding)];
 
-/// A preflight change (`--for CHANGE`), typed: compared as a value, never
-/// as a string. Its JSON and bundle form is the kebab-case name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Preflight {
-    /// Before raising `underlay_mtu`.
-    EnableJumbo,
-    /// Before setting `ipsec_enabled = false`.
-    DisableIpsec,
-    /// Before setting `ipsec_enabled = true`.
-    EnableIpsec,
-}
-
 impl Preflight {
-    pub const ALL: [Preflight; 3] = [
-        Preflight::EnableJumbo,
-        Preflight::DisableIpsec,
-        Preflight::EnableIpsec,
-    ];
-
     /// Its profile: the checks it requires and its runbook.
     pub fn profile(self) -> &'static Profile {
         &PROFILES[self as usize]
@@ -149,7 +132,7 @@ fn guest_mtu_text(ctx: &Ctx, underlay_mtu: u32, family: &peers::UnderlayFamily) 
 
 fn enable_jumbo(ctx: &Ctx, results: &Results) -> Vec<String> {
     let target = ctx.opts.mtu.unwrap_or(9000);
-    let config = spinifex::config_file(ctx);
+    let config = ctx.config_file();
     let devices = underlay_devices(ctx);
     let mut steps = vec![format!(
         "on every node, raise the physical NIC and the bridge, both ends of every path: {}",
@@ -218,12 +201,12 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
                 .map(|c| endpoint::join(&c.nb_endpoints()))
                 .filter(|s| !s.is_empty())
         })
-        .unwrap_or_else(|| format!("<ovn_nb_addr from {}>", spinifex::config_file(ctx)));
+        .unwrap_or_else(|| format!("<ovn_nb_addr from {}>", ctx.config_file()));
     let underlay = ctx
         .expect
         .as_ref()
         .map_or(expect::DEFAULT_UNDERLAY_MTU, |e| e.underlay_mtu);
-    let config = spinifex::config_file(ctx);
+    let config = ctx.config_file();
     let v6 = peers::underlay_family(ctx).family.is_ipv6();
     let guest = |ipsec| expect::guest_mtu(underlay, ipsec, v6);
     let mut steps = Vec::new();
@@ -260,7 +243,7 @@ fn disable_ipsec(ctx: &Ctx, results: &Results) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::checks::mtu_path::PathMtuKind;
-    use crate::ctx::{ConfigState, Options};
+    use crate::settings::{ConfigState, Options};
     use serde_json::json;
 
     /// An mtu.path result with these peers (address, verdict, path_mtu and

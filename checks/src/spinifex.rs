@@ -8,8 +8,6 @@
 //! `SPX_DOCTOR_VIA=spx` in the environment; help, usage, errors, runbooks and
 //! remediation then name `spx doctor`, and `spx-doctor` otherwise.
 
-use crate::ctx::{ConfigState, Ctx};
-
 /// The environment variable Spinifex's `spx doctor` hook sets.
 pub const VIA_ENV: &str = "SPX_DOCTOR_VIA";
 
@@ -103,18 +101,6 @@ pub fn as_invoked(text: &str) -> String {
     }
 }
 
-/// The config file remediation should name: the one this run loaded (from
-/// `--config`, `$SPINIFEX_CONFIG_PATH` or a default path), the one it could
-/// not read, else where Spinifex looks first.
-pub fn config_file(ctx: &Ctx) -> String {
-    match &ctx.config {
-        ConfigState::Loaded { path, .. } | ConfigState::Unreadable { path, .. } => {
-            path.display().to_string()
-        }
-        ConfigState::Missing { .. } => CONFIG_PATH.to_owned(),
-    }
-}
-
 /// The one wording of an MTU change: `ip link set dev DEV mtu N`.
 pub fn set_mtu(dev: &str, mtu: u32) -> String {
     format!("ip link set dev {dev} mtu {mtu}")
@@ -129,7 +115,7 @@ pub fn set_mtus<S: AsRef<str>>(devs: &[S], mtu: u32, sep: &str) -> String {
 }
 
 /// The one wording of a config change: set `[network] KEY = VALUE` in the
-/// file this run read (see [`config_file`]).
+/// file this run read (see [`crate::Ctx::config_file`]).
 pub fn set_network_key(key: &str, value: impl std::fmt::Display, file: &str) -> String {
     format!("set `{key} = {value}` under [network] in {file}")
 }
@@ -142,7 +128,6 @@ pub fn restart_daemon() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ctx::Options;
 
     #[test]
     fn bridges_are_br_plus_the_plane() {
@@ -156,20 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn remediation_names_the_config_that_was_loaded() {
-        let loaded = Ctx::new(
-            ConfigState::Loaded {
-                path: "/srv/spx/node.toml".into(),
-                config: Box::new(crate::config::parse("", std::path::Path::new("x")).unwrap()),
-            },
-            Options::default(),
-        );
-        assert_eq!(config_file(&loaded), "/srv/spx/node.toml");
-        let missing = Ctx::new(
-            ConfigState::Missing { looked_at: vec![] },
-            Options::default(),
-        );
-        assert_eq!(config_file(&missing), CONFIG_PATH);
+    fn remediation_words_name_the_file_and_devices() {
         assert_eq!(
             set_network_key("underlay_mtu", 1500, "/srv/spx/node.toml"),
             "set `underlay_mtu = 1500` under [network] in /srv/spx/node.toml"

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::ethtool::{parse_channels, parse_drvinfo, parse_rings, parse_stats};
+use spx_checks::facts::ethtool::{parse_channels, parse_drvinfo, parse_rings, parse_stats};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_stats(data);

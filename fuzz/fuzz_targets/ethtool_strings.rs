@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::ethtool::{
+use spx_checks::facts::ethtool::{
     parse_features, parse_gfeatures, parse_gstrings, parse_sset_info, parse_strings,
 };
 

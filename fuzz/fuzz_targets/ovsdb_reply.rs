@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use spx_checks::probe::ovsdb::{datum, parse_ip_list, wire};
+use spx_checks::facts::ovsdb::{datum, parse_ip_list, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<Value>(data) else {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::ovsdb::wire::{parse_reply_bytes, Framer};
+use spx_checks::facts::ovsdb::wire::{parse_reply_bytes, Framer};
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the piece size for the incremental feed.

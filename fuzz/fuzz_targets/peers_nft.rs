@@ -4,7 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::peers::{parse_nft_define, ENCAP_PEERS_DEFINE, WAN_PEERS_DEFINE};
+use spx_checks::facts::peers::parse_nft_define;
+use spx_checks::spinifex::{ENCAP_PEERS_DEFINE, WAN_PEERS_DEFINE};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::proc_stats::{parse_proc_net_counters, parse_tcp_counters};
+use spx_checks::read::proc_stats::{parse_proc_net_counters, parse_tcp_counters};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_proc_net_counters(data);

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::snmp::parse_udp_rcvbuf_errors;
+use spx_checks::read::snmp::parse_udp_rcvbuf_errors;
 
 fuzz_target!(|data: &[u8]| {
     // The same bytes as snmp alone, and as both files.

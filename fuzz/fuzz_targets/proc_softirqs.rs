@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::proc_stats::parse_softirqs_net_rx;
+use spx_checks::read::proc_stats::parse_softirqs_net_rx;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::proc_stats::{parse_cpu_counters, parse_stat_cpus};
+use spx_checks::read::proc_stats::{parse_cpu_counters, parse_stat_cpus};
 
 fuzz_target!(|data: &[u8]| {
     let (stat, softirqs) = match data.iter().position(|&b| b == 0) {

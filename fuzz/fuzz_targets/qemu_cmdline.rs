@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::qemu::process::{is_qemu_program, split_cmdline};
-use spx_checks::probe::qemu::QemuCommandLine;
+use spx_checks::facts::qemu::process::{is_qemu_program, split_cmdline};
+use spx_checks::facts::qemu::QemuCommandLine;
 
 fuzz_target!(|data: &[u8]| {
     let argv = split_cmdline(data);

@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use spx_checks::probe::qemu::qmp::parse_facts;
+use spx_checks::facts::qemu::qmp::parse_facts;
 
 fuzz_target!(|data: &[u8]| {
     let (a, b) = match data.iter().position(|&x| x == 0) {

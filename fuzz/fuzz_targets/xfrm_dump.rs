@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use spx_checks::probe::xfrm::parse_dump;
+use spx_checks::facts::xfrm::parse_dump;
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_dump(data);

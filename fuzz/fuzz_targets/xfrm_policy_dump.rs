@@ -9,7 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use spx_checks::checks::ipsec_policy::{analyse, describe, effective, PolicyFacts};
 use spx_checks::checks::ipsec_xfrm::PeerView;
-use spx_checks::probe::xfrm::{parse_policy_dump, PolicyDir, Port, IPPROTO_UDP};
+use spx_checks::facts::xfrm::{parse_policy_dump, PolicyDir, Port, IPPROTO_UDP};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(chunk) = parse_policy_dump(data) {

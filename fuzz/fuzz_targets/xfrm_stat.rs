@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use spx_checks::checks::ipsec_errors::{analyse, meaning};
-use spx_checks::probe::xfrm::parse_xfrm_stat;
+use spx_checks::facts::xfrm::parse_xfrm_stat;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

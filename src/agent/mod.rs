@@ -43,7 +43,7 @@ use async_nats::jetstream::kv;
 use async_nats::{Client, Event, HeaderMap, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use spx_checks::profile::Preflight;
+use spx_checks::settings::Preflight;
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 

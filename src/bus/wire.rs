@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use spx_checks::profile::Preflight;
+use spx_checks::settings::Preflight;
 use spx_checks::validate::{self, shown};
 
 /// Every agent answers this (no queue group): the whole cluster in one

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use spx_checks::config::Config;
-use spx_checks::probe::peers;
+use spx_checks::live::peers;
 use spx_checks::profile::Profile;
 use spx_checks::validate::{self, shown};
 use spx_checks::{select, Check, ConfigState, Scope, CHECKS};

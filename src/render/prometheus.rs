@@ -273,7 +273,7 @@ fn node_families(docs: &[Doc]) -> Vec<Family> {
             let Some(evidence) = c.get("evidence").and_then(Value::as_object) else {
                 continue;
             };
-            for s in metrics::series(text_of(c, "id"), evidence) {
+            for s in spx_checks::catalogue::series(text_of(c, "id"), evidence) {
                 let def: &'static MetricDef = s.metric;
                 let i = match declared.iter().position(|f| f.name == def.name) {
                     Some(i) => i,

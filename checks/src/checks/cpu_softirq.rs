@@ -16,8 +16,8 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::proc_stats::{read_cpu_counters, CpuCounters};
-use crate::probe::underlay_nics;
+use crate::read::proc_stats::{read_cpu_counters, CpuCounters};
+use crate::targets::underlay_nics;
 
 pub struct CpuSoftirq;
 
@@ -158,7 +158,7 @@ impl Check for CpuSoftirq {
             window: sampled.window,
             ipsec_wanted: ctx.expect.as_ref().map(|e| e.ipsec_wanted),
             interfaces: sampled.during,
-            config_file: crate::spinifex::config_file(ctx),
+            config_file: ctx.config_file(),
         })
     }
 }

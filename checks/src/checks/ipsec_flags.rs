@@ -16,10 +16,12 @@ use crate::ctx::Ctx;
 use crate::endpoint::{self, Endpoint};
 use crate::evidence::Evidence;
 use crate::expect;
+use crate::facts::ovsdb::{Answer, OvsRow};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
-use crate::probe::ovsdb::{self, endpoints, Answer, OvsRow};
-use crate::probe::ProbeError;
+use crate::read::ovsdb;
+use crate::targets::ovsdb_endpoints as endpoints;
 
 pub struct IpsecFlags;
 
@@ -170,7 +172,7 @@ impl Check for IpsecFlags {
             ipsec_enabled: expect.ipsec_enabled,
             underlay_mtu: expect.underlay_mtu,
             nb_endpoints,
-            config_file: crate::spinifex::config_file(ctx),
+            config_file: ctx.config_file(),
             nb,
             nb_read_by,
             nb_unnamed,
@@ -312,7 +314,7 @@ pub fn judge(facts: FlagFacts) -> Finding {
             .as_ref()
             .ok()
             .and_then(|a| a.value.ovn_encap_ip.as_deref())
-            .and_then(|t| ovsdb::parse_ip_list(t).ok())
+            .and_then(|t| crate::facts::ovsdb::parse_ip_list(t).ok())
             .is_some_and(|ips| ips.iter().any(std::net::IpAddr::is_ipv6));
         disagreement(kind, &said, &errors, ipsec_wanted, ipsec_enabled)
             .fixes(fixes)

@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ethtool::{Feature, Reported, NOT_REPORTED};
 use crate::finding::{Finding, Status};
 use crate::host::HostRef;
 use crate::kind::Kinds;
 use crate::per_interface::{Interfaces, Judged, Problem};
-use crate::probe::ethtool::{Feature, Reported, NOT_REPORTED};
-use crate::probe::underlay_nics::{self, Selection};
+use crate::targets::underlay_nics::{self, Selection};
 
 pub struct NicOffloads;
 

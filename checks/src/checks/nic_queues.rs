@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ethtool::{Channels, Reported, NOT_REPORTED};
 use crate::finding::{Finding, Status};
 use crate::host::HostRef;
 use crate::per_interface::{self, Interfaces, Judged};
-use crate::probe::ethtool::{Channels, Reported, NOT_REPORTED};
-use crate::probe::underlay_nics::{self, Selection};
+use crate::targets::underlay_nics::{self, Selection};
 
 pub struct NicQueues;
 

@@ -15,13 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ethtool::{driver_counters, Reported, GENERIC_TSO_COUNTERS};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::host::HostRef;
 use crate::kind::most_severe;
-use crate::probe::ethtool::{driver_counters, Reported, GENERIC_TSO_COUNTERS};
-use crate::probe::sysfs_net;
-use crate::probe::underlay_nics::{self, Selection};
-use crate::probe::ProbeError;
+use crate::read::sysfs_net;
+use crate::targets::underlay_nics::{self, Selection};
 
 pub struct NicTso;
 
@@ -91,7 +91,7 @@ pub struct TxCounters {
 }
 
 /// The TSO descriptor counters among `stats` for `driver`: its own names
-/// where the driver is known ([`crate::probe::ethtool::DRIVER_COUNTERS`]:
+/// where the driver is known ([`crate::facts::ethtool::DRIVER_COUNTERS`]:
 /// none for ice, i40e, ixgbe, bnxt_en, ena, virtio_net), else the mlx
 /// spellings. Each name once, in driver order.
 pub fn tso_counter_names(driver: Option<&str>, stats: &[(String, u64)]) -> Vec<String> {

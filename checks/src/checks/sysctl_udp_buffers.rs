@@ -15,7 +15,7 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::kernel_files::sysctl_u64;
+use crate::read::kernel_files::sysctl_u64;
 
 /// `net.core.rmem_max` and `wmem_max` Spinifex requires: 16 MiB.
 pub const REQUIRED: u64 = 16_777_216;
@@ -109,7 +109,7 @@ impl Check for UdpBuffers {
 
     fn run(&self, ctx: &Ctx) -> Finding {
         let host = ctx.host();
-        let read = || -> Result<BufferCeilings, crate::probe::ProbeError> {
+        let read = || -> Result<BufferCeilings, crate::facts::ProbeError> {
             Ok(BufferCeilings {
                 rmem_max: sysctl_u64(host, "net.core.rmem_max")?,
                 wmem_max: sysctl_u64(host, "net.core.wmem_max")?,

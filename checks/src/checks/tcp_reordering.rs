@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::ethtool::Reported;
 use crate::finding::{Finding, SkipReason};
-use crate::probe::ethtool::Reported;
-use crate::probe::proc_stats::{read_tcp_counters, TcpCounters};
-use crate::probe::underlay_nics;
+use crate::read::proc_stats::{read_tcp_counters, TcpCounters};
+use crate::targets::underlay_nics;
 
 pub struct TcpReordering;
 

@@ -13,11 +13,11 @@ use crate::check::{Check, Declared};
 use crate::checks::sysctl_udp_buffers;
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::journal::JournalLookup;
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::journal::JournalLookup;
-use crate::probe::kernel_files::sysctl_u64;
-use crate::probe::snmp::{read_udp_rcvbuf_errors, UdpRcvbufErrors};
+use crate::read::kernel_files::sysctl_u64;
+use crate::read::snmp::{read_udp_rcvbuf_errors, UdpRcvbufErrors};
 
 pub struct RcvbufErrors;
 

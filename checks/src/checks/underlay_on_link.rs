@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::links::Route;
+use crate::facts::peers::{display, Scope};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
-use crate::probe::links::Route;
-use crate::probe::peers::{self, discover, PeerSource, Scope};
-use crate::probe::ProbeError;
+use crate::targets::peers::{discover, PeerSource};
 
 pub struct UnderlayOnLink;
 
@@ -107,7 +108,7 @@ impl Check for UnderlayOnLink {
     }
 
     fn run(&self, ctx: &Ctx) -> Finding {
-        let encryption = if ctx.opts.profile == Some(crate::profile::Preflight::DisableIpsec) {
+        let encryption = if ctx.opts.profile == Some(crate::settings::Preflight::DisableIpsec) {
             Encryption::OffOrGoingOff
         } else {
             match ctx.expectations() {
@@ -164,7 +165,7 @@ fn peer_route(address: IpAddr, source: PeerSource, route: Result<Route, ProbeErr
 }
 
 pub fn judge(peers: &[PeerRoute], encryption: Encryption) -> Finding {
-    let label = |p: &PeerRoute| peers::display(p.address, p.scope.as_ref());
+    let label = |p: &PeerRoute| display(p.address, p.scope.as_ref());
     let routed: Vec<String> = peers
         .iter()
         .filter(|p| p.on_link == Some(false))

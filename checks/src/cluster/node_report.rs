@@ -14,9 +14,9 @@ use std::net::IpAddr;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ctx::ConfigState;
 use crate::evidence::{self, Evidence};
 use crate::finding::Status;
+use crate::settings::ConfigState;
 
 /// What a node ran with (JSON v1 `config`), written by every node run and
 /// compared across nodes by `cluster.config-drift`.

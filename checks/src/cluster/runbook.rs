@@ -5,7 +5,7 @@
 
 use crate::expect;
 use crate::finding::{Finding, Status};
-use crate::profile::Preflight;
+use crate::settings::Preflight;
 
 /// What the cluster runbooks are filled with.
 #[derive(Clone, Debug)]

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::request::{Fact, Request};
-use crate::ctx::{ConfigState, Options};
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
+use crate::settings::{ConfigState, Options};
 
 /// The container's format. A reader refuses a bundle of another format
 /// (fields are added within one; a new format would change their meaning).

@@ -4,7 +4,7 @@
 //! which answers typed, parsed facts or a [`ProbeError`] (never a
 //! `Finding`). Behind it is a [`Host`]:
 //!
-//! * [`LiveHost`]: today's probe layer, talking to the kernel (procfs,
+//! * [`crate::live::LiveHost`]: today's probe layer, talking to the kernel (procfs,
 //!   sysfs, rtnetlink, xfrm netlink, SIOCETHTOOL, ICMP sockets), to OVSDB,
 //!   to QMP monitors and to journalctl;
 //! * [`Recorder`]: a live host that also writes down every question and
@@ -22,15 +22,14 @@
 //! the window that was measured, and never sleeps through one.
 //!
 //! Secrets never reach a fact, so they never reach a bundle: xfrm keys are
-//! not parsed into [`crate::probe::xfrm::SecurityAssociation`], OVSDB
+//! not parsed into [`crate::facts::xfrm::SecurityAssociation`], OVSDB
 //! values of key and certificate columns are dropped as they are read
-//! unless they are file paths ([`crate::probe::ovsdb::drop_secrets`]), a
+//! unless they are file paths ([`crate::facts::ovsdb::drop_secrets`]), a
 //! private key file becomes the fingerprint of its public key
-//! ([`crate::probe::credential`]), and of a process that is not one the
-//! check asked about only its program is kept ([`crate::probe::process`]).
+//! ([`crate::facts::credential`]), and of a process that is not one the
+//! check asked about only its program is kept ([`crate::facts::process`]).
 
 mod bundle;
-mod live;
 mod record;
 mod replay;
 mod request;
@@ -41,24 +40,23 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use bundle::{Bundle, BundleError, Header, Outcome, Policy, Record, BUNDLE_FORMAT};
-pub use live::LiveHost;
 pub use record::Recorder;
 pub use replay::{Replay, ANY_SCOPE};
 pub use request::{EthtoolGet, Fact, Request, SelectOp};
 
 use crate::endpoint::Endpoint;
-use crate::probe::credential::CredentialFile;
-use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
-use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
-use crate::probe::journal::JournalLookup;
-use crate::probe::links::{Link, Route};
-use crate::probe::ovsdb::{Answer, Budget, Row};
-use crate::probe::process::ProcessInfo;
-use crate::probe::qemu::host::ProcessFds;
-use crate::probe::qemu::process::Discovery;
-use crate::probe::qemu::qmp::{QmpError, QmpFacts};
-use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
-use crate::probe::ProbeError;
+use crate::facts::credential::CredentialFile;
+use crate::facts::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
+use crate::facts::icmp::{PathProbe, Settings, SocketKind, Target};
+use crate::facts::journal::JournalLookup;
+use crate::facts::links::{Link, Route};
+use crate::facts::ovsdb::{Answer, Budget, Row};
+use crate::facts::process::ProcessInfo;
+use crate::facts::qemu::host::ProcessFds;
+use crate::facts::qemu::process::Discovery;
+use crate::facts::qemu::qmp::{QmpError, QmpFacts};
+use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
+use crate::facts::ProbeError;
 
 /// The scope of questions asked outside any check: the report's host name
 /// and addresses.
@@ -117,7 +115,7 @@ pub trait Host: Send + Sync {
 /// that scope and returns a typed fact. A check's `HostRef`
 /// ([`crate::Ctx::host`]) carries the run's deadline too: the rtnetlink
 /// reads (routes, links, addresses) are given it, so none of them waits past
-/// it ([`crate::probe::links`] says how the bound works).
+/// it ([`crate::facts::links`] says how the bound works).
 #[derive(Clone, Copy)]
 pub struct HostRef<'a> {
     host: &'a dyn Host,
@@ -164,10 +162,10 @@ impl<'a> HostRef<'a> {
     }
 
     /// How long an rtnetlink read may take: its own bound
-    /// ([`crate::probe::links::NETLINK_TIMEOUT`]), cut to the deadline.
+    /// ([`crate::facts::links::NETLINK_TIMEOUT`]), cut to the deadline.
     fn netlink(&self) -> Limit {
         Limit {
-            bound: Some(crate::probe::links::NETLINK_TIMEOUT),
+            bound: Some(crate::facts::links::NETLINK_TIMEOUT),
             deadline: self.deadline,
         }
     }
@@ -242,7 +240,7 @@ impl<'a> HostRef<'a> {
         )
     }
 
-    /// One device's link facts, by name ([`crate::probe::links`]: where
+    /// One device's link facts, by name ([`crate::facts::links`]: where
     /// one device is enough). A missing device is `NotFound`.
     pub fn link_by_name(&self, name: &str) -> Result<Link, ProbeError> {
         ask!(
@@ -261,7 +259,7 @@ impl<'a> HostRef<'a> {
     }
 
     /// Every link, in index order: one dump, where a check needs several
-    /// devices or a bridge's ports ([`crate::probe::links`]).
+    /// devices or a bridge's ports ([`crate::facts::links`]).
     pub fn links(&self) -> Result<Vec<Link>, ProbeError> {
         ask!(self, Request::Links, self.netlink(), Links)
     }
@@ -341,7 +339,7 @@ impl<'a> HostRef<'a> {
         &self,
         endpoints: &[Endpoint],
         db: &str,
-        selects: &[crate::probe::ovsdb::wire::Select<'_>],
+        selects: &[crate::facts::ovsdb::wire::Select<'_>],
         budget: Budget,
     ) -> Result<Answer<Vec<Vec<Row>>>, ProbeError> {
         let request = Request::Ovsdb {
@@ -383,7 +381,7 @@ impl<'a> HostRef<'a> {
         answer.unwrap_or_else(|e| Err(QmpError::Protocol(e.to_string())))
     }
 
-    /// Probe every target's path MTU ([`crate::probe::icmp_probe`]).
+    /// Probe every target's path MTU ([`crate::facts::icmp`]).
     pub fn icmp(
         &self,
         targets: &[Target],
@@ -444,7 +442,7 @@ impl<'a> HostRef<'a> {
     }
 
     /// A credential file: its certificates, and of a private key only the
-    /// facts derived from it ([`crate::probe::credential`]).
+    /// facts derived from it ([`crate::facts::credential`]).
     pub fn credential(&self, path: impl AsRef<Path>) -> Result<CredentialFile, ProbeError> {
         let path = path.as_ref().to_owned();
         ask!(self, Request::Credential { path }, Limit::NONE, Credential)
@@ -457,7 +455,7 @@ impl<'a> HostRef<'a> {
         ask!(self, Request::Process { pid, names }, Limit::NONE, Process)
     }
 
-    /// Every process known by one of `names` ([`crate::probe::process`]).
+    /// Every process known by one of `names` ([`crate::facts::process`]).
     pub fn processes_named(&self, names: &[&str]) -> Result<Vec<ProcessInfo>, ProbeError> {
         let names = names.iter().map(|n| (*n).to_owned()).collect();
         ask!(
@@ -479,13 +477,6 @@ impl<'a> HostRef<'a> {
     pub fn sleep_until(&self, until: Instant) {
         self.host.sleep_until(until)
     }
-}
-
-/// The live host as a test outside any check sees it.
-#[cfg(test)]
-pub(crate) fn live() -> HostRef<'static> {
-    static LIVE: std::sync::OnceLock<LiveHost> = std::sync::OnceLock::new();
-    HostRef::new(LIVE.get_or_init(LiveHost::new), "test")
 }
 
 fn ethtool(ioctl: EthtoolGet, interface: &str) -> Request {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::bundle::{Bundle, Header, Record};
 use super::request::{Fact, Request};
 use super::{Host, Limit};
-use crate::probe::ProbeError;
+use crate::facts::ProbeError;
 
 pub struct Recorder<H> {
     inner: H,

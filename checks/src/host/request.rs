@@ -18,17 +18,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::endpoint::Endpoint;
-use crate::probe::credential::CredentialFile;
-use crate::probe::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
-use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
-use crate::probe::journal::JournalLookup;
-use crate::probe::links::{Link, Route};
-use crate::probe::ovsdb::{Answer, Row};
-use crate::probe::process::ProcessInfo;
-use crate::probe::qemu::host::ProcessFds;
-use crate::probe::qemu::process::Discovery;
-use crate::probe::qemu::qmp::{QmpError, QmpFacts};
-use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
+use crate::facts::credential::CredentialFile;
+use crate::facts::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
+use crate::facts::icmp::{PathProbe, SocketKind, Target};
+use crate::facts::journal::JournalLookup;
+use crate::facts::links::{Link, Route};
+use crate::facts::ovsdb::{Answer, Row};
+use crate::facts::process::ProcessInfo;
+use crate::facts::qemu::host::ProcessFds;
+use crate::facts::qemu::process::Discovery;
+use crate::facts::qemu::qmp::{QmpError, QmpFacts};
+use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
 
 /// One question to the host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use super::{finding, Results};
 use crate::ctx::Ctx;
 use crate::expect;
+use crate::facts::qemu::cmdline::QemuCommandLine;
 use crate::finding::Status;
-use crate::probe::peers;
-use crate::probe::qemu::cmdline::QemuCommandLine;
 use crate::spinifex;
+use crate::targets::peers;
 
 /// One virtio-net NIC of a running guest with a `host_mtu`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub fn over_ipsec_mtu(nics: &[GuestNic], ipsec_mtu: u32) -> Vec<GuestNic> {
 }
 
 pub fn runbook(ctx: &Ctx, results: &Results) -> Vec<String> {
-    let config = spinifex::config_file(ctx);
+    let config = ctx.config_file();
     let underlay = ctx
         .expect
         .as_ref()

@@ -5,9 +5,9 @@
 use super::{capture, link, lo, set_counter, Facts};
 use crate::checks::cpu_softirq::CpuSoftirq;
 use crate::checks::tcp_reordering::TcpReordering;
+use crate::facts::ethtool::{Channels, Reported};
 use crate::finding::Status;
 use crate::host::{EthtoolGet, Fact, Request};
-use crate::probe::ethtool::{Channels, Reported};
 use crate::seeds;
 use crate::snapshot::snapshot;
 

@@ -8,12 +8,12 @@ use super::Facts;
 use crate::checks::ipsec_flags::IpsecFlags;
 use crate::checks::ipsec_xfrm::IpsecXfrm;
 use crate::endpoint::Endpoint;
-use crate::finding::Status;
-use crate::host::{Fact, Request, SelectOp};
-use crate::probe::ovsdb::{Answer, Row};
-use crate::probe::xfrm::{
+use crate::facts::ovsdb::{Answer, Row};
+use crate::facts::xfrm::{
     PolicyAction, PolicyDir, PolicyTemplate, SecurityAssociation, Selector, XfrmPolicy,
 };
+use crate::finding::Status;
+use crate::host::{Fact, Request, SelectOp};
 use crate::snapshot::snapshot;
 
 const NB: &str = "tcp:198.18.3.181:6641";

@@ -22,11 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::check::Check;
-use crate::ctx::{ConfigState, Ctx, Options};
+use crate::ctx::Ctx;
+use crate::facts::links::Link;
+use crate::facts::ProbeError;
 use crate::finding::Finding;
 use crate::host::{Bundle, Fact, Header, Host, Replay, Request, ANY_SCOPE};
-use crate::probe::links::Link;
-use crate::probe::ProbeError;
+use crate::settings::{ConfigState, Options};
 
 /// A capture in `checks/testdata/proc/` (`net_snmp` for /proc/net/snmp)
 /// without its `#` provenance lines.
@@ -200,7 +201,7 @@ impl Facts {
     }
 
     fn replay(self, check: &dyn Check) -> (Finding, Option<String>) {
-        let replay = Arc::new(Replay::new(&self.bundle));
+        let replay = Arc::new(Replay::new(&self.bundle, |id| crate::find(id).is_some()));
         let ctx = Ctx::with_host(self.config, self.opts, Arc::clone(&replay) as Arc<dyn Host>);
         let id: &'static str = crate::find(check.id()).expect("a listed check").id();
         let finding = check.run(&ctx.for_check(id));

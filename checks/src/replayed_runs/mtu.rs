@@ -12,11 +12,11 @@ use crate::checks::mtu_overlay::OverlayMtu;
 use crate::checks::mtu_path::PathMtu;
 use crate::checks::underlay_on_link::UnderlayOnLink;
 use crate::endpoint::Endpoint;
+use crate::facts::icmp::{PathProbe, SocketKind, Target};
+use crate::facts::links::{Link, Route};
+use crate::facts::ovsdb::{Answer, Row};
 use crate::finding::Status;
 use crate::host::{Fact, Request, SelectOp};
-use crate::probe::icmp_probe::{PathProbe, SocketKind, Target};
-use crate::probe::links::{Link, Route};
-use crate::probe::ovsdb::{Answer, Row};
 use crate::snapshot::snapshot;
 
 const OVS_SOCKET: &str = "/var/run/openvswitch/db.sock";
@@ -248,7 +248,7 @@ fn a_routed_peer_warns_before_ipsec_is_turned_off() {
     let f = peers(
         Facts::new()
             .config("[network]\nipsec_enabled = true\n")
-            .opts(|o| o.profile = Some(crate::profile::Preflight::DisableIpsec)),
+            .opts(|o| o.profile = Some(crate::settings::Preflight::DisableIpsec)),
         &["198.18.3.182", "198.18.9.7"],
     )
     .ok(r1, f1)

@@ -9,10 +9,10 @@ use crate::checks::nic_offloads::NicOffloads;
 use crate::checks::nic_queues::NicQueues;
 use crate::checks::nic_rings::NicRings;
 use crate::checks::nic_tso::NicTso;
+use crate::facts::ethtool::{DrvInfo, Reported};
 use crate::finding::{Finding, Status};
 use crate::host::{EthtoolGet, Fact, Request};
 use crate::hw_captures as hw;
-use crate::probe::ethtool::{DrvInfo, Reported};
 use crate::snapshot::snapshot;
 
 /// One interface of a captured host: what its driver's files answer.

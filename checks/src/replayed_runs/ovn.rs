@@ -12,13 +12,13 @@ use serde_json::{json, Value};
 use super::Facts;
 use crate::checks::ovn_cluster::OvnCluster;
 use crate::endpoint::Endpoint;
-use crate::finding::Status;
-use crate::host::{Fact, Request, SelectOp};
-use crate::probe::ovsdb::raft::{
+use crate::facts::ovsdb::raft::{
     CHASSIS_COLUMNS, DATABASE_TABLE, ENCAP_COLUMNS, OVS_IDENTITY_COLUMNS, SERVER_COLUMNS, SERVER_DB,
 };
-use crate::probe::ovsdb::{Answer, Row};
-use crate::probe::ProbeError;
+use crate::facts::ovsdb::{Answer, Row};
+use crate::facts::ProbeError;
+use crate::finding::Status;
+use crate::host::{Fact, Request, SelectOp};
 use crate::snapshot::snapshot;
 
 fn nb(i: usize) -> String {

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use super::Facts;
 use crate::checks::qemu_tuning::QemuTuning;
+use crate::facts::qemu::host::ProcessFds;
+use crate::facts::qemu::process::{Discovery, QemuProcess};
+use crate::facts::qemu::qmp::{QmpBlock, QmpFacts};
 use crate::finding::Status;
 use crate::host::{Fact, Request};
-use crate::probe::qemu::host::ProcessFds;
-use crate::probe::qemu::process::{Discovery, QemuProcess};
-use crate::probe::qemu::qmp::{QmpBlock, QmpFacts};
 use crate::seeds::qemu::{hive_after, hive_before, Guest};
 use crate::snapshot::snapshot;
 

@@ -3,9 +3,9 @@
 use super::{capture, set_counter, Facts};
 use crate::checks::sysctl_udp_buffers::UdpBuffers;
 use crate::checks::udp_rcvbuf_errors::RcvbufErrors;
+use crate::facts::journal::JournalLookup;
 use crate::finding::Status;
 use crate::host::{Fact, Request};
-use crate::probe::journal::JournalLookup;
 use crate::seeds::udp;
 use crate::snapshot::snapshot;
 

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{CertFacts, FileError, FileRead, Purpose, Slot};
-use crate::probe::credential::x509::{self, CertInfo, ChainError, IPSEC_IKE_EKU};
-use crate::probe::credential::{CredentialFile, KeyFacts};
+use crate::facts::credential::x509::{self, CertInfo, ChainError, IPSEC_IKE_EKU};
+use crate::facts::credential::{CredentialFile, KeyFacts};
 
 /// Which credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -178,7 +178,7 @@ fn file<'a>(
 
 fn malformed(f: &CredentialFile) -> Option<String> {
     f.blocks.iter().find_map(|b| match b {
-        crate::probe::credential::PemBlock::Malformed { reason } => Some(reason.clone()),
+        crate::facts::credential::PemBlock::Malformed { reason } => Some(reason.clone()),
         _ => None,
     })
 }

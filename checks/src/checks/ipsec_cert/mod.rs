@@ -28,16 +28,18 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Declared};
-use crate::ctx::{ConfigState, Ctx};
+use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::credential::CredentialFile;
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::credential::CredentialFile;
-use crate::probe::ovsdb::{self, endpoints};
-use crate::probe::ProbeError;
-use crate::profile::Preflight;
+use crate::read::ovsdb;
+use crate::settings::ConfigState;
+use crate::settings::Preflight;
 use crate::spinifex;
+use crate::targets::ovsdb_endpoints as endpoints;
 
 pub use analyse::{analyse, Problem, Role};
 
@@ -389,8 +391,9 @@ pub fn gather(ctx: &Ctx) -> Result<CertFacts, Finding> {
         }
         Err(e) => (None, Err(e.to_string())),
     };
-    let pointer =
-        |f: fn(&ovsdb::OvsRow) -> &Option<String>| row.as_ref().and_then(|r| f(r).clone());
+    let pointer = |f: fn(&crate::facts::ovsdb::OvsRow) -> &Option<String>| {
+        row.as_ref().and_then(|r| f(r).clone())
+    };
     let ipsec = config_dir.join(spinifex::IPSEC_DIR);
     let peer = slot(
         host,

@@ -14,8 +14,8 @@ use rcgen::{
 use time::OffsetDateTime;
 
 use super::*;
+use crate::facts::credential::{pem, CredentialFile, PemBlock};
 use crate::finding::Status;
-use crate::probe::credential::{pem, CredentialFile, PemBlock};
 
 const NOW: i64 = 1_800_000_000;
 const DAY: i64 = 86_400;

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::analyse::{Analysis, ParsedCert, Problem, Role};
 use super::{CertEvidence, CertFacts, IpsecCertEvidence, IpsecCertKind, KeyEvidence, Purpose};
+use crate::facts::credential::x509::eku_name;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::{most_severe, Kinds};
-use crate::probe::credential::x509::eku_name;
 use crate::spinifex;
 
 /// RFC 3339 of a time in seconds since the Unix epoch.

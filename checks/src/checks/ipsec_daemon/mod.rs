@@ -34,12 +34,12 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::process::{parse_pid_file, ProcessInfo};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::process::{parse_pid_file, ProcessInfo};
-use crate::probe::ProbeError;
-use crate::profile::Preflight;
+use crate::settings::Preflight;
 
 pub use analyse::{analyse, Problem};
 
@@ -82,7 +82,7 @@ pub enum Daemon {
 impl Daemon {
     pub const ALL: [Daemon; 3] = [Daemon::OvsMonitorIpsec, Daemon::Starter, Daemon::Charon];
 
-    /// How `/proc` knows it ([`crate::probe::process`]).
+    /// How `/proc` knows it ([`crate::facts::process`]).
     pub fn name(self) -> &'static str {
         match self {
             Daemon::OvsMonitorIpsec => "ovs-monitor-ipsec",

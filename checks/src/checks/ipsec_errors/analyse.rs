@@ -3,7 +3,7 @@
 //! counted before the window out, each with what it means for geneve. No
 //! words of the verdict here ([`super::words`] says it).
 
-use crate::probe::xfrm::XfrmStat;
+use crate::facts::xfrm::XfrmStat;
 
 /// A counter that moved during the window.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,10 +25,11 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::xfrm::{XfrmStat, XFRM_STAT};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::xfrm::{read_xfrm_stat, XfrmStat, XFRM_STAT};
-use crate::probe::ProbeError;
+use crate::read::xfrm::read_xfrm_stat;
 
 pub use analyse::{analyse, meaning, Analysis, Moved};
 

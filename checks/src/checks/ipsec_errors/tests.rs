@@ -6,8 +6,8 @@
 //! `replayed_runs/ipsec.rs`.
 
 use super::*;
+use crate::facts::xfrm::parse_xfrm_stat;
 use crate::finding::Status;
-use crate::probe::xfrm::parse_xfrm_stat;
 
 /// The captured file with `set` counters changed.
 pub(crate) fn stat_text(set: &[(&str, u64)]) -> String {

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checks::ipsec_xfrm::analyse::{host_peer, peers_in_tables};
 use crate::checks::ipsec_xfrm::{PeerView, GENEVE_PORT};
-use crate::probe::xfrm::{
+use crate::facts::xfrm::{
     PolicyAction, PolicyDir, PolicyTemplate, Port, SecurityAssociation, XfrmPolicy, IPPROTO_ESP,
     IPPROTO_UDP,
 };

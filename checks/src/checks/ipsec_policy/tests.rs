@@ -9,8 +9,8 @@
 use super::*;
 use crate::checks::ipsec_xfrm::tests::{ip, lab_peers, lab_policies, lab_states, subjects};
 use crate::checks::ipsec_xfrm::PeerView;
+use crate::facts::xfrm::{PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_UDP};
 use crate::finding::Status;
-use crate::probe::xfrm::{PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_UDP};
 
 fn facts(
     me: u8,
@@ -230,7 +230,7 @@ fn a_block_policy_of_better_priority_wins() {
         })
         .unwrap()
         .clone();
-    block.action = crate::probe::xfrm::PolicyAction::Block;
+    block.action = crate::facts::xfrm::PolicyAction::Block;
     block.templates.clear();
     block.priority -= 1;
     policies.push(block.clone());
@@ -247,7 +247,7 @@ fn a_block_policy_of_better_priority_wins() {
     );
     policies.pop();
     block.priority -= 2;
-    block.mark = Some(crate::probe::xfrm::Mark { value: 1, mask: 1 });
+    block.mark = Some(crate::facts::xfrm::Mark { value: 1, mask: 1 });
     policies.push(block);
     assert_eq!(
         judged(&facts(1, true, lab_states("mesh-up-n1"), policies)).status,

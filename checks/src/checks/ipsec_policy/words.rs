@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use super::analyse::{Analysis, Cover, Direction, PeerCover, PolicyFacts};
 use super::{IpsecPolicyEvidence, IpsecPolicyKind, PeerEntry};
 use crate::checks::ipsec_xfrm::PeerView;
+use crate::facts::xfrm::{PolicyAction, PolicyDir, XfrmPolicy, IPPROTO_ESP};
 use crate::finding::{Finding, Subject};
 use crate::kind::most_severe;
-use crate::probe::xfrm::{PolicyAction, PolicyDir, XfrmPolicy, IPPROTO_ESP};
 
 fn arrows(pairs: &[(String, String)]) -> String {
     pairs

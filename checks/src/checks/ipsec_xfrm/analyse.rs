@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use super::{PeerView, XfrmFacts, GENEVE_PORT, OVN_ALGORITHM};
-use crate::probe::xfrm::{
+use crate::facts::xfrm::{
     PolicyAction, PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_ESP, IPPROTO_UDP,
 };
 

@@ -34,10 +34,10 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::peers;
-use crate::probe::xfrm::{SecurityAssociation, XfrmPolicy};
+use crate::targets::peers;
 
 pub use analyse::{analyse, Analysis, Leg, PeerState, Problem};
 

@@ -6,9 +6,9 @@
 //! `tests/kernel_lab/strongswan.rs`.
 
 use super::*;
+use crate::facts::xfrm::{parse_dump, parse_policy_dump, PolicyDir};
+use crate::facts::ProbeError;
 use crate::finding::Status;
-use crate::probe::xfrm::{parse_dump, parse_policy_dump, PolicyDir};
-use crate::probe::ProbeError;
 
 /// One `XFRM_MSG_NEWSA` as the kernel sends it in a dump, laid out by
 /// hand from include/uapi/linux/xfrm.h (xfrm_usersa_info, 224 bytes, then

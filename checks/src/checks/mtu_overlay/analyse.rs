@@ -3,8 +3,8 @@
 //! the NB read went, out. No words here ([`super::words`] says it).
 
 use super::{Device, DhcpFacts, OverlayFacts};
-use crate::probe::ovsdb::DhcpOptions;
-use crate::probe::ProbeError;
+use crate::facts::ovsdb::DhcpOptions;
+use crate::facts::ProbeError;
 
 /// A place that does not carry what the config implies.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,11 +26,14 @@ use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
 use crate::evidence::Evidence;
 use crate::expect;
+use crate::facts::links;
+use crate::facts::ovsdb::{Answer, NbGuestMtus};
+use crate::facts::ProbeError;
 use crate::finding::Finding;
-use crate::probe::ovsdb::{self, endpoints, Answer, NbGuestMtus};
-use crate::probe::peers::{self, UnderlayFamily};
-use crate::probe::{links, ProbeError};
+use crate::read::ovsdb;
 use crate::spinifex;
+use crate::targets::ovsdb_endpoints as endpoints;
+use crate::targets::peers::{self, UnderlayFamily};
 
 mod analyse;
 mod words;

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::expect::Family;
+use crate::facts::ovsdb::{DhcpOptions, RouterPortRa};
 use crate::finding::Status;
-use crate::probe::ovsdb::{DhcpOptions, RouterPortRa};
 
 /// Every verdict these tests see is also checked against the schema.
 fn judge(facts: OverlayFacts) -> Finding {

@@ -9,7 +9,7 @@
 //! `ping -M do -s 8972 -c 3` per peer in turn, took 29 s for 4 peers and
 //! answered only yes or no. This check probes every peer at once with DF
 //! echo requests that exactly fill M bytes and says, per peer, what the path
-//! carries: see [`crate::probe::icmp_probe`] for how.
+//! carries: see [`crate::facts::icmp`] for how.
 //!
 //! Every word that depends on the peer's family follows it: IPv4 speaks of
 //! "fragmentation needed" and `net.ipv4.icmp_echo_ignore_all`, IPv6 of
@@ -24,14 +24,14 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
+use crate::facts::icmp::{PathProbe, Settings, SocketKind, Target};
+use crate::facts::links::{self, Link};
+use crate::facts::peers::{self as peer_facts, Scope};
+use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
-use crate::probe::icmp_probe::{PathProbe, Settings, SocketKind, Target};
-use crate::probe::links::{self, Link};
-use crate::probe::peers::{self, Excluded, Peer, PeerSet, Scope, SourceNote};
-use crate::probe::ProbeError;
-use crate::spinifex;
+use crate::targets::peers::{self, Excluded, Peer, PeerSet, SourceNote};
 
 mod remediation;
 mod text;
@@ -328,7 +328,7 @@ pub struct PeerReport {
 impl PeerReport {
     /// The address as an operator writes it (`fe80::2%eth0` when scoped).
     pub fn label(&self) -> String {
-        peers::display(self.address, self.scope.as_ref())
+        peer_facts::display(self.address, self.scope.as_ref())
     }
 
     /// A verdict this run proved (not cut short by the deadline).
@@ -508,7 +508,7 @@ pub fn gather(
         socket,
         discovery,
         probe_timeout: ctx.opts.probe_timeout,
-        config_file: spinifex::config_file(ctx),
+        config_file: ctx.config_file(),
     })
 }
 
@@ -670,9 +670,9 @@ pub fn judge(facts: &PathFacts) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::icmp::TooBig;
     use crate::finding::Status;
-    use crate::probe::icmp_probe::TooBig;
-    use crate::probe::peers::PeerSource;
+    use crate::targets::peers::PeerSource;
 
     /// Every verdict these tests see is also checked against the schema.
     fn judge(facts: &PathFacts) -> Finding {

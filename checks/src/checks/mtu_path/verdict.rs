@@ -3,7 +3,7 @@
 
 use super::text::ms;
 use super::{LocalLink, PathMtuKind, PeerFacts, PeerReport, PeerVerdict, VLAN_SLACK};
-use crate::probe::icmp_probe::{self, COMMON_MTUS};
+use crate::facts::icmp::{self, COMMON_MTUS};
 
 /// The verdict on one peer and its path MTU.
 pub fn peer_verdict(p: &PeerFacts, target: u32) -> (PeerVerdict, Option<u32>, bool) {
@@ -90,7 +90,7 @@ pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
             (_, Some(err)) => err.clone(),
             _ => format!(
                 "no echo reply to a minimal {}-byte probe",
-                icmp_probe::min_probe(p.peer.address).min(target)
+                icmp::min_probe(p.peer.address).min(target)
             ),
         }),
         _ => None,

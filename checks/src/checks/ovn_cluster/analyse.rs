@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::probe::ovsdb::raft::ServerDb;
+use crate::facts::ovsdb::raft::ServerDb;
 
 use super::facts::{Db, DbFacts, DbSide, MemberRead, MemberRef, OvnFacts, Read};
 

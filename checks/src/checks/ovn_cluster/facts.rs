@@ -8,9 +8,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::endpoint::Endpoint;
-use crate::probe::ovsdb::raft::{LocalChassis, SbChassis, ServerDb};
-use crate::probe::ovsdb::{NB_DB, SB_DB};
-use crate::probe::ProbeError;
+use crate::facts::ovsdb::raft::{LocalChassis, SbChassis, ServerDb};
+use crate::facts::ovsdb::{NB_DB, SB_DB};
+use crate::facts::ProbeError;
 
 /// One of the two OVN databases, with the names Spinifex's install gives
 /// its files, units and ports (Debian's `ovn-central`, `ovn-ctl`
@@ -225,7 +225,7 @@ pub enum Read<T> {
 }
 
 impl<T> Read<T> {
-    pub fn of(answer: Result<crate::probe::ovsdb::Answer<T>, ProbeError>) -> Read<T> {
+    pub fn of(answer: Result<crate::facts::ovsdb::Answer<T>, ProbeError>) -> Read<T> {
         match answer {
             Ok(a) => Read::Answered {
                 value: a.value,

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::endpoint::Endpoint;
+use crate::facts::ovsdb::Budget;
 use crate::finding::Finding;
 use crate::host::HostRef;
-use crate::probe::ovsdb::{endpoints, raft_read, Budget};
+use crate::read::ovsdb_raft as raft_read;
+use crate::targets::ovsdb_endpoints as endpoints;
 
 use super::facts::{Db, DbFacts, DbSide, Member, MemberRead, MemberRef, OvnFacts, Read};
 

@@ -19,8 +19,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::endpoint::Endpoint;
+use crate::facts::ovsdb::raft::{server_rows, LocalChassis, SbChassis, ServerDb};
 use crate::finding::{Finding, Status};
-use crate::probe::ovsdb::raft::{server_rows, LocalChassis, SbChassis, ServerDb};
 use crate::schema_check;
 
 use super::analyse::{analyse, Foreign, Problem};

@@ -2,8 +2,8 @@
 //! the data volumes.
 
 use super::{InstanceAudit, QemuTuningKind, AUTO_BLK_QUEUES_SINCE};
-use crate::probe::qemu::opts::Opts;
-use crate::probe::qemu::QemuCommandLine;
+use crate::facts::qemu::opts::Opts;
+use crate::facts::qemu::QemuCommandLine;
 
 pub(super) fn is_virtio_blk(driver: &str) -> bool {
     driver.starts_with("virtio-blk")

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::ctx::Ctx;
-use crate::probe::peers::UnderlayFamily;
-use crate::probe::qemu::host::{self, ProcessFds, TapFacts};
-use crate::probe::qemu::process::Unreadable;
-use crate::probe::qemu::qmp::{self, QmpFacts};
-use crate::probe::qemu::QemuCommandLine;
-use crate::probe::ProbeError;
+use crate::facts::qemu::host::{ProcessFds, TapFacts};
+use crate::facts::qemu::process::Unreadable;
+use crate::facts::qemu::qmp::{self, QmpFacts};
+use crate::facts::qemu::QemuCommandLine;
+use crate::facts::ProbeError;
+use crate::read::qemu as host;
+use crate::targets::peers::UnderlayFamily;
 
 /// What was read about one QEMU process.
 #[derive(Clone, Debug)]

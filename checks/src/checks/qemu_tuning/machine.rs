@@ -1,7 +1,7 @@
 //! The machine type and the QEMU version its defaults come from.
 
-use crate::probe::qemu::cmdline::machine_type_version;
-use crate::probe::qemu::QemuCommandLine;
+use crate::facts::qemu::cmdline::machine_type_version;
+use crate::facts::qemu::QemuCommandLine;
 
 /// The machine type and the version whose defaults apply. A versioned type
 /// names it; an alias (`q35`, `pc`, or no -machine at all) is the binary's

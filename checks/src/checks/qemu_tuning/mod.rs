@@ -14,10 +14,10 @@ use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::expect::Expectations;
+use crate::facts::qemu::process::Unreadable;
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
-use crate::probe::peers::UnderlayFamily;
-use crate::probe::qemu::process::Unreadable;
+use crate::targets::peers::UnderlayFamily;
 
 mod disk_audit;
 mod facts;
@@ -312,7 +312,7 @@ impl Check for QemuTuning {
         match ctx.expectations() {
             Ok(expect) if !facts.instances.is_empty() => {
                 // host_mtu is the guest MTU, which an IPv6 underlay narrows.
-                let family = crate::probe::peers::underlay_family(ctx);
+                let family = crate::targets::peers::underlay_family(ctx);
                 let expect = expect.for_underlay(family.family);
                 facts.underlay_family = Some(family);
                 judge(&facts, Some(&expect), None)
@@ -506,11 +506,11 @@ pub fn audit_instance(
 mod tests {
     use super::nic_audit::netdev_queues;
     use super::*;
+    use crate::facts::qemu::host::{ProcessFds, TapFacts};
+    use crate::facts::qemu::qmp::QmpBlock;
+    use crate::facts::qemu::qmp::{self, QmpFacts};
+    use crate::facts::qemu::QemuCommandLine;
     use crate::finding::Status;
-    use crate::probe::qemu::host::{ProcessFds, TapFacts};
-    use crate::probe::qemu::qmp::QmpBlock;
-    use crate::probe::qemu::qmp::{self, QmpFacts};
-    use crate::probe::qemu::QemuCommandLine;
     use crate::seeds::qemu::{hive_after, hive_before, Guest};
     use std::path::Path;
 

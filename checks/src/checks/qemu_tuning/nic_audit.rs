@@ -4,9 +4,9 @@
 use super::facts::{InstanceFacts, TapError};
 use super::{InstanceAudit, QemuTuningKind, AUTO_NET_VECTORS_SINCE, RX_QUEUE_SIZE};
 use crate::expect::{Expectations, MAX_NIC_QUEUES};
-use crate::probe::qemu::host::ProcessFds;
-use crate::probe::qemu::opts::Opts;
-use crate::probe::qemu::QemuCommandLine;
+use crate::facts::qemu::host::ProcessFds;
+use crate::facts::qemu::opts::Opts;
+use crate::facts::qemu::QemuCommandLine;
 use crate::spinifex::MGMT_TAP_PREFIX;
 
 pub(super) fn is_virtio_net(driver: &str) -> bool {

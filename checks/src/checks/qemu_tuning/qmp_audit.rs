@@ -3,7 +3,7 @@
 
 use super::facts::InstanceFacts;
 use super::{InstanceAudit, QemuTuningKind};
-use crate::probe::qemu::QemuCommandLine;
+use crate::facts::qemu::QemuCommandLine;
 
 pub(super) fn audit_qmp(cl: &QemuCommandLine, facts: &InstanceFacts, a: &mut InstanceAudit) {
     let sockets = cl.qmp_sockets();
