@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     };
-    let replay = Replay::new(&bundle);
+    let replay = Replay::new(&bundle, |id| spx_checks::find(id).is_some());
     for record in &bundle.records {
         if let Ok(request) = serde_json::from_value::<Request>(record.request.clone()) {
             let _ = replay.read(&record.scope, &request, Limit::NONE);
