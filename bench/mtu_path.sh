@@ -19,6 +19,11 @@
 # slow manual and tracepath runs for 64 peers; SPX=path uses that binary
 # instead of building target/release/spx-doctor). A full run takes about 7 minutes,
 # nearly all of it the manual procedure and tracepath.
+#
+# BASE=path compares two builds instead (e.g. before and after a refactor):
+# for each of the four fabrics, REPS (default 9) runs of BASE and of SPX,
+# alternating, and the median wall time and peak RSS of each side by side;
+# no manual procedure or tracepath. About 2 minutes.
 set -euo pipefail
 
 QUICK=0
@@ -134,6 +139,32 @@ verdicts() { # the per-peer verdict counts of one spx run, as a sanity line
     ip netns exec "$SRC" "$SPX" --check mtu.path --mtu 9000 --format json "${args[@]}" |
         python3 -c 'import json,sys,collections; d=json.load(sys.stdin); c=d["checks"][0]; print("   spx says:", c["status"], dict(collections.Counter((p["verdict"], p["path_mtu"]) for p in c["evidence"]["peers"])))' || true
 }
+
+if [[ -n ${BASE:-} ]]; then
+    REPS=${REPS:-9}
+    median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    compare() { # scenario: REPS alternating runs of BASE and SPX, medians
+        local bw=() br=() sw=() sr=() w m r after=$SPX
+        for ((r = 0; r < REPS; r++)); do
+            SPX=$BASE; read -r w m <<<"$(spx_run)"; bw+=("$w"); br+=("$m")
+            SPX=$after; read -r w m <<<"$(spx_run)"; sw+=("$w"); sr+=("$m")
+        done
+        SPX=$after
+        printf '%-34s %9s %9s %9s %9s\n' "$1" \
+            "$(printf '%s\n' "${bw[@]}" | median)" "$(printf '%s\n' "${br[@]}" | median | awk '{printf "%.1f", $1/1024}')" \
+            "$(printf '%s\n' "${sw[@]}" | median)" "$(printf '%s\n' "${sr[@]}" | median | awk '{printf "%.1f", $1/1024}')"
+    }
+    echo "BASE=$BASE"
+    echo "SPX=$SPX"
+    echo "medians of $REPS alternating runs each; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '%-34s %9s %9s %9s %9s\n' "scenario" "base_s" "base_MiB" "spx_s" "spx_MiB"
+    build_fabric 2 1 1; compare "4 peers (1 black hole, 1 dead)"
+    build_fabric 60 2 2; compare "64 peers (2 black holes, 2 dead)"
+    build_fabric 4 0 0; compare "4 healthy peers"
+    build_fabric 64 0 0; compare "64 healthy peers"
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 
 printf '%-34s %-10s %9s %10s\n' "scenario" "tool" "wall_s" "peak_MiB"
 printf '%-34s %-10s %9s %10s\n' "--------" "----" "------" "--------"
