@@ -2,12 +2,14 @@
 //! ovs-monitor-ipsec (openvswitch-ipsec) connected to a real test
 //! ovsdb-server, and strongSwan's starter running a real charon
 //! (strongswan-starter, strongswan-charon), each in a mount namespace of
-//! its own where a temp dir stands for /run, and the daemons in a network
-//! namespace of their own (their IKE sockets and policies stay off the
-//! machine). The doctor runs in a mount namespace with the same temp dir
-//! over /run: it reads /var/run/charon.pid and the others at their real
-//! paths, and /proc is the machine's (tests/support/private.rs says why
-//! this is the way). `ps` is the independent oracle of what runs.
+//! its own where a temp dir stands for /run, and all of a node's processes
+//! in the node's network namespace (their IKE sockets and policies stay
+//! off the machine). The doctor runs as the node: in its network namespace,
+//! in a mount namespace with the same temp dir over /run. It reads
+//! /var/run/charon.pid and the others at their real paths, and /proc is the
+//! machine's (tests/support/private.rs says why this is the way), so it
+//! sees every node's daemons and must count only its own. `ps` and `ip
+//! netns identify` are the independent oracles of what runs where.
 //!
 //! ovs-monitor-ipsec runs with `--root-prefix` (its ipsec.conf and
 //! ipsec.secrets go to a temp dir) and `--no-restart-ike-daemon` (it
@@ -24,8 +26,8 @@ use serde_json::Value;
 use spx_test_harness::root_test;
 
 use crate::support::ovsdb_server::OvsdbServer;
-use crate::support::private::isolate;
-use crate::support::{self, check, run_json, spx, write_config};
+use crate::support::private::isolate_in;
+use crate::support::{self, check, run_json, spx, write_config, Netns};
 
 const MONITOR: &str = "/usr/share/openvswitch/scripts/ovs-monitor-ipsec";
 const STARTER: &str = "/usr/lib/ipsec/starter";
@@ -45,13 +47,16 @@ impl Drop for Daemon {
     }
 }
 
-/// A private /run and the daemons started in it.
+/// A node: its network namespace, a private /run and the daemons started
+/// in them.
 struct Node {
     run: tempfile::TempDir,
     prefix: tempfile::TempDir,
     dir: tempfile::TempDir,
     ovs: OvsdbServer,
     daemons: Vec<Daemon>,
+    /// Last: removed once its processes are gone.
+    net: Netns,
 }
 
 impl Drop for Node {
@@ -98,6 +103,7 @@ impl Node {
             .unwrap();
         std::fs::create_dir(prefix.path().join("etc")).unwrap();
         Node {
+            net: Netns::new(),
             run,
             prefix,
             dir: tempfile::tempdir().unwrap(),
@@ -118,11 +124,12 @@ impl Node {
             .ok()
     }
 
-    fn spawn(&mut self, cmd: &mut Command, net: bool) -> u32 {
+    /// Start `cmd` as one of this node's processes.
+    fn spawn(&mut self, cmd: &mut Command) -> u32 {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        isolate(cmd, &[(self.run.path(), "/run")], net);
+        isolate_in(cmd, &[(self.run.path(), "/run")], &self.net);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
         let pid = child.id();
         self.daemons.push(Daemon(child));
@@ -138,7 +145,7 @@ impl Node {
             .arg(self.prefix.path())
             .args(["--no-restart-ike-daemon", "--ike-daemon=strongswan"])
             .arg(self.ovs.unix());
-        let pid = self.spawn(&mut cmd, false) as i32;
+        let pid = self.spawn(&mut cmd) as i32;
         wait_for(
             "ovs-monitor-ipsec's pid file",
             Duration::from_secs(20),
@@ -151,7 +158,7 @@ impl Node {
     fn start_strongswan(&mut self) -> (i32, i32) {
         let mut cmd = Command::new(STARTER);
         cmd.args(["--daemon", "charon", "--nofork"]);
-        let starter = self.spawn(&mut cmd, true) as i32;
+        let starter = self.spawn(&mut cmd) as i32;
         wait_for("charon's pid file", Duration::from_secs(20), || {
             self.pid_in("charon.pid").is_some() && self.pid_in("starter.charon.pid").is_some()
         });
@@ -167,7 +174,8 @@ impl Node {
         )
     }
 
-    /// The doctor's ipsec.daemon, in a mount namespace with this /run.
+    /// The doctor's ipsec.daemon as this node: in its network namespace,
+    /// in a mount namespace with its /run (and `binds` over that).
     fn run(&self, ipsec: bool, extra: &[&str], binds: &[(&Path, &str)]) -> (i32, Value) {
         let mut cmd = spx();
         cmd.args(["--check", "ipsec.daemon", "--config"])
@@ -175,7 +183,7 @@ impl Node {
             .args(extra);
         let mut all = vec![(self.run.path(), "/run")];
         all.extend_from_slice(binds);
-        isolate(&mut cmd, &all, false);
+        isolate_in(&mut cmd, &all, &self.net);
         run_json(&mut cmd)
     }
 }
@@ -196,6 +204,13 @@ fn kill(pid: i32) {
     )
     .unwrap();
     wait_for("the kill", Duration::from_secs(10), || gone(pid));
+}
+
+/// `ip netns identify PID`: the oracle of which test namespace a pid is in.
+fn netns_of(pid: i32) -> String {
+    support::netns::sh(&["ip", "netns", "identify", &pid.to_string()])
+        .trim()
+        .to_owned()
 }
 
 /// `ps -o comm= -p PID`: the oracle of what a pid runs.
@@ -249,6 +264,9 @@ fn real_daemons_pass_and_each_one_killed_is_named_with_its_pid_file() {
     assert_eq!(ps_comm(monitor), "ovs-monitor-ips");
     assert_eq!(ps_comm(starter), "starter");
     assert_eq!(ps_comm(charon), "charon");
+    for pid in [monitor, starter, charon] {
+        assert_eq!(netns_of(pid), node.net.name);
+    }
 
     let (code, doc) = node.run(true, &[], &[]);
     let c = check(&doc, "ipsec.daemon");
@@ -272,6 +290,11 @@ fn real_daemons_pass_and_each_one_killed_is_named_with_its_pid_file() {
     assert_eq!(
         daemon(&doc, "charon")["running_pids"],
         serde_json::json!([charon])
+    );
+    // The namespace it judged in is the node's (`readlink` in it).
+    assert_eq!(
+        c["evidence"]["net_ns"].as_str().unwrap(),
+        node.net.exec(&["readlink", "/proc/self/ns/net"]).trim()
     );
 
     // IPsec not wanted: charon must not run.
@@ -333,11 +356,9 @@ fn a_pid_file_naming_another_program_is_named() {
     let mut node = Node::new();
     // A python3 process that is not ovs-monitor-ipsec, and a sleep, hold
     // the pids the daemons' pid files name (pids reused after a crash).
-    let python = node.spawn(
-        Command::new("/usr/bin/python3").args(["-c", "import time; time.sleep(60)"]),
-        false,
-    );
-    let sleep = node.spawn(Command::new("sleep").arg("60"), false);
+    let python =
+        node.spawn(Command::new("/usr/bin/python3").args(["-c", "import time; time.sleep(60)"]));
+    let sleep = node.spawn(Command::new("sleep").arg("60"));
     std::fs::write(
         node.path("openvswitch/ovs-monitor-ipsec.pid"),
         format!("{python}\n"),
@@ -368,6 +389,96 @@ fn a_pid_file_naming_another_program_is_named() {
     assert_eq!(
         check(&doc, "ipsec.daemon")["code"],
         "ipsec.daemon/pid-file-other-program"
+    );
+}
+
+#[root_test]
+fn another_nodes_daemons_in_another_network_namespace_are_not_this_nodes() {
+    if !available("another_nodes_daemons_in_another_network_namespace_are_not_this_nodes") {
+        return;
+    }
+    let _only = CHARON_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // Two nodes on one machine (the kernel lab's namespace nodes, or
+    // containers): one /proc, a network namespace each. n1 runs IPsec's
+    // daemons; n2 runs none.
+    let mut n1 = Node::new();
+    let monitor = n1.start_monitor();
+    let (starter, charon) = n1.start_strongswan();
+    let n2 = Node::new();
+    // The oracle: they run, in n1's namespace, not n2's.
+    for pid in [monitor, starter, charon] {
+        assert_eq!(netns_of(pid), n1.net.name, "pid {pid}");
+    }
+    assert_eq!(ps_comm(charon), "charon");
+
+    // n2's doctor: nothing runs here, and n1's daemons are named as
+    // another node's.
+    let (code, doc) = n2.run(true, &[], &[]);
+    assert_eq!(code, 1);
+    let c = check(&doc, "ipsec.daemon");
+    assert_eq!(c["code"], "ipsec.daemon/not-running", "{c:#}");
+    let s = c["summary"].as_str().unwrap();
+    assert!(
+        s.contains(&format!(
+            "ovs-monitor-ipsec is not running (no /var/run/openvswitch/ovs-monitor-ipsec.pid; pid {monitor} runs in another network namespace, another node's)"
+        )),
+        "{s}"
+    );
+    assert!(
+        s.contains(&format!(
+            "charon is not running (no /var/run/charon.pid; pid {charon} runs in another network namespace, another node's)"
+        )),
+        "{s}"
+    );
+    for (name, pid) in [("ovs-monitor-ipsec", monitor), ("charon", charon)] {
+        assert_eq!(daemon(&doc, name)["running_pids"], serde_json::json!([]));
+        assert_eq!(
+            daemon(&doc, name)["other_net_ns_pids"],
+            serde_json::json!([pid]),
+            "{name}"
+        );
+    }
+    // IPsec off on n2: n1's charon is not n2's to stop.
+    let (code, doc) = n2.run(false, &[], &[]);
+    let c = check(&doc, "ipsec.daemon");
+    assert_eq!(
+        (code, c["code"].as_str()),
+        (0, Some("ipsec.daemon/ok")),
+        "{c:#}"
+    );
+
+    // n2's doctor reading n1's pid files (a /run shared between nodes):
+    // they name live daemons, but another node's. Not this node's daemons
+    // either, and not stale: each is what its file says.
+    let (code, doc) = n2.run(true, &[], &[(n1.run.path(), "/run")]);
+    assert_eq!(code, 1);
+    let c = check(&doc, "ipsec.daemon");
+    assert_eq!(c["code"], "ipsec.daemon/not-running", "{c:#}");
+    for (name, pid) in [
+        ("ovs-monitor-ipsec", monitor),
+        ("starter", starter),
+        ("charon", charon),
+    ] {
+        let d = daemon(&doc, name);
+        assert_eq!(d["pid_file_state"], "other-net-ns", "{name}: {d:#}");
+        assert_eq!(d["pid_file_pid"], pid);
+        assert_eq!(d["running_pids"], serde_json::json!([]), "{name}");
+    }
+    assert_eq!(
+        codes(&doc),
+        ["ipsec.daemon/not-running", "ipsec.daemon/not-running"]
+    );
+    // The same files read as n1: its own daemons, a pass.
+    let (code, doc) = n1.run(true, &[], &[]);
+    let c = check(&doc, "ipsec.daemon");
+    assert_eq!(
+        (code, c["code"].as_str()),
+        (0, Some("ipsec.daemon/ok")),
+        "{c:#}"
+    );
+    assert_eq!(
+        daemon(&doc, "charon")["other_net_ns_pids"],
+        serde_json::json!([])
     );
 }
 

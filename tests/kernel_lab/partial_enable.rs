@@ -372,12 +372,20 @@ fn partial_enable_on_real_strongswan_over_real_sshd() {
         );
     }
     // Their charons' pid files name processes that are gone: ipsec.daemon
-    // says so. (Which charon runs is not judged here: the guest's nodes
-    // share one pid namespace, so every node's /proc shows spx1's charon,
-    // and no node of the lab runs ovs-monitor-ipsec.)
+    // says so, and that no charon of theirs runs: spx1's, which every
+    // node's /proc shows (the guest's nodes share one pid namespace), is
+    // in another network namespace. (No node of the lab runs
+    // ovs-monitor-ipsec.)
     for n in [2, 3] {
         let d = node_check(&doc, n, "ipsec.daemon");
         assert_eq!(d["status"], "fail", "spx{n}: {d:#}");
+        let spx1_charon = Mesh::pids(&vm, 1).1;
+        assert!(
+            d["summary"].as_str().unwrap().contains(&format!(
+                "charon is not running (pid {spx1_charon} runs in another network namespace, another node's)"
+            )),
+            "spx{n}: {d:#}"
+        );
         let stale: Vec<&str> = d["findings"]
             .as_array()
             .unwrap()

@@ -9,19 +9,38 @@
 //! process. `/proc` is the machine's (same pid namespace), so the processes
 //! a test starts are seen as the doctor would see them. A daemon may also
 //! get its own network namespace, so that its sockets and the xfrm
-//! policies it installs stay out of the machine's.
+//! policies it installs stay out of the machine's, or join a test's named
+//! one ([`isolate_in`]): a node's daemons and its doctor share it, as on a
+//! node (ipsec.daemon counts only daemons in its own network namespace).
 
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use nix::mount::{mount, MsFlags};
-use nix::sched::{unshare, CloneFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+
+use super::netns::Netns;
 
 /// Run `cmd` in a mount namespace of its own where each `(dir, over)` of
 /// `binds` is bind-mounted over `over`; with `net`, in a network namespace
 /// of its own too (only loopback, down).
 pub fn isolate(cmd: &mut Command, binds: &[(&Path, &str)], net: bool) {
+    private(cmd, binds, net, None);
+}
+
+/// [`isolate`], in the test's network namespace `ns` (joined before the
+/// mounts: its handle is opened here, before any bind hides `/run/netns`).
+pub fn isolate_in(cmd: &mut Command, binds: &[(&Path, &str)], ns: &Netns) {
+    let path = format!("/run/netns/{}", ns.name);
+    let fd: OwnedFd = std::fs::File::open(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .into();
+    private(cmd, binds, false, Some(fd));
+}
+
+fn private(cmd: &mut Command, binds: &[(&Path, &str)], net: bool, join: Option<OwnedFd>) {
     let binds: Vec<(PathBuf, PathBuf)> = binds
         .iter()
         .map(|(from, over)| {
@@ -41,6 +60,9 @@ pub fn isolate(cmd: &mut Command, binds: &[(&Path, &str)], net: bool) {
     // nothing.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(fd) = &join {
+                setns(fd, CloneFlags::CLONE_NEWNET)?;
+            }
             unshare(flags)?;
             mount(
                 None::<&str>,

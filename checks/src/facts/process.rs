@@ -9,6 +9,10 @@
 //! wherever its distribution installs it, and ovs-monitor-ipsec, a python3
 //! script whose `comm` is `ovs-monitor-ips`, by its command line.
 //!
+//! Each process carries its network namespace (the device and inode of
+//! `/proc/PID/ns/net`), so a check can tell this node's daemons from those
+//! of another node or container sharing the machine's `/proc`.
+//!
 //! Only the command lines of the processes asked about are kept, and of a
 //! process that is none of the names asked about (a pid file naming another
 //! program) only the program and its first argument: a command line can
@@ -31,6 +35,27 @@ pub struct ProcessInfo {
     /// The state letter of `/proc/PID/stat`: `Z` is a zombie, which runs
     /// nothing.
     pub state: char,
+    /// Its network namespace, when `/proc/PID/ns/net` could be read (root,
+    /// or one's own); absent in bundles recorded before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_ns: Option<NetNs>,
+}
+
+/// A network namespace as the kernel identifies it: the device and inode
+/// of a `/proc/PID/ns/net` link. Two processes share a network namespace
+/// exactly when both are equal (namespaces(7)); `ip netns identify` and
+/// `lsns` compare the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct NetNs {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl std::fmt::Display for NetNs {
+    /// As the link reads: `net:[4026531840]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "net:[{}]", self.ino)
+    }
 }
 
 impl ProcessInfo {

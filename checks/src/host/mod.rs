@@ -51,7 +51,7 @@ use crate::facts::icmp::{PathProbe, Settings, SocketKind, Target};
 use crate::facts::journal::JournalLookup;
 use crate::facts::links::{Link, Route};
 use crate::facts::ovsdb::{Answer, Budget, Row};
-use crate::facts::process::ProcessInfo;
+use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
 use crate::facts::qemu::process::Discovery;
 use crate::facts::qemu::qmp::{QmpError, QmpFacts};
@@ -464,6 +464,11 @@ impl<'a> HostRef<'a> {
             Limit::NONE,
             Processes
         )
+    }
+
+    /// The doctor's own network namespace ([`crate::facts::process::NetNs`]).
+    pub fn net_ns(&self) -> Result<NetNs, ProbeError> {
+        ask!(self, Request::NetNamespace, Limit::NONE, NetNs)
     }
 
     /// The wall clock, seconds since the Unix epoch (a replay's: the

@@ -24,7 +24,7 @@ use crate::facts::icmp::{PathProbe, SocketKind, Target};
 use crate::facts::journal::JournalLookup;
 use crate::facts::links::{Link, Route};
 use crate::facts::ovsdb::{Answer, Row};
-use crate::facts::process::ProcessInfo;
+use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
 use crate::facts::qemu::process::Discovery;
 use crate::facts::qemu::qmp::{QmpError, QmpFacts};
@@ -119,6 +119,9 @@ pub enum Request {
     /// certificate's validity is judged at (a replay judges at the
     /// recorded time).
     WallClock,
+    /// The doctor's own network namespace (`/proc/self/ns/net`): the node
+    /// it speaks for, where a daemon must run to be this node's.
+    NetNamespace,
 }
 
 /// The `SIOCETHTOOL` reads a check makes.
@@ -181,6 +184,7 @@ pub enum Fact {
     Credential(CredentialFile),
     Process(ProcessInfo),
     Processes(Vec<ProcessInfo>),
+    NetNs(NetNs),
 }
 
 impl Fact {
@@ -213,6 +217,7 @@ impl Fact {
             Fact::Credential(_) => "credential",
             Fact::Process(_) => "process",
             Fact::Processes(_) => "processes",
+            Fact::NetNs(_) => "net-ns",
         }
     }
 }
@@ -260,6 +265,7 @@ impl Request {
             Request::Process { pid, .. } => format!("process {pid}"),
             Request::ProcessesNamed { names } => format!("processes named {}", names.join(", ")),
             Request::WallClock => "wall clock".into(),
+            Request::NetNamespace => "own network namespace".into(),
         }
     }
 }

@@ -155,6 +155,7 @@ impl Host for LiveHost {
             Request::Credential { path } => Fact::Credential(credential::read(path)?),
             Request::Process { pid, names } => Fact::Process(process::by_pid(*pid, names)?),
             Request::ProcessesNamed { names } => Fact::Processes(process::named(names)?),
+            Request::NetNamespace => Fact::NetNs(process::own_net_ns()?),
             Request::WallClock => Fact::Count(
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -1,8 +1,25 @@
 //! Processes on this machine, read from /proc.
-use crate::facts::process::{is_named, ProcessInfo, INTERPRETERS};
+use crate::facts::process::{is_named, NetNs, ProcessInfo, INTERPRETERS};
 use crate::facts::qemu::process::split_cmdline;
 use crate::facts::ProbeError;
 use std::path::Path;
+
+/// The network namespace of the process whose `/proc` directory is `dir`
+/// (`stat`, which follows the namespace link).
+fn net_ns_at(dir: &Path) -> Result<NetNs, ProbeError> {
+    use std::os::unix::fs::MetadataExt;
+    let link = dir.join("ns/net");
+    let m = std::fs::metadata(&link).map_err(|e| ProbeError::from_io(&link, e))?;
+    Ok(NetNs {
+        dev: m.dev(),
+        ino: m.ino(),
+    })
+}
+
+/// The doctor's own network namespace: the node it speaks for.
+pub fn own_net_ns() -> Result<NetNs, ProbeError> {
+    net_ns_at(Path::new("/proc/self"))
+}
 
 fn read_process(pid: i32, names: Option<&[String]>) -> Result<ProcessInfo, ProbeError> {
     let dir = Path::new("/proc").join(pid.to_string());
@@ -21,6 +38,7 @@ fn read_process(pid: i32, names: Option<&[String]>) -> Result<ProcessInfo, Probe
     let exe = std::fs::read_link(dir.join("exe"))
         .ok()
         .map(|p| p.to_string_lossy().into_owned());
+    let net_ns = net_ns_at(&dir).ok();
     let asked = names.is_some_and(|names| names.iter().any(|n| is_named(&comm, &argv, n)));
     if !asked {
         argv.truncate(2);
@@ -31,6 +49,7 @@ fn read_process(pid: i32, names: Option<&[String]>) -> Result<ProcessInfo, Probe
         argv,
         exe,
         state,
+        net_ns,
     })
 }
 
@@ -133,6 +152,11 @@ mod tests {
         let p = by_pid(me, &[]).unwrap();
         assert!(p.is_running());
         assert!(p.argv.len() <= 2, "another program's command line is cut");
+        // Its namespace is the one /proc/self names, and the link's inode.
+        let own = own_net_ns().unwrap();
+        assert_eq!(p.net_ns, Some(own));
+        let link = std::fs::read_link("/proc/self/ns/net").unwrap();
+        assert_eq!(link.to_string_lossy(), own.to_string());
         assert!(matches!(
             by_pid(i32::MAX, &[]),
             Err(ProbeError::NotFound(_))

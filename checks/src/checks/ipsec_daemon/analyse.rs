@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::{Daemon, DaemonFacts, Mode, PidFileState};
+use crate::facts::process::ProcessInfo;
 
 /// What is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +39,11 @@ pub enum Problem {
 /// Everything [`analyse`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Analysis {
-    /// The live pids of each daemon.
+    /// The live pids of each daemon in this node's network namespace.
     pub running: BTreeMap<Daemon, Vec<i32>>,
+    /// The live pids of each daemon in other network namespaces: other
+    /// nodes' (or containers'), not judged.
+    pub elsewhere: BTreeMap<Daemon, Vec<i32>>,
     /// Live charon-systemd processes.
     pub charon_systemd: Vec<i32>,
     pub problems: Vec<Problem>,
@@ -48,21 +52,26 @@ pub struct Analysis {
 /// Judge the daemons. `facts.processes` must have been read (the caller
 /// turns a failure to list /proc into an error).
 pub fn analyse(facts: &DaemonFacts) -> Analysis {
-    let processes = facts.processes.as_deref().unwrap_or_default();
-    let live = |name: &str| -> Vec<i32> {
-        processes
+    let all = facts.processes.as_deref().unwrap_or_default();
+    // Only this node's processes are judged: another network namespace's
+    // charon negotiates nothing for this node.
+    let (processes, others): (Vec<&ProcessInfo>, Vec<&ProcessInfo>) =
+        all.iter().partition(|p| facts.here(p));
+    let live = |among: &[&ProcessInfo], name: &str| -> Vec<i32> {
+        among
             .iter()
             .filter(|p| p.is_named(name) && p.is_running())
             .map(|p| p.pid)
             .collect()
     };
     let mut running = BTreeMap::new();
+    let mut elsewhere = BTreeMap::new();
     let mut problems = Vec::new();
     for d in Daemon::ALL {
-        let mut pids = if d == Daemon::Starter {
-            Vec::new()
+        let (mut pids, mut away) = if d == Daemon::Starter {
+            (Vec::new(), Vec::new())
         } else {
-            live(d.name())
+            (live(&processes, d.name()), live(&others, d.name()))
         };
         for f in facts.pid_files.iter().filter(|f| f.daemon == d) {
             match &f.state {
@@ -84,15 +93,20 @@ pub fn analyse(facts: &DaemonFacts) -> Analysis {
                     path: f.path.clone(),
                     pid: p.pid,
                 }),
+                // The daemon, but another node's: not this one's.
+                PidFileState::Names(p) if !facts.here(p) => away.push(p.pid),
                 // The starter is known only by its pid file: its name is
                 // too common to look for.
                 PidFileState::Names(p) if d == Daemon::Starter => pids.push(p.pid),
                 _ => {}
             }
         }
+        away.sort_unstable();
+        away.dedup();
         running.insert(d, pids);
+        elsewhere.insert(d, away);
     }
-    let charon_systemd = live("charon-systemd");
+    let charon_systemd = live(&processes, "charon-systemd");
 
     match facts.mode {
         Mode::Wanted => {
@@ -140,6 +154,7 @@ pub fn analyse(facts: &DaemonFacts) -> Analysis {
     }
     Analysis {
         running,
+        elsewhere,
         charon_systemd,
         problems,
     }

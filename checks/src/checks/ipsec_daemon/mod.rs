@@ -15,7 +15,12 @@
 //! Each daemon is found by name in `/proc` (charon's path differs between
 //! distributions; ovs-monitor-ipsec by its command line), and each pid file
 //! is followed to its process: one whose process is gone, or is another
-//! program (a pid reused), is named. Before `--for enable-ipsec`, what
+//! program (a pid reused), is named. Only daemons in the doctor's own
+//! network namespace are this node's: on a machine running several nodes
+//! in namespaces (the kernel lab) or containers, all sharing one `/proc`,
+//! another node's charon negotiates nothing for this one, so it is neither
+//! counted as running here nor judged as running with IPsec off (the
+//! evidence lists it). Before `--for enable-ipsec`, what
 //! matters is that the programs are installed where the distribution puts
 //! them.
 //!
@@ -34,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::{Check, Declared};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
-use crate::facts::process::{parse_pid_file, ProcessInfo};
+use crate::facts::process::{parse_pid_file, NetNs, ProcessInfo};
 use crate::facts::ProbeError;
 use crate::finding::{Finding, SkipReason};
 use crate::host::HostRef;
@@ -171,6 +176,20 @@ pub struct DaemonFacts {
     pub processes: Result<Vec<ProcessInfo>, String>,
     /// Where each program was found (None: at none of its paths).
     pub installed: Vec<(String, Option<PathBuf>)>,
+    /// The doctor's own network namespace (None: the kernel has no
+    /// network namespaces, so every process shares the one there is).
+    pub net_ns: Option<NetNs>,
+}
+
+impl DaemonFacts {
+    /// Is `p` in this node's network namespace? A process whose namespace
+    /// could not be read (not root) is taken to be.
+    pub fn here(&self, p: &ProcessInfo) -> bool {
+        match (self.net_ns, p.net_ns) {
+            (Some(own), Some(its)) => own == its,
+            _ => true,
+        }
+    }
 }
 
 /// One daemon as the evidence shows it.
@@ -179,19 +198,27 @@ pub struct DaemonEvidence {
     pub daemon: Daemon,
     pub pid_file: String,
     /// `absent`, `unreadable`, `garbage`, `gone`, `running` (names the
-    /// daemon), `other-program`, `zombie`.
+    /// daemon), `other-program`, `zombie`, `other-net-ns` (names the
+    /// daemon running in another network namespace: another node's).
     pub pid_file_state: String,
     pub pid_file_pid: Option<i32>,
     /// The program the pid file's process runs, when it is another.
     pub pid_file_program: Option<String>,
-    /// The live processes known by its name.
+    /// The live processes known by its name, in this node's network
+    /// namespace.
     pub running_pids: Vec<i32>,
+    /// The live processes known by its name in other network namespaces
+    /// (other nodes' or containers'): not this node's.
+    pub other_net_ns_pids: Vec<i32>,
 }
 
 /// What `ipsec.daemon` read and judged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpsecDaemonEvidence {
     pub mode: Mode,
+    /// The doctor's network namespace, as `/proc/self/ns/net` reads
+    /// (`net:[INODE]`); null on a kernel without network namespaces.
+    pub net_ns: Option<String>,
     pub daemons: Vec<DaemonEvidence>,
     /// charon-systemd processes (swanctl's IKE daemon).
     pub charon_systemd_pids: Vec<i32>,
@@ -236,7 +263,10 @@ impl Check for IpsecDaemon {
          python3 script, known by its command line), charon (by name, wherever the \
          distribution installs it) or charon-systemd, and the pid files \
          /var/run/openvswitch/ovs-monitor-ipsec.pid, /var/run/starter.charon.pid and \
-         /var/run/charon.pid, each followed to its process.\n\
+         /var/run/charon.pid, each followed to its process. Only processes in the doctor's \
+         own network namespace (/proc/PID/ns/net equal to /proc/self/ns/net, by device and \
+         inode) count: on a machine running several nodes in network namespaces or \
+         containers, another node's charon is not this node's.\n\
          \n\
          IPsec wanted (ipsec_enabled and more than one node): ovs-monitor-ipsec and charon \
          must run, else a fail. Not wanted: charon (or charon-systemd) running is a fail, \
@@ -312,6 +342,11 @@ fn pid_file(host: HostRef<'_>, daemon: Daemon) -> PidFile {
 pub fn gather(ctx: &Ctx) -> Result<DaemonFacts, Finding> {
     let mode = mode(ctx)?;
     let host = ctx.host();
+    let net_ns = match host.net_ns() {
+        Ok(ns) => Some(ns),
+        Err(ProbeError::NotFound(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
     let pid_files = Daemon::ALL.iter().map(|d| pid_file(host, *d)).collect();
     let processes = host.processes_named(&SCANNED).map_err(|e| e.to_string());
     let mut installed: Vec<(String, Option<PathBuf>)> = Daemon::ALL
@@ -332,5 +367,6 @@ pub fn gather(ctx: &Ctx) -> Result<DaemonFacts, Finding> {
         pid_files,
         processes,
         installed,
+        net_ns,
     })
 }

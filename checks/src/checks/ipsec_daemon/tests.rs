@@ -4,6 +4,16 @@
 use super::*;
 use crate::finding::Status;
 
+/// The doctor's network namespace in these facts, and another node's.
+const HERE: NetNs = NetNs {
+    dev: 4,
+    ino: 4026531840,
+};
+const THERE: NetNs = NetNs {
+    dev: 4,
+    ino: 4026532301,
+};
+
 fn process(pid: i32, comm: &str, argv: &[&str], state: char) -> ProcessInfo {
     ProcessInfo {
         pid,
@@ -11,6 +21,7 @@ fn process(pid: i32, comm: &str, argv: &[&str], state: char) -> ProcessInfo {
         argv: argv.iter().map(|s| (*s).to_owned()).collect(),
         exe: None,
         state,
+        net_ns: Some(HERE),
     }
 }
 
@@ -57,6 +68,7 @@ fn facts(mode: Mode, processes: Vec<ProcessInfo>) -> DaemonFacts {
             .map(|d| (d.name().to_owned(), Some(d.programs()[0].into())))
             .chain([("ipsec".to_owned(), Some(IPSEC_COMMAND.into()))])
             .collect(),
+        net_ns: Some(HERE),
     }
 }
 
@@ -118,4 +130,62 @@ fn before_enabling_ipsec_a_missing_program_fails_and_running_is_not_judged() {
     let mut x = facts(Mode::Wanted, vec![]);
     x.processes = Err("listing /proc: EACCES".into());
     assert_eq!(judge(&x).status, Status::Error);
+}
+
+#[test]
+fn daemons_in_another_network_namespace_are_another_nodes() {
+    // Two namespace nodes on one machine, one /proc: the other node's
+    // ovs-monitor-ipsec and charon (and this node's pid files naming
+    // them) do not make this node's IPsec run...
+    let elsewhere = |mut p: ProcessInfo| {
+        p.net_ns = Some(THERE);
+        p
+    };
+    let x = facts(
+        Mode::Wanted,
+        vec![elsewhere(monitor(100)), elsewhere(charon(200, 'S'))],
+    );
+    let f = judge(&x);
+    assert_eq!(f.kind.name, "not-running", "{}", f.summary);
+    assert!(
+        f.summary.contains(
+            "ovs-monitor-ipsec is not running (pid 100 runs in another network namespace, another node's); \
+             charon is not running (pid 200 runs in another network namespace, another node's)"
+        ),
+        "{}",
+        f.summary
+    );
+    let e: IpsecDaemonEvidence = f.evidence_as().unwrap();
+    assert_eq!(e.net_ns.as_deref(), Some("net:[4026531840]"));
+    let charon_e = e
+        .daemons
+        .iter()
+        .find(|d| d.daemon == Daemon::Charon)
+        .unwrap();
+    assert_eq!(charon_e.pid_file_state, "other-net-ns");
+    assert_eq!(
+        (charon_e.running_pids.len(), &charon_e.other_net_ns_pids[..]),
+        (0, &[200][..])
+    );
+    assert!(e.series().iter().all(|s| s.value == 0.0));
+    // ...nor, with IPsec off, is its charon this node's fault.
+    let mut off = x.clone();
+    off.mode = Mode::NotWanted;
+    assert_eq!(judge(&off).status, Status::Pass);
+    // The same processes in this node's namespace pass; one whose
+    // namespace could not be read (not root) counts as this node's, and so
+    // does everything on a kernel without network namespaces.
+    assert_eq!(
+        judge(&facts(Mode::Wanted, vec![monitor(100), charon(200, 'S')])).status,
+        Status::Pass
+    );
+    let mut unknown = x.clone();
+    for p in unknown.processes.as_mut().unwrap() {
+        p.net_ns = None;
+    }
+    let f = judge(&unknown);
+    assert_eq!(f.status, Status::Pass, "{}", f.summary);
+    let mut flat = x;
+    flat.net_ns = None;
+    assert_eq!(judge(&flat).status, Status::Pass);
 }

@@ -40,23 +40,40 @@ fn subject(p: &Problem) -> String {
     }
 }
 
-fn pid_file_said(facts: &DaemonFacts, d: Daemon) -> String {
-    let Some(f) = facts.pid_files.iter().find(|f| f.daemon == d) else {
-        return String::new();
-    };
+/// Why `d` is not running here, in brackets: no pid file, or the copies
+/// running in other network namespaces (other nodes').
+fn not_running_said(facts: &DaemonFacts, a: &Analysis, d: Daemon) -> String {
+    let mut why = Vec::new();
     // A pid file naming a dead or another process has its own sentence.
-    match &f.state {
-        PidFileState::Absent => format!(" (no {})", f.path.display()),
-        _ => String::new(),
+    if let Some(f) = facts.pid_files.iter().find(|f| f.daemon == d) {
+        if f.state == PidFileState::Absent {
+            why.push(format!("no {}", f.path.display()));
+        }
+    }
+    let away = a.elsewhere.get(&d).map(Vec::as_slice).unwrap_or_default();
+    match away {
+        [] => {}
+        [one] => why.push(format!(
+            "pid {one} runs in another network namespace, another node's"
+        )),
+        _ => why.push(format!(
+            "pids {} run in other network namespaces, other nodes'",
+            pids(away)
+        )),
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", why.join("; "))
     }
 }
 
-fn said(p: &Problem, facts: &DaemonFacts) -> String {
+fn said(p: &Problem, facts: &DaemonFacts, a: &Analysis) -> String {
     match p {
         Problem::NotRunning { daemon } => format!(
             "{} is not running{}",
             daemon.name(),
-            pid_file_said(facts, *daemon)
+            not_running_said(facts, a, *daemon)
         ),
         Problem::IkeDaemonRunning { processes } => format!(
             "an IKE daemon runs although IPsec is not wanted: {}",
@@ -174,6 +191,9 @@ fn evidence(facts: &DaemonFacts, a: &Analysis) -> IpsecDaemonEvidence {
                     ("other-program", Some(p.pid), Some(p.program()))
                 }
                 Some(PidFileState::Names(p)) if !p.is_running() => ("zombie", Some(p.pid), None),
+                Some(PidFileState::Names(p)) if !facts.here(p) => {
+                    ("other-net-ns", Some(p.pid), None)
+                }
                 Some(PidFileState::Names(p)) => ("running", Some(p.pid), None),
             };
             DaemonEvidence {
@@ -183,11 +203,13 @@ fn evidence(facts: &DaemonFacts, a: &Analysis) -> IpsecDaemonEvidence {
                 pid_file_pid: pid,
                 pid_file_program: program,
                 running_pids: a.running.get(d).cloned().unwrap_or_default(),
+                other_net_ns_pids: a.elsewhere.get(d).cloned().unwrap_or_default(),
             }
         })
         .collect();
     IpsecDaemonEvidence {
         mode: facts.mode,
+        net_ns: facts.net_ns.map(|ns| ns.to_string()),
         daemons,
         charon_systemd_pids: a.charon_systemd.clone(),
         installed: facts
@@ -222,11 +244,11 @@ pub fn finding(facts: &DaemonFacts, a: &Analysis) -> Finding {
     let subjects: Vec<Subject> = a
         .problems
         .iter()
-        .map(|p| Subject::new(kind(p), subject(p), said(p, facts)))
+        .map(|p| Subject::new(kind(p), subject(p), said(p, facts, a)))
         .collect();
     let finding = match most_severe(a.problems.iter().map(kind)) {
         Some(k) => {
-            let text: Vec<String> = a.problems.iter().map(|p| said(p, facts)).collect();
+            let text: Vec<String> = a.problems.iter().map(|p| said(p, facts, a)).collect();
             let lead = match facts.mode {
                 Mode::Wanted if k == IpsecDaemonKind::NotRunning => {
                     "IPsec is wanted, but nothing negotiates it here (geneve goes out in clear or is dropped): "
