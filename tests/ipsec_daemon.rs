@@ -154,6 +154,15 @@ impl Node {
         pid
     }
 
+    /// A node running ovs-monitor-ipsec and strongSwan: (the node,
+    /// ovs-monitor-ipsec, the starter, charon).
+    fn running() -> (Node, i32, i32, i32) {
+        let mut node = Node::new();
+        let monitor = node.start_monitor();
+        let (starter, charon) = node.start_strongswan();
+        (node, monitor, starter, charon)
+    }
+
     /// strongSwan's starter, which runs charon: (starter, charon).
     fn start_strongswan(&mut self) -> (i32, i32) {
         let mut cmd = Command::new(STARTER);
@@ -222,7 +231,8 @@ fn ps_comm(pid: i32) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn daemon<'a>(doc: &'a Value, name: &str) -> &'a Value {
+/// A daemon's row in a report's ipsec.daemon evidence.
+pub fn daemon<'a>(doc: &'a Value, name: &str) -> &'a Value {
     check(doc, "ipsec.daemon")["evidence"]["daemons"]
         .as_array()
         .unwrap()
@@ -256,9 +266,7 @@ fn real_daemons_pass_and_each_one_killed_is_named_with_its_pid_file() {
         return;
     }
     let _only = CHARON_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let mut node = Node::new();
-    let monitor = node.start_monitor();
-    let (starter, charon) = node.start_strongswan();
+    let (node, monitor, starter, charon) = Node::running();
     // The oracle: ps names what runs. ovs-monitor-ipsec, a python3
     // script run through its #! line, is `ovs-monitor-ips`.
     assert_eq!(ps_comm(monitor), "ovs-monitor-ips");
@@ -401,9 +409,7 @@ fn another_nodes_daemons_in_another_network_namespace_are_not_this_nodes() {
     // Two nodes on one machine (the kernel lab's namespace nodes, or
     // containers): one /proc, a network namespace each. n1 runs IPsec's
     // daemons; n2 runs none.
-    let mut n1 = Node::new();
-    let monitor = n1.start_monitor();
-    let (starter, charon) = n1.start_strongswan();
+    let (n1, monitor, starter, charon) = Node::running();
     let n2 = Node::new();
     // The oracle: they run, in n1's namespace, not n2's.
     for pid in [monitor, starter, charon] {

@@ -11,7 +11,11 @@
 //! an SA removed behind charon's back, another algorithm and SAs toward a
 //! node that left (hand-made on top of the real ones); one node's
 //! strongSwan stopped while geneve flows (an ACQUIRE state on the others:
-//! IKE pending, both directions named); that node back without the CA in
+//! IKE pending, both directions named; `ipsec.errors` on the survivors
+//! names the drops toward it and its plaintext; on the stopped node
+//! `ipsec.daemon` finds no charon of its own, the others' being in other
+//! network namespaces, and `ipsec.policy` names its geneve as plaintext);
+//! that node back without the CA in
 //! its trust store (IKE fails: AUTH_FAILED, and pending again); IPsec
 //! turned off with charon's SAs left. The oracles: `ip -s xfrm state`,
 //! `ip xfrm policy`, `/proc/net/xfrm_stat`, charon's log, and pings.
@@ -21,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::ipsec_daemon::daemon;
 use crate::support::strongswan::{
     self, addr, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh,
 };
@@ -68,6 +73,56 @@ fn xfrm_recorded(vm: &Vm, mesh: &Mesh, n: u32, ipsec: bool) -> (i32, Value, std:
 fn xfrm(vm: &Vm, mesh: &Mesh, n: u32, ipsec: bool) -> (i32, Value) {
     let (code, c, _) = xfrm_recorded(vm, mesh, n, ipsec);
     (code, c)
+}
+
+/// What the stopped-peer scenario asks of each node: one run, one sample
+/// window for `ipsec.errors`.
+const STOPPED_CHECKS: &str = "ipsec.xfrm,ipsec.errors,ipsec.daemon,ipsec.policy";
+
+/// Node `n`'s [`STOPPED_CHECKS`] as the node, IPsec wanted (recorded and
+/// replayed), and `/proc/net/xfrm_stat` in its namespace read just before
+/// and just after the run, around the doctor's own window: the exit code,
+/// the report, and the counters the oracle saw move.
+fn judged(vm: &Vm, mesh: &Mesh, n: u32) -> (i32, Value, BTreeSet<String>) {
+    let cfg = mesh.doctor_config(vm, n, true);
+    let started = Instant::now();
+    let before = xfrm_stat(vm, &format!("n{n}"));
+    let (code, doc, _) = vm.spx_in_recorded(
+        &mesh.enter(n),
+        &[
+            "--check",
+            STOPPED_CHECKS,
+            "--config",
+            &cfg,
+            "--probe-timeout",
+            "5s",
+            // At 5 pings a second per flow, well inside it.
+            "--sample",
+            "2s",
+        ],
+    );
+    let after = xfrm_stat(vm, &format!("n{n}"));
+    note(&format!(
+        "n{n}: {} in {:.1}s (the doctor's own {} ms)",
+        STOPPED_CHECKS
+            .split(',')
+            .map(|id| check(&doc, id)["code"].as_str().unwrap_or("?").to_owned())
+            .collect::<Vec<_>>()
+            .join(", "),
+        started.elapsed().as_secs_f64(),
+        doc["duration_ms"]
+    ));
+    (code, doc, moved(&before, &after).into_keys().collect())
+}
+
+/// The counters a node's ipsec.errors saw advance.
+fn advanced(doc: &Value) -> BTreeSet<String> {
+    check(doc, "ipsec.errors")["evidence"]["advanced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["counter"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn peers_of(n: u32) -> Vec<String> {
@@ -461,37 +516,132 @@ fn xfrm_on_real_strongswan_between_three_nodes() {
         "n1 after the stop: {}",
         vm.ok("ip -n n1 xfrm state | grep -B1 -A4 'spi 0x00000000' | tr '\\n' ' '")
     ));
-    // n1 judged (n2 holds the same toward n3: the oracle above).
-    let n = 1;
-    let (code, c) = xfrm(&vm, &mesh, n, true);
-    assert_eq!(c["code"], "ipsec.xfrm/ike-pending", "n{n}: {c:#}");
-    assert_eq!(code, 1);
-    let me = addr(n);
-    assert_eq!(
+    // The charons that still run, each in its node's network namespace
+    // (`ip netns identify`, the oracle): all three nodes share the guest's
+    // /proc, so n3's doctor sees them, and must not count them as its own.
+    let charons: Vec<u32> = [1, 2].iter().map(|n| Mesh::pids(&vm, *n).1).collect();
+    for (n, pid) in [1, 2].iter().zip(&charons) {
+        assert_eq!(
+            vm.ok(&format!("ip netns identify {pid}")).trim(),
+            format!("n{n}")
+        );
+    }
+    // The survivors judged: both hold the same toward n3 (the oracle above).
+    for n in [1, 2] {
+        let (code, doc, oracle_moved) = judged(&vm, &mesh, n);
+        let c = check(&doc, "ipsec.xfrm");
+        assert_eq!(c["code"], "ipsec.xfrm/ike-pending", "n{n}: {c:#}");
+        assert_eq!(code, 1);
+        // ipsec.errors: the drops toward n3 (the larval ACQUIRE state) and
+        // n3's plaintext geneve, each counted in the doctor's window, and
+        // only what the kernel's own counters moved around it.
+        let e = check(&doc, "ipsec.errors");
+        assert_eq!(e["code"], "ipsec.errors/dropping", "n{n}: {e:#}");
+        let seen = advanced(&doc);
+        for counter in ["XfrmOutNoStates", "XfrmInTmplMismatch"] {
+            assert!(seen.contains(counter), "n{n}: {counter} in {e:#}");
+            assert!(
+                oracle_moved.contains(counter),
+                "n{n}: {counter} in {oracle_moved:?}"
+            );
+        }
+        assert!(
+            seen.is_subset(&oracle_moved),
+            "n{n}: {seen:?} vs xfrm_stat {oracle_moved:?}"
+        );
+        // ipsec.daemon: its own charon runs (no ovs-monitor-ipsec runs in the
+        // lab, so the check fails on that alone), the other survivor's is
+        // another node's.
+        let own = charons[n as usize - 1];
+        assert_eq!(daemon(&doc, "charon")["running_pids"], json!([own]), "n{n}");
+        assert_eq!(
+            daemon(&doc, "charon")["other_net_ns_pids"],
+            json!([charons[2 - n as usize]]),
+            "n{n}"
+        );
+        let d = check(&doc, "ipsec.daemon");
+        assert!(
+            !d["summary"]
+                .as_str()
+                .unwrap()
+                .contains("charon is not running"),
+            "n{n}: {d:#}"
+        );
+        note(&format!(
+        "n{n}: ipsec.errors saw {seen:?} (xfrm_stat around the run: {oracle_moved:?}); ipsec.policy {}",
+        check(&doc, "ipsec.policy")["summary"]
+    ));
+        if n == 2 {
+            continue;
+        }
+        let c = check(&doc, "ipsec.xfrm");
+        let me = addr(n);
+        assert_eq!(
         c["summary"],
         format!(
             "IPsec is wanted but IKE pending or failing toward 198.18.0.3: the kernel is waiting for keys and drops what it sends (no SA for {me}->198.18.0.3, 198.18.0.3->{me})"
         )
     );
-    assert_eq!(
-        c["evidence"]["missing_pairs"],
-        json!([format!("{me}->198.18.0.3"), format!("198.18.0.3->{me}")])
-    );
-    assert_eq!(c["evidence"]["pending_peers"], json!(["198.18.0.3"]));
-    assert_eq!(
-        c["evidence"]["sa_count"], 4,
-        "the SAs with the other survivor"
-    );
-    let fixes = strings(&c["remediation"]);
-    assert!(
-        fixes[0].starts_with("on 198.18.0.3: openvswitch-ipsec"),
-        "{fixes:#?}"
-    );
-    assert!(fixes[1].contains("/etc/ipsec.d/cacerts"), "{fixes:#?}");
-    assert!(!c["summary"].as_str().unwrap().contains("no encryption"));
-    let (code, c) = xfrm(&vm, &mesh, 3, true);
+        assert_eq!(
+            c["evidence"]["missing_pairs"],
+            json!([format!("{me}->198.18.0.3"), format!("198.18.0.3->{me}")])
+        );
+        assert_eq!(c["evidence"]["pending_peers"], json!(["198.18.0.3"]));
+        assert_eq!(
+            c["evidence"]["sa_count"], 4,
+            "the SAs with the other survivor"
+        );
+        let fixes = strings(&c["remediation"]);
+        assert!(
+            fixes[0].starts_with("on 198.18.0.3: openvswitch-ipsec"),
+            "{fixes:#?}"
+        );
+        assert!(fixes[1].contains("/etc/ipsec.d/cacerts"), "{fixes:#?}");
+        assert!(!c["summary"].as_str().unwrap().contains("no encryption"));
+    }
+    // The stopped node judged.
+    let (code, doc, oracle_moved) = judged(&vm, &mesh, 3);
+    let c = check(&doc, "ipsec.xfrm");
     assert_eq!(c["code"], "ipsec.xfrm/missing-sas", "n3: {c:#}");
     assert_eq!(code, 1);
+    // ipsec.daemon: no charon of its own (its pid file went with it); the
+    // survivors' charons run in other network namespaces.
+    let d = check(&doc, "ipsec.daemon");
+    assert_eq!(d["code"], "ipsec.daemon/not-running", "n3: {d:#}");
+    let mut others = charons.clone();
+    others.sort_unstable();
+    assert!(
+        d["summary"].as_str().unwrap().contains(&format!(
+            "charon is not running (no /var/run/charon.pid; pids {}, {} run in other network namespaces, other nodes')",
+            others[0], others[1]
+        )),
+        "n3: {d:#}"
+    );
+    assert_eq!(daemon(&doc, "charon")["running_pids"], json!([]));
+    assert_eq!(daemon(&doc, "charon")["other_net_ns_pids"], json!(others));
+    assert_eq!(daemon(&doc, "starter")["pid_file_state"], "absent");
+    vm.ok(&format!("! [ -e {}/charon.pid ]", Mesh::run_dir(3)));
+    // ipsec.policy: its policies went with its charon (the oracle above:
+    // `ip xfrm policy` holds none), so its geneve leaves in plaintext.
+    let p = check(&doc, "ipsec.policy");
+    assert_eq!(p["code"], "ipsec.policy/plaintext", "n3: {p:#}");
+    assert!(
+        p["summary"].as_str().unwrap().contains(
+            "this node holds no IPsec policy or SA for any peer (the config has 3 nodes)"
+        ),
+        "n3: {p:#}"
+    );
+    assert_eq!(p["evidence"]["geneve_policies"], 0);
+    // ipsec.errors: with no policy and no SA nothing here is counted; it
+    // names no more than the kernel's counters moved.
+    let seen = advanced(&doc);
+    assert!(
+        seen.is_subset(&oracle_moved),
+        "n3: {seen:?} vs xfrm_stat {oracle_moved:?}"
+    );
+    note(&format!(
+        "n3: ipsec.errors saw {seen:?} (xfrm_stat around the run: {oracle_moved:?})"
+    ));
     assert!(
         c["summary"]
             .as_str()
