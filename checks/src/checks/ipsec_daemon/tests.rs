@@ -1,8 +1,13 @@
 //! The judgement on recorded `/proc` facts (the real daemons are in
 //! tests/ipsec_daemon.rs), every verdict checked against the schema.
 
-use super::*;
-use crate::finding::Status;
+use super::{
+    analyse, words, Daemon, DaemonFacts, IpsecDaemonEvidence, Mode, PidFile, PidFileState,
+    IPSEC_COMMAND,
+};
+use crate::evidence::Evidence;
+use crate::facts::process::{NetNs, ProcessInfo};
+use crate::finding::{Finding, Status};
 
 /// The doctor's network namespace in these facts, and another node's.
 const HERE: NetNs = NetNs {
