@@ -17,7 +17,9 @@
 //!    toward both peers); spx2 and spx3 hold neither. spx1 counts
 //!    `XfrmOutNoStates` (its geneve to them, dropped) and
 //!    `XfrmInTmplMismatch` (theirs, in clear); on spx2 and spx3 no counter
-//!    moves, their signal is `ipsec.policy`.
+//!    moves, their signals are `ipsec.policy` and `ipsec.daemon` (no charon
+//!    of theirs runs: spx1's, which their `/proc` shows, is in another
+//!    network namespace).
 //! 2. **(b) One side lost its SAs**: spx2's and spx3's strongSwan started,
 //!    spx1's IKE toward them completes; then their charons are killed
 //!    (SIGKILL: no IKE DELETE) and their SAs and policies flushed, as a
@@ -40,6 +42,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cluster::{cluster_check, node};
+use crate::ipsec_daemon::daemon;
 use crate::support::sshd::SshFiles;
 use crate::support::strongswan::{
     self, moved, oracle_states, pings, start_pings, stop_pings, xfrm_stat, Mesh,
@@ -294,6 +297,54 @@ fn partial_enable_on_real_strongswan_over_real_sshd() {
             "{p:#}"
         );
         assert_eq!(p["evidence"]["geneve_policies"], 0);
+    }
+    // ipsec.daemon is their other signal: their local setup never started,
+    // so no charon of theirs runs and no pid file was written (the oracle:
+    // their run directories). The one charon of the lab is spx1's, which
+    // every node's /proc shows (one pid namespace) but which runs in n1
+    // (`ip netns identify`); each doctor ran in its own node's namespace
+    // (its `net_ns` is the inode of /run/netns/nN). No node of the lab runs
+    // ovs-monitor-ipsec, so spx1's fails on that alone, with its own charon
+    // counted.
+    let spx1_charon = Mesh::pids(&vm, 1).1;
+    assert_eq!(
+        vm.ok(&format!("ip netns identify {spx1_charon}")).trim(),
+        "n1"
+    );
+    let charon = |n: u32| daemon(&node(&doc, &format!("spx{n}"))["report"], "charon");
+    assert_eq!(charon(1)["running_pids"], json!([spx1_charon]));
+    assert_eq!(charon(1)["other_net_ns_pids"], json!([]));
+    for n in NODES {
+        let ino = vm.ok(&format!("stat -L -c %i /run/netns/n{n}"));
+        assert_eq!(
+            node_check(&doc, n, "ipsec.daemon")["evidence"]["net_ns"],
+            format!("net:[{}]", ino.trim()),
+            "spx{n}"
+        );
+    }
+    for n in [2, 3] {
+        let run = Mesh::run_dir(n);
+        vm.ok(&format!(
+            "! [ -e {run}/charon.pid ] && ! [ -e {run}/starter.charon.pid ]"
+        ));
+        let d = node_check(&doc, n, "ipsec.daemon");
+        assert_eq!(d["code"], "ipsec.daemon/not-running", "spx{n}: {d:#}");
+        assert_eq!(
+            d["summary"],
+            format!(
+                "IPsec is wanted, but nothing negotiates it here (geneve goes out in clear or is dropped): \
+                 ovs-monitor-ipsec is not running (no /var/run/openvswitch/ovs-monitor-ipsec.pid); \
+                 charon is not running (no /var/run/charon.pid; pid {spx1_charon} runs in another network namespace, another node's)"
+            ),
+            "spx{n}"
+        );
+        assert_eq!(charon(n)["pid_file_state"], "absent", "spx{n}");
+        assert_eq!(charon(n)["running_pids"], json!([]), "spx{n}");
+        assert_eq!(
+            charon(n)["other_net_ns_pids"],
+            json!([spx1_charon]),
+            "spx{n}"
+        );
     }
 
     // 2. (b) One side lost its SAs. spx1's strongSwan stopped (its ACQUIRE
