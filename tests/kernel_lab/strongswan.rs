@@ -624,16 +624,24 @@ fn xfrm_on_real_strongswan_between_three_nodes() {
     assert_eq!(daemon(&doc, "starter")["pid_file_state"], "absent");
     vm.ok(&format!("! [ -e {}/charon.pid ]", Mesh::run_dir(3)));
     // ipsec.policy: its policies went with its charon (the oracle above:
-    // `ip xfrm policy` holds none), so its geneve leaves in plaintext.
+    // `ip xfrm policy` holds none), so its geneve leaves in plaintext, and
+    // is taken in plaintext, with both peers (its own southbound's Encaps).
     let p = check(&doc, "ipsec.policy");
     assert_eq!(p["code"], "ipsec.policy/plaintext", "n3: {p:#}");
-    assert!(
-        p["summary"].as_str().unwrap().contains(
-            "this node holds no IPsec policy or SA for any peer (the config has 3 nodes)"
-        ),
+    assert_eq!(
+        p["summary"],
+        "IPsec is wanted but no policy demands ESP for 198.18.0.3->198.18.0.1, 198.18.0.1->198.18.0.3, 198.18.0.3->198.18.0.2, 198.18.0.2->198.18.0.3: geneve in plaintext",
         "n3: {p:#}"
     );
     assert_eq!(p["evidence"]["geneve_policies"], 0);
+    for (i, peer) in ["198.18.0.1", "198.18.0.2"].iter().enumerate() {
+        let v = &p["evidence"]["peers"][i];
+        assert_eq!(
+            (&v["peer"], &v["out"], &v["inbound"]),
+            (&json!(peer), &json!("plaintext"), &json!("plaintext")),
+            "n3: {p:#}"
+        );
+    }
     // ipsec.errors: with no policy and no SA nothing here is counted; it
     // names no more than the kernel's counters moved.
     let seen = advanced(&doc);
