@@ -437,7 +437,12 @@ fn xfrm_on_real_strongswan_between_three_nodes() {
     //    deletes its SAs and policies (its geneve now leaves in clear); the
     //    others keep their trap policies, and the next packet toward n3
     //    leaves an ACQUIRE state: IKE pending, both directions named.
+    //    Permanent neighbours on the tunnels: once n3 stops answering, a
+    //    ping toward it still leaves at five a second, not as the kernel's
+    //    ARP probes (about one a second, none between a failed resolution
+    //    and the next ping), so the doctors' 5 s window sees it under load.
     let toward3 = [(1, 3), (2, 3), (3, 1), (3, 2)];
+    mesh.static_neighbours(&vm);
     start_pings(&vm, &toward3, "0.2");
     std::thread::sleep(Duration::from_secs(1));
     let before: Vec<_> = NODES
