@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use super::{PeerView, XfrmFacts, GENEVE_PORT, OVN_ALGORITHM};
+use super::{IpsecXfrmKind, PeerView, XfrmFacts, GENEVE_PORT, OVN_ALGORITHM};
 use crate::facts::xfrm::{
     PolicyAction, PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_ESP, IPPROTO_UDP,
 };
@@ -112,6 +112,31 @@ pub enum Problem {
     },
     /// An ESP SA whose far end is no current peer.
     Stale { src: IpAddr, dst: IpAddr },
+}
+
+impl Problem {
+    pub fn kind(&self) -> IpsecXfrmKind {
+        match self {
+            Problem::Leftover { .. } => IpsecXfrmKind::LeftoverSas,
+            Problem::IkePending(_) => IpsecXfrmKind::IkePending,
+            Problem::Missing(_) | Problem::FewPeers { .. } | Problem::FewSas { .. } => {
+                IpsecXfrmKind::MissingSas
+            }
+            Problem::WrongAlgorithm { .. } => IpsecXfrmKind::WrongAlgorithm,
+            Problem::Stale { .. } => IpsecXfrmKind::StaleSas,
+        }
+    }
+
+    /// The directions of geneve (`src`, `dst`) it names as without an SA
+    /// (the evidence's `missing_pairs`): toward a peer IKE is pending with,
+    /// every one not encrypted; else those whose SA is missing not by design.
+    pub fn unserved(&self) -> Vec<(String, String)> {
+        match self {
+            Problem::IkePending(s) => s.legs(|leg| leg != Leg::Encrypted),
+            Problem::Missing(s) => s.legs(Leg::is_problem),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Everything [`analyse`] found.

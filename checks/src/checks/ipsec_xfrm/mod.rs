@@ -28,6 +28,7 @@ mod words;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -276,35 +277,36 @@ impl Check for IpsecXfrm {
     }
 
     fn explain(&self) -> &'static str {
-        "Dumps the kernel's IPsec security associations and policies over netlink \
-         (XFRM_MSG_GETSA and XFRM_MSG_GETPOLICY, the requests behind `ip xfrm state` and \
-         `ip xfrm policy`; needs CAP_NET_ADMIN, else the check skips).\n\
-         \n\
-         IPsec wanted (ipsec_enabled and more than one node): for every peer, geneve (UDP \
-         6081) in both directions must be carried by an ESP SA with `rfc4106(gcm(aes))`, or \
-         be armed: a policy demands ESP for it and IKE makes the SA on the first packet \
-         (ovs-monitor-ipsec writes `auto=route`, so an idle pair holds no SA; armed peers \
-         are named and pass). ovs-monitor-ipsec's layout is 4 SAs per peer, 4x(N-1): two \
-         connections (`-in-`, `-out-`), each a CHILD_SA of two SAs, whose `sport 6081` SAs \
-         stay idle; 2x(N-1) is the floor. An ACQUIRE (larval) state (SPI 0, no algorithm) \
-         is no SA: the kernel waits for keys toward that peer and drops what it sends, so \
-         IKE is pending or failing and the peer is named. The peers are OVN's southbound \
-         Encap IPs minus this node's ovn-encap-ip; when OVN cannot be asked, the other \
-         ends of the SAs and policies, which must reach N-1 peers. An SA to an address \
-         that is no longer a peer is a warning.\n\
-         IPsec not wanted: no ESP state at all.\n\
-         \n\
-         Why: the SA table is what actually encrypts. A node without SAs to a peer \
-         cannot reach it over the encrypted overlay (or talks to it in clear), and SAs \
-         left after turning IPsec off mean charon is still running: the control plane \
-         says one thing and the kernel does another, and nothing else shows it.\n\
-         \n\
-         Fix: IKE pending: on the peer, openvswitch-ipsec (ovs-monitor-ipsec) and charon \
-         must run, and on both ends the cluster CA must be in charon's trust store \
-         (/etc/ipsec.d/cacerts for strongSwan's starter); charon's log names the refusal. \
-         Missing SAs: `systemctl restart openvswitch-ipsec` and check UDP 500/4500 and \
-         ESP between the nodes. Leftover SAs: stop openvswitch-ipsec and charon, then \
-         `ip xfrm state flush proto esp`."
+        // What it reads and why, then the fixes the findings give, quoted.
+        static EXPLAIN: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "{}\n\n{}",
+                "Dumps the kernel's IPsec security associations and policies over netlink \
+                 (XFRM_MSG_GETSA and XFRM_MSG_GETPOLICY, the requests behind `ip xfrm state` and \
+                 `ip xfrm policy`; needs CAP_NET_ADMIN, else the check skips).\n\
+                 \n\
+                 IPsec wanted (ipsec_enabled and more than one node): for every peer, geneve (UDP \
+                 6081) in both directions must be carried by an ESP SA with `rfc4106(gcm(aes))`, or \
+                 be armed: a policy demands ESP for it and IKE makes the SA on the first packet \
+                 (ovs-monitor-ipsec writes `auto=route`, so an idle pair holds no SA; armed peers \
+                 are named and pass). ovs-monitor-ipsec's layout is 4 SAs per peer, 4x(N-1): two \
+                 connections (`-in-`, `-out-`), each a CHILD_SA of two SAs, whose `sport 6081` SAs \
+                 stay idle; 2x(N-1) is the floor. An ACQUIRE (larval) state (SPI 0, no algorithm) \
+                 is no SA: the kernel waits for keys toward that peer and drops what it sends, so \
+                 IKE is pending or failing and the peer is named. The peers are OVN's southbound \
+                 Encap IPs minus this node's ovn-encap-ip; when OVN cannot be asked, the other \
+                 ends of the SAs and policies, which must reach N-1 peers. An SA to an address \
+                 that is no longer a peer is a warning.\n\
+                 IPsec not wanted: no ESP state at all.\n\
+                 \n\
+                 Why: the SA table is what actually encrypts. A node without SAs to a peer \
+                 cannot reach it over the encrypted overlay (or talks to it in clear), and SAs \
+                 left after turning IPsec off mean charon is still running: the control plane \
+                 says one thing and the kernel does another, and nothing else shows it.",
+                words::explain_fixes()
+            )
+        });
+        &EXPLAIN
     }
 
     fn declared(&self) -> &'static Declared {

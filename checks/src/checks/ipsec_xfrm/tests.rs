@@ -5,10 +5,16 @@
 //! SA toward a node that left). The same situations are proven live in
 //! `tests/kernel_lab/strongswan.rs`.
 
-use super::*;
-use crate::facts::xfrm::{parse_dump, parse_policy_dump, PolicyDir};
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use super::{IpsecXfrm, IpsecXfrmEvidence, PeerView, SaDirection, XfrmFacts, OVN_ALGORITHM};
+use crate::check::Check;
+use crate::facts::xfrm::{
+    parse_dump, parse_policy_dump, PolicyDir, SecurityAssociation, XfrmPolicy,
+};
 use crate::facts::ProbeError;
-use crate::finding::Status;
+use crate::finding::{Finding, Status};
 
 /// One `XFRM_MSG_NEWSA` as the kernel sends it in a dump, laid out by
 /// hand from include/uapi/linux/xfrm.h (xfrm_usersa_info, 224 bytes, then
@@ -723,4 +729,24 @@ fn sas_left_when_ipsec_is_off_fail_and_so_does_a_policy_still_demanding_esp() {
     crate::snapshot::snapshot!("ipsec.xfrm", f);
     assert_eq!(f.status, Status::Pass, "{}", f.summary);
     assert_eq!(f.evidence["sa_count"], 0);
+}
+
+#[test]
+fn explain_quotes_the_fixes_the_findings_give() {
+    let explain = IpsecXfrm.explain();
+    let mut left = situation(1, "peer-stopped-n1");
+    left.ipsec_wanted = false;
+    let findings = [
+        judge(&left),
+        judge(&situation(3, "stopped-n3")),
+        judge(&situation(1, "peer-stopped-n1")),
+    ];
+    for f in findings {
+        assert!(!f.remediation.is_empty(), "{}", f.summary);
+        for step in &f.remediation {
+            // IKE pending's steps name the peers; explain, "the peers named".
+            let step = step.replace("198.18.0.3", "the peers named");
+            assert!(explain.contains(&format!("- {step}\n")), "{step}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
-//! How `ipsec.xfrm` says what [`super::analyse`] found: the summary, the
-//! per-peer subjects, the fixes and the evidence.
+//! How `ipsec.xfrm` says what [`super::analyse`] found: each problem's
+//! words, the fixes beside their kinds (written once: `explain` quotes
+//! them), the headline, the subjects and the evidence.
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -9,9 +10,104 @@ use super::{
     pending_entries, sa_entries, IpsecXfrmEvidence, IpsecXfrmKind, PeerView, XfrmFacts,
     OVN_ALGORITHM,
 };
+use crate::cluster::and_list;
 use crate::expect::ovs_sa_layout;
 use crate::finding::{Finding, Subject};
-use crate::kind::most_severe;
+use crate::kind::{most_severe, Kinds};
+
+/// IKE pending or failing toward `peers`: their IPsec daemons, the CA in
+/// charon's trust store on both ends, and charon's own account.
+fn ike_pending_fixes(peers: &str) -> [String; 3] {
+    [
+        format!("on {peers}: openvswitch-ipsec (ovs-monitor-ipsec) and the IKE daemon it starts must run: `systemctl status openvswitch-ipsec` and `ipsec statusall` (charon's pid is in /var/run/charon.pid)"),
+        format!("on {peers} and on this node: the cluster CA must be in charon's trust store, which strongSwan's starter reads from /etc/ipsec.d/cacerts only (Spinifex links it there as spinifex-ca.pem): `ls -lL /etc/ipsec.d/cacerts/`, then `ipsec rereadcacerts`"),
+        format!("on this node: `ipsec statusall` shows the IKE_SA toward {peers} and `journalctl -t charon | grep -E 'AUTH_FAILED|no trusted|retransmit'` why it does not complete; the kernel drops this node's geneve to {peers} until it does"),
+    ]
+}
+
+/// Missing SAs (and another algorithm, unless IKE is pending):
+/// ovs-monitor-ipsec writes the IKE config again and re-initiates.
+const RESTART_FIXES: [&str; 3] = [
+    "on this node: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec rewrites the IKE config and re-initiates every tunnel)",
+    "`ovs-appctl -t ovs-monitor-ipsec tunnels/show` lists the tunnels it should have; `swanctl --list-sas` (or `ipsec statusall`) shows which came up",
+    "on the peers named: run `spx doctor --check ipsec.flags,ipsec.xfrm` there too; IKE (UDP 500, 4500) and ESP (IP protocol 50) must pass between the nodes' underlay addresses",
+];
+
+/// Another algorithm than OVN's.
+fn algorithm_fix() -> String {
+    format!("OVN negotiates {OVN_ALGORITHM} (IKE aes_gcm128): SAs with other algorithms come from an IKE configuration OVN does not own (check /etc/ipsec.conf, /etc/swanctl/)")
+}
+
+/// SAs toward an address that is no current peer.
+const STALE_FIX: &str =
+    "if that node is gone for good: `systemctl restart openvswitch-ipsec` on this node drops its SAs";
+
+/// ESP state left with IPsec not wanted.
+const LEFTOVER_FIXES: [&str; 3] = [
+    "on this node: `systemctl stop openvswitch-ipsec` and stop charon (`systemctl stop strongswan-starter`, or `strongswan` where charon-systemd runs)",
+    "`ip xfrm state flush proto esp` and `ip xfrm policy flush` (removes every ESP SA and IPsec policy on this node: only when nothing else here uses IPsec)",
+    "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass: while NB_Global.ipsec or ipsec_encapsulation still read true, the IPsec daemons set the SAs up again",
+];
+
+/// The steps that fix a headline whose problems are of `kinds`, each
+/// kind's once, in this order; `peers`: those IKE is pending toward. The
+/// restart serves missing SAs, and another algorithm when no IKE is
+/// pending (with IKE pending, the peers come first); stale SAs are fixed
+/// only once nothing fails.
+fn fixes(kinds: &[IpsecXfrmKind], peers: &str) -> Vec<String> {
+    let has = |k: IpsecXfrmKind| kinds.contains(&k);
+    let mut steps: Vec<String> = Vec::new();
+    if has(IpsecXfrmKind::LeftoverSas) {
+        steps.extend(LEFTOVER_FIXES.map(String::from));
+    }
+    if has(IpsecXfrmKind::IkePending) {
+        steps.extend(ike_pending_fixes(peers));
+    }
+    if has(IpsecXfrmKind::MissingSas)
+        || (has(IpsecXfrmKind::WrongAlgorithm) && !has(IpsecXfrmKind::IkePending))
+    {
+        steps.extend(RESTART_FIXES.map(String::from));
+    }
+    if has(IpsecXfrmKind::WrongAlgorithm) {
+        steps.push(algorithm_fix());
+    }
+    if has(IpsecXfrmKind::StaleSas) && steps.is_empty() {
+        steps.push(STALE_FIX.to_owned());
+    }
+    steps
+}
+
+/// `explain`'s last paragraph: each kind's fixes, as a finding gives them
+/// (steps an earlier kind gives are named by that kind).
+pub fn explain_fixes() -> String {
+    let mut text = String::from(
+        "Fix: the steps a finding of each kind gives (one of several kinds gives each one's steps, once).",
+    );
+    let mut shown: Vec<(String, &str)> = Vec::new();
+    for kind in IpsecXfrmKind::ALL {
+        let name = kind.doc().name;
+        let steps = fixes(&[*kind], "the peers named");
+        if !steps.is_empty() {
+            text.push_str(&format!("\n{name}:"));
+        }
+        let mut before = None;
+        for step in steps {
+            match shown.iter().find(|(s, _)| *s == step) {
+                Some((_, earlier)) if before != Some(*earlier) => {
+                    text.push_str(&format!("\n- the steps of {earlier} above"));
+                    before = Some(*earlier);
+                }
+                Some(_) => {}
+                None => {
+                    text.push_str(&format!("\n- {step}"));
+                    shown.push((step, name));
+                    before = None;
+                }
+            }
+        }
+    }
+    text
+}
 
 fn arrow(a: impl std::fmt::Display, b: impl std::fmt::Display) -> String {
     format!("{a}->{b}")
@@ -25,114 +121,102 @@ fn arrows(pairs: &[(String, String)]) -> String {
         .join(", ")
 }
 
+/// The pairs, each once, in order.
+fn arrow_set(pairs: &[(IpAddr, IpAddr)]) -> Vec<String> {
+    let set: BTreeSet<String> = pairs.iter().map(|(s, d)| arrow(s, d)).collect();
+    set.into_iter().collect()
+}
+
 fn list(ips: &[IpAddr]) -> String {
     let words: Vec<String> = ips.iter().map(ToString::to_string).collect();
-    match words.as_slice() {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
+    and_list(&words)
 }
 
-/// The finding for `facts`, as `analysis` judged them.
-pub fn finding(facts: &XfrmFacts, analysis: &Analysis) -> Finding {
-    let count = analysis.count;
-    let algorithms: BTreeSet<String> = facts
-        .states
-        .iter()
-        .filter(|s| s.is_esp_sa())
-        .map(|s| s.algorithm.clone().unwrap_or_else(|| "none".into()))
-        .collect();
-    let (policy_count, policy_error) = match &facts.policies {
-        Ok(p) => (Some(p.iter().filter(|p| !p.socket).count()), None),
-        Err(e) => (None, Some(e.clone())),
-    };
-    let evidence = IpsecXfrmEvidence {
-        sa_count: count,
-        expected_min: facts.expected_min,
-        expected: if facts.ipsec_wanted {
-            ovs_sa_layout(facts.node_count)
-        } else {
-            0
-        },
-        algorithms,
-        sas: sa_entries(&facts.states, &facts.local_addresses),
-        missing_pairs: Vec::new(),
-        stale_pairs: Vec::new(),
-        pending: pending_entries(&facts.states),
-        pending_peers: Vec::new(),
-        armed_peers: Vec::new(),
-        policy_count,
-        policy_error,
-        peers: None,
-        peer_source: match &facts.peers {
-            PeerView::Unknown { why } if facts.ipsec_wanted => {
-                format!("the SAs and policies themselves (OVN not asked: {why})")
+fn uses(algorithm: &Option<String>) -> &str {
+    algorithm.as_deref().unwrap_or("no encryption")
+}
+
+impl Problem {
+    /// Its own clause of the headline; `None` for those said together
+    /// (missing SAs, another algorithm) or in a headline of their own
+    /// (stale SAs).
+    fn said(&self) -> Option<String> {
+        match self {
+            Problem::Leftover { sas, pending } => {
+                let (pairs, waiting) = (arrow_set(sas), arrow_set(pending));
+                let mut parts = Vec::new();
+                if !pairs.is_empty() {
+                    parts.push(format!(
+                        "{} ESP SAs remain although IPsec is not wanted (charon still running?): {}",
+                        sas.len(),
+                        pairs.join(", ")
+                    ));
+                }
+                if !waiting.is_empty() {
+                    parts.push(format!(
+                        "{}the kernel waits for keys for {} (ACQUIRE states: a policy still demands ESP, and what it sends is dropped)",
+                        if pairs.is_empty() {
+                            "IPsec is not wanted, yet "
+                        } else {
+                            ""
+                        },
+                        waiting.join(", ")
+                    ));
+                }
+                Some(parts.join("; "))
             }
-            PeerView::Unknown { why } => why.clone(),
-            PeerView::Known { source, .. } => source.clone(),
-        },
-    };
-    if !facts.ipsec_wanted {
-        return not_wanted(analysis, evidence);
+            Problem::IkePending(s) => Some(format!(
+                "IKE pending or failing toward {}: the kernel is waiting for keys and drops what it sends (no SA for {})",
+                s.peer,
+                arrows(&self.unserved())
+            )),
+            Problem::FewPeers { reached, nodes } => Some(format!(
+                "SAs and policies reach {reached} peers, the config has {nodes} nodes ({} peers)",
+                nodes.saturating_sub(1)
+            )),
+            Problem::FewSas {
+                count,
+                floor,
+                nodes,
+                peers,
+            } => Some(format!(
+                "{count} ESP SAs, fewer than 2x({nodes}-1) = {floor}: OVN's Encap table lists {peers} peers for the config's {nodes} nodes"
+            )),
+            Problem::Missing(_) | Problem::WrongAlgorithm { .. } | Problem::Stale { .. } => None,
+        }
     }
-    wanted(facts, analysis, evidence)
-}
 
-fn not_wanted(analysis: &Analysis, evidence: IpsecXfrmEvidence) -> Finding {
-    let Some(Problem::Leftover { sas, pending }) = analysis.problems.first() else {
-        return Finding::new(
-            IpsecXfrmKind::Ok,
-            "no ESP SAs, as expected with IPsec not wanted",
-        )
-        .evidence(&evidence);
-    };
-    let pairs: BTreeSet<String> = sas.iter().map(|(s, d)| arrow(s, d)).collect();
-    let waiting: BTreeSet<String> = pending.iter().map(|(s, d)| arrow(s, d)).collect();
-    let mut parts = Vec::new();
-    if !pairs.is_empty() {
-        parts.push(format!(
-            "{} ESP SAs remain although IPsec is not wanted (charon still running?): {}",
-            sas.len(),
-            pairs.iter().cloned().collect::<Vec<_>>().join(", ")
-        ));
+    /// Its subjects beside the peers' own.
+    fn subjects(&self) -> Vec<Subject> {
+        match self {
+            Problem::Leftover { sas, pending } => arrow_set(sas)
+                .into_iter()
+                .map(|p| Subject::new(self.kind(), p, "an ESP SA with IPsec not wanted"))
+                .chain(arrow_set(pending).into_iter().map(|p| {
+                    Subject::new(
+                        self.kind(),
+                        p,
+                        "an ACQUIRE state with IPsec not wanted: a policy still demands ESP",
+                    )
+                }))
+                .collect(),
+            Problem::WrongAlgorithm {
+                src,
+                dst,
+                algorithm,
+            } => vec![Subject::new(
+                self.kind(),
+                arrow(src, dst),
+                format!("uses {}, not {OVN_ALGORITHM}", uses(algorithm)),
+            )],
+            Problem::Stale { src, dst } => vec![Subject::new(
+                self.kind(),
+                arrow(src, dst),
+                "not a current peer's SA",
+            )],
+            _ => Vec::new(),
+        }
     }
-    if !waiting.is_empty() {
-        parts.push(format!(
-            "{}the kernel waits for keys for {} (ACQUIRE states: a policy still demands ESP, and what it sends is dropped)",
-            if pairs.is_empty() {
-                "IPsec is not wanted, yet "
-            } else {
-                ""
-            },
-            waiting.iter().cloned().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let subjects = pairs
-        .iter()
-        .map(|p| {
-            Subject::new(
-                IpsecXfrmKind::LeftoverSas,
-                p,
-                "an ESP SA with IPsec not wanted",
-            )
-        })
-        .chain(waiting.iter().map(|p| {
-            Subject::new(
-                IpsecXfrmKind::LeftoverSas,
-                p,
-                "an ACQUIRE state with IPsec not wanted: a policy still demands ESP",
-            )
-        }))
-        .collect::<Vec<_>>();
-    Finding::new(IpsecXfrmKind::LeftoverSas, parts.join("; "))
-        .fixes([
-            "on this node: `systemctl stop openvswitch-ipsec` and stop charon (`systemctl stop strongswan-starter`, or `strongswan` where charon-systemd runs)",
-            "`ip xfrm state flush proto esp` and `ip xfrm policy flush` (removes every ESP SA and IPsec policy on this node: only when nothing else here uses IPsec)",
-            "then `spx doctor --check ipsec.xfrm,ipsec.flags` must pass: while NB_Global.ipsec or ipsec_encapsulation still read true, the IPsec daemons set the SAs up again",
-        ])
-        .evidence(&evidence)
-        .subjects(subjects)
 }
 
 /// A peer's subject.
@@ -197,94 +281,24 @@ fn peer_subject(s: &PeerState, policies_read: bool) -> Subject {
     }
 }
 
-fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidence) -> Finding {
+/// What the failing headline says after "IPsec is wanted but".
+fn failing(facts: &XfrmFacts, analysis: &Analysis) -> String {
+    let problems = &analysis.problems;
+    let mut said: Vec<String> = Vec::new();
     let count = analysis.count;
-    let policies_read = facts.policies.is_ok();
-    let mut subjects: Vec<Subject> = analysis
-        .peers
-        .iter()
-        .map(|s| peer_subject(s, policies_read))
-        .collect();
-    evidence.peers = match &facts.peers {
-        PeerView::Known { peers, .. } => Some(peers.clone()),
-        PeerView::Unknown { .. } => None,
-    };
-    evidence.armed_peers = analysis
-        .peers
-        .iter()
-        .filter(|s| s.is_armed())
-        .map(|s| s.peer)
-        .collect();
-
-    let mut kinds = Vec::new();
-    let mut statements = Vec::new();
-    let mut missing: Vec<(String, String)> = Vec::new();
-    let mut pending_peers: Vec<IpAddr> = Vec::new();
-    let mut wrong: BTreeSet<String> = BTreeSet::new();
-    let mut stale: Vec<String> = Vec::new();
-    for p in &analysis.problems {
-        match p {
-            Problem::IkePending(s) => {
-                let legs = s.legs(|leg| leg != Leg::Encrypted);
-                statements.push(format!(
-                    "IKE pending or failing toward {}: the kernel is waiting for keys and drops what it sends (no SA for {})",
-                    s.peer,
-                    arrows(&legs)
-                ));
-                missing.extend(legs);
-                pending_peers.push(s.peer);
-                kinds.push(IpsecXfrmKind::IkePending);
-            }
-            Problem::Missing(s) => {
-                missing.extend(s.legs(Leg::is_problem));
-                kinds.push(IpsecXfrmKind::MissingSas);
-            }
-            Problem::FewPeers { reached, nodes } => {
-                statements.push(format!(
-                    "SAs and policies reach {reached} peers, the config has {nodes} nodes ({} peers)",
-                    nodes.saturating_sub(1)
-                ));
-                kinds.push(IpsecXfrmKind::MissingSas);
-            }
-            Problem::FewSas {
-                count,
-                floor,
-                nodes,
-                peers,
-            } => {
-                statements.push(format!(
-                    "{count} ESP SAs, fewer than 2x({nodes}-1) = {floor}: OVN's Encap table lists {peers} peers for the config's {nodes} nodes"
-                ));
-                kinds.push(IpsecXfrmKind::MissingSas);
-            }
-            Problem::WrongAlgorithm {
-                src,
-                dst,
-                algorithm,
-            } => {
-                let uses = algorithm.as_deref().unwrap_or("no encryption");
-                wrong.insert(format!("{} uses {uses}", arrow(src, dst)));
-                subjects.push(Subject::new(
-                    IpsecXfrmKind::WrongAlgorithm,
-                    arrow(src, dst),
-                    format!("uses {uses}, not {OVN_ALGORITHM}"),
-                ));
-                kinds.push(IpsecXfrmKind::WrongAlgorithm);
-            }
-            Problem::Stale { src, dst } => {
-                stale.push(arrow(src, dst));
-                subjects.push(Subject::new(
-                    IpsecXfrmKind::StaleSas,
-                    arrow(src, dst),
-                    "not a current peer's SA",
-                ));
-            }
-            Problem::Leftover { .. } => {}
-        }
+    if count < facts.expected_min
+        && problems
+            .iter()
+            .any(|p| matches!(p, Problem::IkePending(_) | Problem::Missing(_)))
+    {
+        said.push(format!(
+            "{count} ESP SAs, fewer than 2x({}-1) = {}",
+            facts.node_count, facts.expected_min
+        ));
     }
-    let missing_legs = |pick: fn(Leg) -> bool| -> Vec<(String, String)> {
-        analysis
-            .problems
+    said.extend(problems.iter().filter_map(Problem::said));
+    let missing = |pick: fn(Leg) -> bool| -> Vec<(String, String)> {
+        problems
             .iter()
             .filter_map(|p| match p {
                 Problem::Missing(s) => Some(s.legs(pick)),
@@ -293,9 +307,9 @@ fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidenc
             .flatten()
             .collect()
     };
-    let unprotected = missing_legs(|leg| leg == Leg::Missing);
+    let unprotected = missing(|leg| leg == Leg::Missing);
     if !unprotected.is_empty() {
-        statements.push(format!(
+        said.push(format!(
             "missing {}{}",
             arrows(&unprotected),
             match &facts.policies {
@@ -305,100 +319,156 @@ fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidenc
             }
         ));
     }
-    let lost = missing_legs(|leg| leg == Leg::Lost);
+    let lost = missing(|leg| leg == Leg::Lost);
     if !lost.is_empty() {
-        statements.push(format!(
+        said.push(format!(
             "missing {} (the SA is gone but the rest of its CHILD_SA is here: removed behind the IKE daemon's back, so its packets are dropped)",
             arrows(&lost)
         ));
     }
+    let wrong: BTreeSet<String> = problems
+        .iter()
+        .filter_map(|p| match p {
+            Problem::WrongAlgorithm {
+                src,
+                dst,
+                algorithm,
+            } => Some(format!("{} uses {}", arrow(src, dst), uses(algorithm))),
+            _ => None,
+        })
+        .collect();
     if !wrong.is_empty() {
-        statements.push(format!(
+        said.push(format!(
             "not {OVN_ALGORITHM}: {}",
-            wrong.iter().cloned().collect::<Vec<_>>().join(", ")
+            wrong.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
-    let failing = analysis
-        .problems
-        .iter()
-        .any(|p| matches!(p, Problem::IkePending(_) | Problem::Missing(_)));
-    if failing && count < facts.expected_min {
-        statements.insert(
-            0,
-            format!(
-                "{count} ESP SAs, fewer than 2x({}-1) = {}",
-                facts.node_count, facts.expected_min
-            ),
-        );
-    }
-    evidence.missing_pairs = missing.iter().map(|(a, b)| arrow(a, b)).collect();
-    evidence.stale_pairs = stale.clone();
-    evidence.pending_peers = pending_peers.clone();
+    said.join("; ")
+}
 
-    let armed: Vec<IpAddr> = evidence.armed_peers.clone();
-    let encrypted: Vec<IpAddr> = analysis
+/// The SA table as judged.
+fn evidence(facts: &XfrmFacts, analysis: &Analysis) -> IpsecXfrmEvidence {
+    let wanted = facts.ipsec_wanted;
+    let (policy_count, policy_error) = match &facts.policies {
+        Ok(p) => (Some(p.iter().filter(|p| !p.socket).count()), None),
+        Err(e) => (None, Some(e.clone())),
+    };
+    let problems = &analysis.problems;
+    IpsecXfrmEvidence {
+        sa_count: analysis.count,
+        expected_min: facts.expected_min,
+        expected: if wanted {
+            ovs_sa_layout(facts.node_count)
+        } else {
+            0
+        },
+        algorithms: facts
+            .states
+            .iter()
+            .filter(|s| s.is_esp_sa())
+            .map(|s| s.algorithm.clone().unwrap_or_else(|| "none".into()))
+            .collect(),
+        sas: sa_entries(&facts.states, &facts.local_addresses),
+        missing_pairs: problems
+            .iter()
+            .flat_map(Problem::unserved)
+            .map(|(a, b)| arrow(a, b))
+            .collect(),
+        stale_pairs: problems
+            .iter()
+            .filter_map(|p| match p {
+                Problem::Stale { src, dst } => Some(arrow(src, dst)),
+                _ => None,
+            })
+            .collect(),
+        pending: pending_entries(&facts.states),
+        pending_peers: problems
+            .iter()
+            .filter_map(|p| match p {
+                Problem::IkePending(s) => Some(s.peer),
+                _ => None,
+            })
+            .collect(),
+        armed_peers: analysis
+            .peers
+            .iter()
+            .filter(|s| s.is_armed())
+            .map(|s| s.peer)
+            .collect(),
+        policy_count,
+        policy_error,
+        peers: match &facts.peers {
+            PeerView::Known { peers, .. } if wanted => Some(peers.clone()),
+            _ => None,
+        },
+        peer_source: match &facts.peers {
+            PeerView::Unknown { why } if wanted => {
+                format!("the SAs and policies themselves (OVN not asked: {why})")
+            }
+            PeerView::Unknown { why } => why.clone(),
+            PeerView::Known { source, .. } => source.clone(),
+        },
+    }
+}
+
+/// The finding for `facts`, as `analysis` judged them: the most severe
+/// problem's headline, else armed or ok.
+pub fn finding(facts: &XfrmFacts, analysis: &Analysis) -> Finding {
+    let evidence = evidence(facts, analysis);
+    let count = analysis.count;
+    let policies_read = facts.policies.is_ok();
+    let subjects: Vec<Subject> = analysis
         .peers
         .iter()
-        .filter(|s| s.out == Leg::Encrypted && s.inbound == Leg::Encrypted)
-        .map(|s| s.peer)
+        .map(|s| peer_subject(s, policies_read))
+        .chain(analysis.problems.iter().flat_map(Problem::subjects))
         .collect();
-    let finding = if let Some(kind) = most_severe(kinds) {
-        let mut f = Finding::new(
-            kind,
-            format!("IPsec is wanted but {}", statements.join("; ")),
-        );
-        if !pending_peers.is_empty() {
-            let peers = list(&pending_peers);
-            f = f.fixes([
-                format!("on {peers}: openvswitch-ipsec (ovs-monitor-ipsec) and the IKE daemon it starts must run: `systemctl status openvswitch-ipsec` and `ipsec statusall` (charon's pid is in /var/run/charon.pid)"),
-                format!("on {peers} and on this node: the cluster CA must be in charon's trust store, which strongSwan's starter reads from /etc/ipsec.d/cacerts only (Spinifex links it there as spinifex-ca.pem): `ls -lL /etc/ipsec.d/cacerts/`, then `ipsec rereadcacerts`"),
-                format!("on this node: `ipsec statusall` shows the IKE_SA toward {peers} and `journalctl -t charon | grep -E 'AUTH_FAILED|no trusted|retransmit'` why it does not complete; the kernel drops this node's geneve to {peers} until it does"),
-            ]);
-        }
-        if analysis.problems.iter().any(|p| {
-            matches!(
-                p,
-                Problem::Missing(_) | Problem::FewPeers { .. } | Problem::FewSas { .. }
-            )
-        }) || (!wrong.is_empty() && pending_peers.is_empty())
-        {
-            f = f.fixes([
-                "on this node: `systemctl restart openvswitch-ipsec` (ovs-monitor-ipsec rewrites the IKE config and re-initiates every tunnel)",
-                "`ovs-appctl -t ovs-monitor-ipsec tunnels/show` lists the tunnels it should have; `swanctl --list-sas` (or `ipsec statusall`) shows which came up",
-                "on the peers named: run `spx doctor --check ipsec.flags,ipsec.xfrm` there too; IKE (UDP 500, 4500) and ESP (IP protocol 50) must pass between the nodes' underlay addresses",
-            ]);
-        }
-        if !wrong.is_empty() {
-            f = f.fix(format!(
-                "OVN negotiates {OVN_ALGORITHM} (IKE aes_gcm128): SAs with other algorithms come from an IKE configuration OVN does not own (check /etc/ipsec.conf, /etc/swanctl/)"
-            ));
-        }
-        f
-    } else if !stale.is_empty() {
-        Finding::new(
+    let kinds: Vec<IpsecXfrmKind> = analysis.problems.iter().map(Problem::kind).collect();
+    let fixes = fixes(&kinds, &list(&evidence.pending_peers));
+    let finding = match most_severe(kinds) {
+        Some(IpsecXfrmKind::LeftoverSas) => Finding::new(
+            IpsecXfrmKind::LeftoverSas,
+            analysis
+                .problems
+                .iter()
+                .filter_map(Problem::said)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Some(IpsecXfrmKind::StaleSas) => Finding::new(
             IpsecXfrmKind::StaleSas,
             format!(
                 "{count} ESP SAs cover every peer, but {} involve addresses that are not current peers (a removed node?): {}",
-                stale.len(),
-                stale.join(", ")
+                evidence.stale_pairs.len(),
+                evidence.stale_pairs.join(", ")
             ),
-        )
-        .fix("if that node is gone for good: `systemctl restart openvswitch-ipsec` on this node drops its SAs")
-    } else if !armed.is_empty() {
-        let mut summary = format!(
-            "armed: no SA yet with {} for {} geneve in at least one direction; IPsec policies demand ESP for it and IKE makes the SAs on the first packet (ovs-monitor-ipsec's auto=route)",
-            list(&armed),
-            if armed.len() == 1 { "its" } else { "their" },
-        );
-        if !encrypted.is_empty() {
-            summary.push_str(&format!(
-                "; geneve encrypted both ways with {} ({count} ESP SAs, {OVN_ALGORITHM})",
-                list(&encrypted)
-            ));
+        ),
+        Some(kind) => Finding::new(
+            kind,
+            format!("IPsec is wanted but {}", failing(facts, analysis)),
+        ),
+        None if !evidence.armed_peers.is_empty() => {
+            let armed = &evidence.armed_peers;
+            let encrypted: Vec<IpAddr> = analysis
+                .peers
+                .iter()
+                .filter(|s| s.out == Leg::Encrypted && s.inbound == Leg::Encrypted)
+                .map(|s| s.peer)
+                .collect();
+            let mut summary = format!(
+                "armed: no SA yet with {} for {} geneve in at least one direction; IPsec policies demand ESP for it and IKE makes the SAs on the first packet (ovs-monitor-ipsec's auto=route)",
+                list(armed),
+                if armed.len() == 1 { "its" } else { "their" },
+            );
+            if !encrypted.is_empty() {
+                summary.push_str(&format!(
+                    "; geneve encrypted both ways with {} ({count} ESP SAs, {OVN_ALGORITHM})",
+                    list(&encrypted)
+                ));
+            }
+            Finding::new(IpsecXfrmKind::Armed, summary)
         }
-        Finding::new(IpsecXfrmKind::Armed, summary)
-    } else {
-        Finding::new(
+        None if facts.ipsec_wanted => Finding::new(
             IpsecXfrmKind::Ok,
             format!(
                 "{count} ESP SAs ({OVN_ALGORITHM}): geneve encrypted both ways with all {} peers (ovs-monitor-ipsec's layout holds 4 per peer, 4x({}-1) = {}; at least 2x({}-1) = {} expected)",
@@ -408,7 +478,11 @@ fn wanted(facts: &XfrmFacts, analysis: &Analysis, mut evidence: IpsecXfrmEvidenc
                 facts.node_count,
                 facts.expected_min
             ),
-        )
+        ),
+        None => Finding::new(
+            IpsecXfrmKind::Ok,
+            "no ESP SAs, as expected with IPsec not wanted",
+        ),
     };
-    finding.evidence(&evidence).subjects(subjects)
+    finding.fixes(fixes).evidence(&evidence).subjects(subjects)
 }
