@@ -444,6 +444,100 @@ pub fn ipsec_wanted(facts: &ClusterFacts) -> IpsecWanted {
     }
 }
 
+/// Why an IPsec cluster check has nothing to judge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IpsecGate {
+    /// The node check whose evidence it judges was not selected.
+    NotSelected,
+    /// No node that answered wants IPsec.
+    NotWanted,
+    /// The nodes disagree on whether IPsec is wanted (in words).
+    Disagree(String),
+}
+
+/// A node whose evidence of a node check could not be judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unjudged {
+    /// It did not answer (`why`: the kind of failure).
+    NoAnswer { node: String, why: &'static str },
+    /// Its `check` carries no evidence (its summary says why).
+    Unread {
+        node: String,
+        check: &'static str,
+        summary: String,
+    },
+    /// Its report has no `check`.
+    NoCheck { node: String, check: &'static str },
+}
+
+impl Unjudged {
+    /// In one line, as a finding lists it.
+    pub fn said(&self) -> String {
+        match self {
+            Unjudged::NoAnswer { node, why } => format!("{node} did not answer ({why})"),
+            Unjudged::Unread {
+                node,
+                check,
+                summary,
+            } => format!("{node}'s {check}: {summary}"),
+            Unjudged::NoCheck { node, check } => format!("{node}'s report has no {check}"),
+        }
+    }
+}
+
+/// Every node's evidence of one node check, read back typed.
+#[derive(Clone, Debug)]
+pub struct NodesEvidence<'a, E> {
+    /// By node name, in node order.
+    pub read: Vec<(&'a str, E)>,
+    /// The nodes whose evidence could not be read, in node order.
+    pub unjudged: Vec<Unjudged>,
+}
+
+/// How the IPsec cluster checks open: node check `id` must have been
+/// selected and IPsec be wanted ([`ipsec_wanted`]); then every node's `id`
+/// evidence, read back as `E`, or why it could not be.
+pub fn ipsec_evidence<'a, E: Evidence>(
+    facts: &'a ClusterFacts,
+    id: &'static str,
+) -> Result<NodesEvidence<'a, E>, IpsecGate> {
+    if !facts.selected(id) {
+        return Err(IpsecGate::NotSelected);
+    }
+    match ipsec_wanted(facts) {
+        IpsecWanted::NotWanted => return Err(IpsecGate::NotWanted),
+        IpsecWanted::Disagree(said) => return Err(IpsecGate::Disagree(said)),
+        IpsecWanted::Wanted => {}
+    }
+    let mut out = NodesEvidence {
+        read: Vec::new(),
+        unjudged: Vec::new(),
+    };
+    for n in &facts.nodes {
+        let node = n.name.clone();
+        let why = match (n.report.as_ref(), n.check(id)) {
+            (Err(e), _) => Unjudged::NoAnswer {
+                node,
+                why: e.kind.as_str(),
+            },
+            (Ok(_), None) => Unjudged::NoCheck { node, check: id },
+            (Ok(_), Some(c)) => match c.evidence_as::<E>() {
+                Some(e) => {
+                    out.read.push((&n.name, e));
+                    continue;
+                }
+                None => Unjudged::Unread {
+                    node,
+                    check: id,
+                    summary: c.summary.clone(),
+                },
+            },
+        };
+        out.unjudged.push(why);
+    }
+    Ok(out)
+}
+
 /// What a cluster check returns when asked for outside `--cluster`.
 pub fn outside_cluster_run() -> Finding {
     Finding::skip(SkipReason::NotApplicable(

@@ -7,29 +7,7 @@ use std::net::IpAddr;
 
 use super::{ReportedSa, SaPairsKind};
 use crate::checks::ipsec_xfrm::{IpsecXfrmEvidence, SaDirection};
-use crate::cluster::{self, ClusterFacts, IpsecWanted};
-
-/// Why there is nothing to pair.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gate {
-    /// ipsec.xfrm was not selected: no node read its SA table.
-    NotSelected,
-    /// No node that answered wants IPsec.
-    NotWanted,
-    /// The nodes disagree on whether IPsec is wanted (in words).
-    Disagree(String),
-}
-
-/// A node whose SA table could not be judged.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unjudged {
-    /// It did not answer (`why`: the kind of failure).
-    NoAnswer { node: String, why: &'static str },
-    /// Its ipsec.xfrm has no SA table (its summary says why).
-    Unread { node: String, summary: String },
-    /// Its report has no ipsec.xfrm.
-    NoCheck { node: String },
-}
+use crate::cluster::{self, ClusterFacts, IpsecGate, Unjudged};
 
 /// An SA that points at no node of the cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,45 +86,22 @@ pub struct Analysis {
 }
 
 /// Judge every node's SAs against the others'.
-pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
-    if !facts.selected("ipsec.xfrm") {
-        return Err(Gate::NotSelected);
-    }
-    match cluster::ipsec_wanted(facts) {
-        IpsecWanted::NotWanted => return Err(Gate::NotWanted),
-        IpsecWanted::Disagree(said) => return Err(Gate::Disagree(said)),
-        IpsecWanted::Wanted => {}
-    }
-
+pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, IpsecGate> {
+    let read = cluster::ipsec_evidence::<IpsecXfrmEvidence>(facts, "ipsec.xfrm")?;
     let book = facts.address_book();
-    let mut out = Analysis::default();
+    let mut out = Analysis {
+        unjudged: read.unjudged,
+        ..Analysis::default()
+    };
     // Per node: the peers it is armed for (no SA yet) and those it waits
     // for keys toward (IKE pending).
     let mut armed: BTreeMap<&str, Vec<IpAddr>> = BTreeMap::new();
     let mut pending: BTreeMap<&str, Vec<IpAddr>> = BTreeMap::new();
-    for n in &facts.nodes {
-        let node = n.name.clone();
-        match n.report.as_ref() {
-            Err(e) => out.unjudged.push(Unjudged::NoAnswer {
-                node,
-                why: e.kind.as_str(),
-            }),
-            Ok(_) => match n.check("ipsec.xfrm") {
-                Some(c) => match c.evidence_as::<IpsecXfrmEvidence>() {
-                    Some(e) => {
-                        armed.insert(&n.name, e.armed_peers);
-                        pending.insert(&n.name, e.pending_peers);
-                        let list = e.sas.into_iter().map(|s| ReportedSa::of(&n.name, s));
-                        out.tables.insert(node, list.collect());
-                    }
-                    None => out.unjudged.push(Unjudged::Unread {
-                        node,
-                        summary: c.summary.clone(),
-                    }),
-                },
-                None => out.unjudged.push(Unjudged::NoCheck { node }),
-            },
-        }
+    for (node, e) in read.read {
+        armed.insert(node, e.armed_peers);
+        pending.insert(node, e.pending_peers);
+        let list = e.sas.into_iter().map(|s| ReportedSa::of(node, s));
+        out.tables.insert(node.to_owned(), list.collect());
     }
 
     let complete = facts.complete();

@@ -2,9 +2,9 @@
 //! problem's words and the fixes beside its kind, the headline, and the
 //! evidence.
 
-use super::analyse::{Analysis, Gate, Pair, PairState, Problem, Stray, Unjudged};
+use super::analyse::{Analysis, Pair, PairState, Problem, Stray};
 use super::{ReportedSa, SaPairsEvidence, SaPairsKind};
-use crate::cluster::{and_list, pair};
+use crate::cluster::{and_list, pair, IpsecGate, Unjudged};
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::{most_severe, Kinds};
 
@@ -58,16 +58,6 @@ impl Problem {
     }
 }
 
-impl Unjudged {
-    fn said(&self) -> String {
-        match self {
-            Unjudged::NoAnswer { node, why } => format!("{node} did not answer ({why})"),
-            Unjudged::Unread { node, summary } => format!("{node}'s ipsec.xfrm: {summary}"),
-            Unjudged::NoCheck { node } => format!("{node}'s report has no ipsec.xfrm"),
-        }
-    }
-}
-
 impl Stray {
     /// Its line in the evidence (`foreign` or `unattributed`).
     fn said(&self) -> String {
@@ -117,15 +107,15 @@ impl Pair {
 }
 
 /// The finding: the gate's, or the analysis's.
-pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
+pub fn finding(analysis: Result<Analysis, IpsecGate>) -> Finding {
     match analysis {
-        Err(Gate::NotSelected) => Finding::skip(SkipReason::NotApplicable(
+        Err(IpsecGate::NotSelected) => Finding::skip(SkipReason::NotApplicable(
             "ipsec.xfrm was not selected (--check/--skip), so no node's SA table was read".into(),
         )),
-        Err(Gate::NotWanted) => Finding::skip(SkipReason::NotApplicable(
+        Err(IpsecGate::NotWanted) => Finding::skip(SkipReason::NotApplicable(
             "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)".into(),
         )),
-        Err(Gate::Disagree(said)) => Finding::new(
+        Err(IpsecGate::Disagree(said)) => Finding::new(
             SaPairsKind::IpsecDisagrees,
             format!("{said}, so the SAs expected are unknown"),
         ),
