@@ -1,9 +1,14 @@
 //! The judgement of `cluster.ipsec`, pure: what every node holds for every
 //! other (its `ipsec.policy` evidence, addresses matched to nodes) in, the
 //! nodes whose local IPsec is not up while others encrypt to them or hold
-//! policies for them out.
+//! policies for them out. No words here ([`super::words`] says them).
 
 use std::collections::BTreeMap;
+
+use super::ClusterIpsecKind;
+use crate::checks::ipsec_flags::IpsecFlagsEvidence;
+use crate::checks::ipsec_policy::IpsecPolicyEvidence;
+use crate::cluster::{self, ClusterFacts, IpsecGate, Unjudged};
 
 /// What one node holds for another.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,15 +60,44 @@ pub struct Down {
     pub armed_by: Vec<String>,
 }
 
-/// What the sides show.
+/// What is wrong with one node's IPsec, beside the others'.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// Others expect IPsec with it and it holds none for them: their
+    /// geneve to it, and its to them, is dropped.
+    BlackHoled(Down),
+    /// It holds no policy or SA at all, and no other node expects IPsec
+    /// with it either: its geneve is plaintext both ways.
+    NotUp { node: String },
+}
+
+impl Problem {
+    pub fn kind(&self) -> ClusterIpsecKind {
+        match self {
+            Problem::BlackHoled(_) => ClusterIpsecKind::BlackHoled,
+            Problem::NotUp { .. } => ClusterIpsecKind::NotUp,
+        }
+    }
+
+    pub fn node(&self) -> &str {
+        match self {
+            Problem::BlackHoled(d) => &d.node,
+            Problem::NotUp { node } => node,
+        }
+    }
+}
+
+/// Every node's IPsec side by side.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Analysis {
-    /// Black-holed: nodes that hold nothing for others that expect IPsec
-    /// with them.
-    pub down: Vec<Down>,
-    /// Nodes that hold no policy or SA at all while no other expects
-    /// IPsec with them either: their geneve is plaintext both ways.
-    pub bare: Vec<String>,
+    /// `NB_Global.ipsec` as the node that read NB reported it.
+    pub nb_global_ipsec: Option<bool>,
+    /// Every node judged, by name.
+    pub sides: BTreeMap<String, NodeSide>,
+    /// The nodes whose `ipsec.policy` could not be read.
+    pub unjudged: Vec<Unjudged>,
+    /// The black-holed nodes, then those not up, each by name.
+    pub problems: Vec<Problem>,
     /// Nodes that hold IPsec for every other node that holds it for them.
     pub up: Vec<String>,
 }
@@ -71,15 +105,55 @@ pub struct Analysis {
 impl Analysis {
     /// No node holds any IPsec policy or SA.
     pub fn nowhere(&self) -> bool {
-        self.down.is_empty() && self.up.is_empty() && !self.bare.is_empty()
+        self.up.is_empty()
+            && !self.problems.is_empty()
+            && self
+                .problems
+                .iter()
+                .all(|p| matches!(p, Problem::NotUp { .. }))
     }
 }
 
-/// Judge the `sides` of the nodes that answered with their policies.
-pub fn analyse(sides: &BTreeMap<String, NodeSide>) -> Analysis {
-    let mut out = Analysis::default();
+/// Judge the nodes' reports: where IPsec is wanted, what every node that
+/// answered with its policies holds for the others.
+pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, IpsecGate> {
+    let read = cluster::ipsec_evidence::<IpsecPolicyEvidence>(facts, "ipsec.policy")?;
+    let book = facts.address_book();
+    let mut sides = BTreeMap::new();
+    for (node, e) in read.read {
+        let mut side = NodeSide {
+            geneve_policies: e.geneve_policies,
+            sa_count: e.sa_count,
+            ..NodeSide::default()
+        };
+        for p in &e.peers {
+            if let Some(owner) = book.owner(p.peer).filter(|o| *o != node) {
+                let held = side.holds.entry(owner.to_owned()).or_default();
+                held.policies += p.policies;
+                held.sas += p.sas;
+            }
+        }
+        sides.insert(node.to_owned(), side);
+    }
+    let (problems, up) = judge_sides(&sides);
+    Ok(Analysis {
+        nb_global_ipsec: facts
+            .answered()
+            .filter_map(|n| n.evidence::<IpsecFlagsEvidence>("ipsec.flags"))
+            .find_map(|e| e.nb_global_ipsec),
+        sides,
+        unjudged: read.unjudged,
+        problems,
+        up,
+    })
+}
+
+/// Each side against the others': the problems (black-holed first), and
+/// the nodes that are up.
+fn judge_sides(sides: &BTreeMap<String, NodeSide>) -> (Vec<Problem>, Vec<String>) {
+    let (mut down, mut bare, mut up) = (Vec::new(), Vec::new(), Vec::new());
     for (x, side) in sides {
-        let mut down = Down {
+        let mut d = Down {
             node: x.clone(),
             nothing: side.holds_nothing(),
             encrypted_by: Vec::new(),
@@ -91,18 +165,19 @@ pub fn analyse(sides: &BTreeMap<String, NodeSide>) -> Analysis {
             }
             let theirs = other.held_for(x);
             if theirs.sas > 0 {
-                down.encrypted_by.push(y.clone());
+                d.encrypted_by.push(y.clone());
             } else if theirs.policies > 0 {
-                down.armed_by.push(y.clone());
+                d.armed_by.push(y.clone());
             }
         }
-        if !down.encrypted_by.is_empty() || !down.armed_by.is_empty() {
-            out.down.push(down);
-        } else if down.nothing {
-            out.bare.push(x.clone());
+        if !d.encrypted_by.is_empty() || !d.armed_by.is_empty() {
+            down.push(Problem::BlackHoled(d));
+        } else if d.nothing {
+            bare.push(Problem::NotUp { node: x.clone() });
         } else {
-            out.up.push(x.clone());
+            up.push(x.clone());
         }
     }
-    out
+    down.extend(bare);
+    (down, up)
 }

@@ -23,14 +23,12 @@ mod words;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, ClusterJudge, Declared};
-use crate::checks::ipsec_flags::IpsecFlagsEvidence;
-use crate::checks::ipsec_policy::IpsecPolicyEvidence;
-use crate::cluster::{self, ClusterFacts, IpsecWanted};
+use crate::cluster::{self, ClusterFacts};
 use crate::ctx::Ctx;
 use crate::evidence::Evidence;
-use crate::finding::{Finding, SkipReason};
+use crate::finding::Finding;
 
-pub use analyse::{analyse, Analysis, Down, Held, NodeSide};
+pub use analyse::{analyse, Analysis, Down, Held, NodeSide, Problem};
 
 pub struct ClusterIpsec;
 
@@ -141,70 +139,9 @@ impl ClusterJudge for ClusterIpsec {
     }
 }
 
-/// The verdict on the nodes' reports.
+/// The verdict on the nodes' reports: `analyse` finds, `words` says.
 pub fn judge(facts: &ClusterFacts) -> Finding {
-    if !facts.selected("ipsec.policy") {
-        return Finding::skip(SkipReason::NotApplicable(
-            "ipsec.policy was not selected (--check/--skip), so no node's IPsec policies were read"
-                .into(),
-        ));
-    }
-    match cluster::ipsec_wanted(facts) {
-        IpsecWanted::NotWanted => {
-            return Finding::skip(SkipReason::NotApplicable(
-                "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
-            ))
-        }
-        IpsecWanted::Disagree(said) => {
-            return Finding::new(
-                ClusterIpsecKind::IpsecDisagrees,
-                format!("{said}, so which nodes should hold IPsec is unknown"),
-            )
-        }
-        IpsecWanted::Wanted => {}
-    }
-
-    let book = facts.address_book();
-    let mut sides = std::collections::BTreeMap::new();
-    let mut unjudged: Vec<String> = Vec::new();
-    for n in &facts.nodes {
-        let Ok(_) = n.report.as_ref() else {
-            let why = n
-                .report
-                .as_ref()
-                .err()
-                .map(|e| e.kind.as_str())
-                .unwrap_or("");
-            unjudged.push(format!("{} did not answer ({why})", n.name));
-            continue;
-        };
-        let Some(c) = n.check("ipsec.policy") else {
-            unjudged.push(format!("{}'s report has no ipsec.policy", n.name));
-            continue;
-        };
-        let Some(e) = c.evidence_as::<IpsecPolicyEvidence>() else {
-            unjudged.push(format!("{}'s ipsec.policy: {}", n.name, c.summary));
-            continue;
-        };
-        let mut side = NodeSide {
-            geneve_policies: e.geneve_policies,
-            sa_count: e.sa_count,
-            ..NodeSide::default()
-        };
-        for p in &e.peers {
-            if let Some(owner) = book.owner(p.peer).filter(|o| *o != n.name) {
-                let held = side.holds.entry(owner.to_owned()).or_default();
-                held.policies += p.policies;
-                held.sas += p.sas;
-            }
-        }
-        sides.insert(n.name.clone(), side);
-    }
-    let nb_global_ipsec = facts
-        .answered()
-        .filter_map(|n| n.evidence::<IpsecFlagsEvidence>("ipsec.flags"))
-        .find_map(|e| e.nb_global_ipsec);
-    words::finding(&sides, &analyse(&sides), nb_global_ipsec, unjudged)
+    words::finding(analyse(facts))
 }
 
 #[cfg(test)]

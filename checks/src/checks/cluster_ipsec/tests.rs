@@ -5,11 +5,11 @@
 
 use serde_json::{json, Value};
 
-use super::*;
+use super::judge;
 use crate::checks::ipsec_xfrm::tests::subjects;
 use crate::cluster::testing::{answer, config, facts, report, unreached};
-use crate::cluster::{NodeAnswer, UnreachedKind};
-use crate::finding::Status;
+use crate::cluster::{ClusterFacts, NodeAnswer, UnreachedKind};
+use crate::finding::{Finding, Status};
 
 const NODES: [&str; 3] = ["spx1", "spx2", "spx3"];
 

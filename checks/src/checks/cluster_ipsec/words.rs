@@ -1,17 +1,39 @@
-//! How `cluster.ipsec` says what [`super::analyse`] found.
+//! How `cluster.ipsec` says what [`super::analyse`] found: each problem's
+//! words and the fixes beside its kinds (written once), the headline and
+//! the evidence.
 
-use std::collections::BTreeMap;
-
-use super::analyse::{Analysis, Down, NodeSide};
+use super::analyse::{Analysis, Down, Problem};
 use super::{ClusterIpsecEvidence, ClusterIpsecKind, NodeIpsec};
-use crate::cluster::and_list;
-use crate::finding::{Finding, Subject};
+use crate::cluster::{and_list, IpsecGate, Unjudged};
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::most_severe;
+
+/// The fixes for the `nodes` named, black-holed or not up: their local
+/// setup first, or the enable rolled back to end the outage.
+fn fixes(nodes: &str) -> [String; 3] {
+    [
+        format!("on {nodes}: `spx doctor --check ipsec` (ipsec.daemon, ipsec.cert and ipsec.policy name what failed in the local setup), then `systemctl restart openvswitch-ipsec`; `ip xfrm policy` must list 4 policies per peer"),
+        "to end the outage before that: roll the enable back on every node (`spx doctor --for disable-ipsec` prints the runbook)".to_owned(),
+        "then `spx doctor --cluster --check ipsec` must pass".to_owned(),
+    ]
+}
 
 fn they(n: usize) -> &'static str {
     if n == 1 {
         "it"
     } else {
         "them"
+    }
+}
+
+/// "holds no SAs or policies" (for the others named, unless it holds none
+/// at all), as `hold` says it.
+fn holds_none(d: &Down, hold: &str) -> String {
+    if d.nothing {
+        format!("{hold} no SAs or policies")
+    } else {
+        let others: Vec<&String> = d.encrypted_by.iter().chain(&d.armed_by).collect();
+        format!("{hold} no SAs or policies for {}", and_list(&others))
     }
 }
 
@@ -43,16 +65,108 @@ fn expected_by(d: &Down, pronoun: &str) -> String {
     parts.join(" and ")
 }
 
-/// The finding for the nodes' `sides`, as `analysis` judged them.
-pub fn finding(
-    sides: &BTreeMap<String, NodeSide>,
-    analysis: &Analysis,
-    nb_global_ipsec: Option<bool>,
-    unjudged: Vec<String>,
-) -> Finding {
+impl Problem {
+    fn subject(&self) -> Subject {
+        match self {
+            Problem::BlackHoled(d) => Subject::new(
+                self.kind(),
+                d.node.clone(),
+                format!(
+                    "{} while {}: its geneve with {} is dropped both ways",
+                    holds_none(d, "holds"),
+                    expected_by(d, "it"),
+                    if d.encrypted_by.len() + d.armed_by.len() == 1 {
+                        "that node"
+                    } else {
+                        "those nodes"
+                    }
+                ),
+            ),
+            Problem::NotUp { node } => Subject::new(
+                self.kind(),
+                node.clone(),
+                "holds no IPsec policy or SA, and no node expects IPsec with it: its geneve is plaintext both ways",
+            ),
+        }
+    }
+}
+
+/// The headline's clauses: the black-holed nodes, named together when
+/// the same others expect them the same way, then those not up.
+fn statements(a: &Analysis, flag: &str) -> Vec<String> {
+    let mut groups: Vec<Vec<&Down>> = Vec::new();
+    let mut bare: Vec<&str> = Vec::new();
+    for p in &a.problems {
+        match p {
+            Problem::BlackHoled(d) => {
+                let same = |g: &&mut Vec<&Down>| {
+                    let first = g[0];
+                    (first.nothing, &first.encrypted_by, &first.armed_by)
+                        == (d.nothing, &d.encrypted_by, &d.armed_by)
+                };
+                match groups.iter_mut().find(same) {
+                    Some(g) => g.push(d),
+                    None => groups.push(vec![d]),
+                }
+            }
+            Problem::NotUp { node } => bare.push(node),
+        }
+    }
+    let mut said: Vec<String> = groups
+        .iter()
+        .map(|group| {
+            let names: Vec<&str> = group.iter().map(|d| d.node.as_str()).collect();
+            let hold = if names.len() == 1 { "holds" } else { "hold" };
+            format!(
+                "{} {} while {flag} and {}: cross-chassis guest traffic to and from {} is black-holed",
+                and_list(&names),
+                holds_none(group[0], hold),
+                expected_by(group[0], they(names.len())),
+                they(names.len())
+            )
+        })
+        .collect();
+    if a.nowhere() {
+        said.push(format!(
+            "no node holds an IPsec policy or SA while {flag}: geneve between all {} nodes is plaintext",
+            bare.len()
+        ));
+    } else if !bare.is_empty() {
+        said.push(format!(
+            "{} {} no IPsec policy or SA while {flag}, and no node expects IPsec with {}: {} geneve is plaintext",
+            and_list(&bare),
+            if bare.len() == 1 { "holds" } else { "hold" },
+            they(bare.len()),
+            if bare.len() == 1 { "its" } else { "their" }
+        ));
+    }
+    said
+}
+
+/// The finding: the gate's, or the analysis's.
+pub fn finding(analysis: Result<Analysis, IpsecGate>) -> Finding {
+    match analysis {
+        Err(IpsecGate::NotSelected) => Finding::skip(SkipReason::NotApplicable(
+            "ipsec.policy was not selected (--check/--skip), so no node's IPsec policies were read"
+                .into(),
+        )),
+        Err(IpsecGate::NotWanted) => Finding::skip(SkipReason::NotApplicable(
+            "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
+        )),
+        Err(IpsecGate::Disagree(said)) => Finding::new(
+            ClusterIpsecKind::IpsecDisagrees,
+            format!("{said}, so which nodes should hold IPsec is unknown"),
+        ),
+        Ok(a) => judged(&a),
+    }
+}
+
+fn judged(a: &Analysis) -> Finding {
+    let unjudged: Vec<String> = a.unjudged.iter().map(Unjudged::said).collect();
     let evidence = ClusterIpsecEvidence {
-        nb_global_ipsec,
-        nodes: sides
+        nb_global_ipsec: a.nb_global_ipsec,
+        nodes: a
+            .sides
             .iter()
             .map(|(node, s)| NodeIpsec {
                 node: node.clone(),
@@ -72,122 +186,42 @@ pub fn finding(
                     .collect(),
             })
             .collect(),
-        black_holed: analysis.down.iter().map(|d| d.node.clone()).collect(),
-        not_up: analysis.bare.clone(),
+        black_holed: a
+            .problems
+            .iter()
+            .filter(|p| p.kind() == ClusterIpsecKind::BlackHoled)
+            .map(|p| p.node().to_owned())
+            .collect(),
+        not_up: a
+            .problems
+            .iter()
+            .filter(|p| p.kind() == ClusterIpsecKind::NotUp)
+            .map(|p| p.node().to_owned())
+            .collect(),
         unjudged: unjudged.clone(),
     };
-    let flag = match nb_global_ipsec {
+    let subjects = a
+        .problems
+        .iter()
+        .map(Problem::subject)
+        .chain(a.up.iter().map(|n| {
+            Subject::new(
+                ClusterIpsecKind::Ok,
+                n.clone(),
+                "holds IPsec policies or SAs for every node that holds them for it",
+            )
+        }));
+    let flag = match a.nb_global_ipsec {
         Some(true) => "NB_Global ipsec=true",
         _ => "IPsec is wanted",
     };
-    let mut subjects: Vec<Subject> = Vec::new();
-    for d in &analysis.down {
-        let what = if d.nothing {
-            "holds no SAs or policies".to_owned()
-        } else {
-            let others: Vec<&String> = d.encrypted_by.iter().chain(&d.armed_by).collect();
-            format!("holds no SAs or policies for {}", and_list(&others))
-        };
-        subjects.push(Subject::new(
-            ClusterIpsecKind::BlackHoled,
-            d.node.clone(),
-            format!(
-                "{what} while {}: its geneve with {} is dropped both ways",
-                expected_by(d, "it"),
-                if d.encrypted_by.len() + d.armed_by.len() == 1 {
-                    "that node"
-                } else {
-                    "those nodes"
-                }
-            ),
-        ));
-    }
-    for n in &analysis.bare {
-        subjects.push(Subject::new(
-            ClusterIpsecKind::NotUp,
-            n.clone(),
-            "holds no IPsec policy or SA, and no node expects IPsec with it: its geneve is plaintext both ways",
-        ));
-    }
-    for n in &analysis.up {
-        subjects.push(Subject::new(
-            ClusterIpsecKind::Ok,
-            n.clone(),
-            "holds IPsec policies or SAs for every node that holds them for it",
-        ));
-    }
-
-    let mut statements: Vec<String> = Vec::new();
-    // Nodes named together when the same others expect them the same way.
-    let mut groups: Vec<(Vec<&Down>, String)> = Vec::new();
-    for d in &analysis.down {
-        let key = format!(
-            "{}|{}|{}",
-            d.nothing,
-            d.encrypted_by.join(","),
-            d.armed_by.join(",")
-        );
-        match groups.iter_mut().find(|(_, k)| *k == key) {
-            Some((g, _)) => g.push(d),
-            None => groups.push((vec![d], key)),
-        }
-    }
-    for (group, _) in &groups {
-        let names: Vec<&str> = group.iter().map(|d| d.node.as_str()).collect();
-        let first = group[0];
-        let hold = if names.len() == 1 { "holds" } else { "hold" };
-        let what = if first.nothing {
-            format!("{hold} no SAs or policies")
-        } else {
-            let others: Vec<&String> = first.encrypted_by.iter().chain(&first.armed_by).collect();
-            format!("{hold} no SAs or policies for {}", and_list(&others))
-        };
-        statements.push(format!(
-            "{} {what} while {flag} and {}: cross-chassis guest traffic to and from {} is black-holed",
-            and_list(&names),
-            expected_by(first, they(names.len())),
-            they(names.len())
-        ));
-    }
-    if analysis.nowhere() {
-        statements.push(format!(
-            "no node holds an IPsec policy or SA while {flag}: geneve between all {} nodes is plaintext",
-            analysis.bare.len()
-        ));
-    } else if !analysis.bare.is_empty() {
-        statements.push(format!(
-            "{} {} no IPsec policy or SA while {flag}, and no node expects IPsec with {}: {} geneve is plaintext",
-            and_list(&analysis.bare),
-            if analysis.bare.len() == 1 { "holds" } else { "hold" },
-            they(analysis.bare.len()),
-            if analysis.bare.len() == 1 { "its" } else { "their" }
-        ));
-    }
-
-    let named: Vec<String> = analysis
-        .down
-        .iter()
-        .map(|d| d.node.clone())
-        .chain(analysis.bare.iter().cloned())
-        .collect();
-    let finding = if !statements.is_empty() {
-        let kind = if analysis.down.is_empty() {
-            ClusterIpsecKind::NotUp
-        } else {
-            ClusterIpsecKind::BlackHoled
-        };
-        let mut summary = statements.join("; ");
+    let finding = if let Some(kind) = most_severe(a.problems.iter().map(Problem::kind)) {
+        let mut summary = statements(a, flag).join("; ");
         if !unjudged.is_empty() {
             summary.push_str(&format!("; not judged: {}", unjudged.join("; ")));
         }
-        Finding::new(kind, summary).fixes([
-            format!(
-                "on {}: `spx doctor --check ipsec` (ipsec.daemon, ipsec.cert and ipsec.policy name what failed in the local setup), then `systemctl restart openvswitch-ipsec`; `ip xfrm policy` must list 4 policies per peer",
-                and_list(&named)
-            ),
-            "to end the outage before that: roll the enable back on every node (`spx doctor --for disable-ipsec` prints the runbook)".to_owned(),
-            "then `spx doctor --cluster --check ipsec` must pass".to_owned(),
-        ])
+        let named: Vec<&str> = a.problems.iter().map(Problem::node).collect();
+        Finding::new(kind, summary).fixes(fixes(&and_list(&named)))
     } else if !unjudged.is_empty() {
         Finding::new(
             ClusterIpsecKind::NotJudged,
@@ -201,7 +235,7 @@ pub fn finding(
             ClusterIpsecKind::Ok,
             format!(
                 "every one of the {} nodes holds IPsec policies or SAs for every node that holds them for it",
-                sides.len()
+                a.sides.len()
             ),
         )
     };
