@@ -13,9 +13,13 @@ use rcgen::{
 };
 use time::OffsetDateTime;
 
-use super::*;
+use super::{
+    analyse, words, CertFacts, FileError, FileRead, IpsecCertEvidence, OvsFacts, Purpose, Role,
+    Slot, TrustStore,
+};
+use crate::evidence::Evidence;
 use crate::facts::credential::{pem, CredentialFile, PemBlock};
-use crate::finding::Status;
+use crate::finding::{Finding, Status};
 
 const NOW: i64 = 1_800_000_000;
 const DAY: i64 = 86_400;

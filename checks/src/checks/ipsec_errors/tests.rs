@@ -5,9 +5,12 @@
 //! `tests/kernel_lab/partial_enable.rs`; the seam's replay of it in
 //! `replayed_runs/ipsec.rs`.
 
-use super::*;
-use crate::facts::xfrm::parse_xfrm_stat;
-use crate::finding::Status;
+use std::time::Duration;
+
+use super::{judge, meaning, IpsecErrorsEvidence, Sample};
+use crate::evidence::Evidence;
+use crate::facts::xfrm::{parse_xfrm_stat, XfrmStat};
+use crate::finding::{Finding, Status};
 
 /// The captured file with `set` counters changed.
 pub(crate) fn stat_text(set: &[(&str, u64)]) -> String {

@@ -6,11 +6,12 @@
 //! the plaintext case are proven live in
 //! `tests/kernel_lab/partial_enable.rs`.
 
-use super::*;
+use super::{effective, judge, satisfies, IpsecPolicyEvidence, PolicyFacts};
 use crate::checks::ipsec_xfrm::tests::{ip, lab_peers, lab_policies, lab_states, subjects};
 use crate::checks::ipsec_xfrm::PeerView;
+use crate::evidence::Evidence;
 use crate::facts::xfrm::{PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_UDP};
-use crate::finding::Status;
+use crate::finding::{Finding, Status};
 
 fn facts(
     me: u8,
