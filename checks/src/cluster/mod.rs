@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::checks::mtu_path::PathMtuEvidence;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
+use crate::kind::Kinds;
 
 /// Why a node has no report. `kind` is what an operator acts on; `detail`
 /// is what ssh, sudo or the remote doctor said, verbatim (one line).
@@ -453,6 +454,26 @@ pub enum IpsecGate {
     NotWanted,
     /// The nodes disagree on whether IPsec is wanted (in words).
     Disagree(String),
+}
+
+impl IpsecGate {
+    /// A check's finding when it stops at the gate, in its own words: what
+    /// reading was not selected, why IPsec not being wanted leaves nothing
+    /// to judge, and what is unknown (`the SAs expected are unknown`) when
+    /// the nodes disagree, said as `disagrees`.
+    pub fn finding(
+        self,
+        not_selected: &str,
+        not_wanted: &str,
+        disagrees: impl Kinds,
+        unknown: &str,
+    ) -> Finding {
+        match self {
+            IpsecGate::NotSelected => Finding::skip(SkipReason::NotApplicable(not_selected.into())),
+            IpsecGate::NotWanted => Finding::skip(SkipReason::NotApplicable(not_wanted.into())),
+            IpsecGate::Disagree(said) => Finding::new(disagrees, format!("{said}, so {unknown}")),
+        }
+    }
 }
 
 /// A node whose evidence of a node check could not be judged.

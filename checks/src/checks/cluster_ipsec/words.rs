@@ -5,7 +5,7 @@
 use super::analyse::{Analysis, Down, Problem};
 use super::{ClusterIpsecEvidence, ClusterIpsecKind, NodeIpsec};
 use crate::cluster::{and_list, IpsecGate, Unjudged};
-use crate::finding::{Finding, SkipReason, Subject};
+use crate::finding::{Finding, Subject};
 use crate::kind::most_severe;
 
 /// The fixes for the `nodes` named, black-holed or not up: their local
@@ -146,16 +146,11 @@ fn statements(a: &Analysis, flag: &str) -> Vec<String> {
 /// The finding: the gate's, or the analysis's.
 pub fn finding(analysis: Result<Analysis, IpsecGate>) -> Finding {
     match analysis {
-        Err(IpsecGate::NotSelected) => Finding::skip(SkipReason::NotApplicable(
-            "ipsec.policy was not selected (--check/--skip), so no node's IPsec policies were read"
-                .into(),
-        )),
-        Err(IpsecGate::NotWanted) => Finding::skip(SkipReason::NotApplicable(
-            "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)".into(),
-        )),
-        Err(IpsecGate::Disagree(said)) => Finding::new(
+        Err(gate) => gate.finding(
+            "ipsec.policy was not selected (--check/--skip), so no node's IPsec policies were read",
+            "IPsec is not wanted on any node that answered (ipsec.policy names any policy left on each)",
             ClusterIpsecKind::IpsecDisagrees,
-            format!("{said}, so which nodes should hold IPsec is unknown"),
+            "which nodes should hold IPsec is unknown",
         ),
         Ok(a) => judged(&a),
     }
@@ -163,6 +158,10 @@ pub fn finding(analysis: Result<Analysis, IpsecGate>) -> Finding {
 
 fn judged(a: &Analysis) -> Finding {
     let unjudged: Vec<String> = a.unjudged.iter().map(Unjudged::said).collect();
+    let named = |kind: ClusterIpsecKind| -> Vec<String> {
+        let of_kind = a.problems.iter().filter(|p| p.kind() == kind);
+        of_kind.map(|p| p.node().to_owned()).collect()
+    };
     let evidence = ClusterIpsecEvidence {
         nb_global_ipsec: a.nb_global_ipsec,
         nodes: a
@@ -186,18 +185,8 @@ fn judged(a: &Analysis) -> Finding {
                     .collect(),
             })
             .collect(),
-        black_holed: a
-            .problems
-            .iter()
-            .filter(|p| p.kind() == ClusterIpsecKind::BlackHoled)
-            .map(|p| p.node().to_owned())
-            .collect(),
-        not_up: a
-            .problems
-            .iter()
-            .filter(|p| p.kind() == ClusterIpsecKind::NotUp)
-            .map(|p| p.node().to_owned())
-            .collect(),
+        black_holed: named(ClusterIpsecKind::BlackHoled),
+        not_up: named(ClusterIpsecKind::NotUp),
         unjudged: unjudged.clone(),
     };
     let subjects = a

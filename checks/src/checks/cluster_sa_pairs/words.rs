@@ -5,7 +5,7 @@
 use super::analyse::{Analysis, Pair, PairState, Problem, Stray};
 use super::{ReportedSa, SaPairsEvidence, SaPairsKind};
 use crate::cluster::{and_list, pair, IpsecGate, Unjudged};
-use crate::finding::{Finding, SkipReason, Subject};
+use crate::finding::{Finding, Subject};
 use crate::kind::{most_severe, Kinds};
 
 /// The fix for the nodes of the pairs that do not pair up.
@@ -109,15 +109,11 @@ impl Pair {
 /// The finding: the gate's, or the analysis's.
 pub fn finding(analysis: Result<Analysis, IpsecGate>) -> Finding {
     match analysis {
-        Err(IpsecGate::NotSelected) => Finding::skip(SkipReason::NotApplicable(
-            "ipsec.xfrm was not selected (--check/--skip), so no node's SA table was read".into(),
-        )),
-        Err(IpsecGate::NotWanted) => Finding::skip(SkipReason::NotApplicable(
-            "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)".into(),
-        )),
-        Err(IpsecGate::Disagree(said)) => Finding::new(
+        Err(gate) => gate.finding(
+            "ipsec.xfrm was not selected (--check/--skip), so no node's SA table was read",
+            "IPsec is not wanted on any node that answered, so there are no SAs to pair (ipsec.xfrm checks each holds none)",
             SaPairsKind::IpsecDisagrees,
-            format!("{said}, so the SAs expected are unknown"),
+            "the SAs expected are unknown",
         ),
         Ok(a) => judged(&a),
     }
