@@ -13,10 +13,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::check::{Check, ClusterJudge, Declared};
+use crate::check::{Check, Declared};
 use crate::checks::ipsec_cert::IpsecCertEvidence;
-use crate::cluster::{self, and_list, ClusterFacts, NodeAnswer};
-use crate::ctx::Ctx;
+use crate::cluster::{and_list, ClusterFacts, NodeAnswer};
 use crate::evidence::Evidence;
 use crate::finding::{Finding, Subject};
 use crate::kind::{most_severe, Kinds};
@@ -103,23 +102,11 @@ impl Check for ClusterConfigDrift {
          guests."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterConfigDrift {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// One compared setting, its key in spinifex.toml and the kind of its drift.

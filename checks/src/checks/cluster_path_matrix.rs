@@ -21,10 +21,9 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
+use crate::check::{Check, Declared};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport, PeerVerdict};
-use crate::cluster::{self, and_list, pair, ClusterFacts};
-use crate::ctx::Ctx;
+use crate::cluster::{and_list, pair, ClusterFacts};
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::kind::most_severe;
@@ -115,23 +114,11 @@ impl Check for ClusterPathMatrix {
          largest MTU every pair carries."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterPathMatrix {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// One cell of the matrix.

@@ -580,7 +580,7 @@ mod tests {
             };
             assert_eq!(c.scope(), crate::Scope::Cluster, "{}", c.id());
             assert!(c.id().starts_with("cluster."), "{}", c.id());
-            let out = judge.judge(&f);
+            let out = judge(&f);
             assert!(!out.summary.is_empty(), "{}", c.id());
             assert_eq!(
                 c.run(&ctx()).status,

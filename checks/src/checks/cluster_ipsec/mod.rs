@@ -22,11 +22,10 @@ mod words;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
+use crate::check::{Check, Declared};
 use crate::checks::ipsec_flags::IpsecFlagsEvidence;
 use crate::checks::ipsec_policy::IpsecPolicyEvidence;
 use crate::cluster::{self, ClusterFacts, IpsecWanted};
-use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 
@@ -122,23 +121,11 @@ impl Check for ClusterIpsec {
          the runbook)."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterIpsec {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// The verdict on the nodes' reports.
