@@ -22,7 +22,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checks::mtu_path::PathMtuEvidence;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 
@@ -331,37 +330,15 @@ impl ClusterFacts {
     /// addresses every answering node reported as its own. Every node of
     /// the config is in the book, selected or not.
     pub fn address_book(&self) -> AddressBook {
-        let mut owner: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+        let mut book = AddressBook::default();
         for (name, addrs) in &self.config_addresses {
             for a in addrs {
-                owner.entry(*a).or_default().insert(name.clone());
+                book.claim(*a, name);
             }
         }
         for n in self.answered() {
             for a in n.typed().map_or(&[][..], |r| &r.addresses) {
-                owner.entry(*a).or_default().insert(n.name.clone());
-            }
-        }
-        AddressBook { owner }
-    }
-
-    /// [`Self::address_book`], and the peers any answering node's mtu.path
-    /// placed by name: its config's `[nodes.NAME]` entry, or an SB `Encap`
-    /// row whose chassis is that node. How the path matrix places a probe
-    /// toward a node that did not answer (whose own addresses are unknown).
-    pub fn placement_book(&self) -> AddressBook {
-        let mut book = self.address_book();
-        for n in self.answered() {
-            let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
-                continue;
-            };
-            for p in &e.peers {
-                if let Some(name) = p.node.as_ref().filter(|m| self.config_nodes.contains(m)) {
-                    book.owner
-                        .entry(p.address)
-                        .or_default()
-                        .insert(name.clone());
-                }
+                book.claim(*a, &n.name);
             }
         }
         book
@@ -388,6 +365,11 @@ pub struct AddressBook {
 }
 
 impl AddressBook {
+    /// `node` claims `addr` (beside any other node that does).
+    pub fn claim(&mut self, addr: IpAddr, node: &str) {
+        self.owner.entry(addr).or_default().insert(node.to_owned());
+    }
+
     /// The node owning `addr`, when exactly one does.
     pub fn owner(&self, addr: IpAddr) -> Option<&str> {
         match self.owner.get(&addr) {

@@ -6,11 +6,29 @@
 
 use std::collections::BTreeMap;
 
-use super::words::outcome;
 use super::{Cell, CellVerdict, Unplaced};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
-use crate::cluster::{and_list, ClusterFacts, NodeAnswer};
+use crate::cluster::{and_list, AddressBook, ClusterFacts, NodeAnswer};
 use crate::finding::Status;
+
+/// [`ClusterFacts::address_book`], and the peers any answering node's
+/// mtu.path placed by name: its config's `[nodes.NAME]` entry, or an SB
+/// `Encap` row whose chassis is that node. How the matrix places a probe
+/// toward a node that did not answer (whose own addresses are unknown).
+fn placement_book(facts: &ClusterFacts) -> AddressBook {
+    let mut book = facts.address_book();
+    for n in facts.answered() {
+        let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
+            continue;
+        };
+        for p in &e.peers {
+            if let Some(name) = p.node.as_ref().filter(|m| facts.config_nodes.contains(m)) {
+                book.claim(p.address, name);
+            }
+        }
+    }
+    book
+}
 
 /// Why a node's own addresses are unknown to this run, when they are: it
 /// did not answer, or its report names none.
@@ -32,7 +50,7 @@ pub fn addresses_unknown(n: &NodeAnswer) -> Option<String> {
 /// says so, by address. A failure toward a node that did not answer is
 /// shown but not judged: its own side is unknown.
 pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
-    let book = facts.placement_book();
+    let book = placement_book(facts);
     let unknown: BTreeMap<&str, String> = facts
         .nodes
         .iter()
@@ -182,4 +200,23 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
         unplaced.extend(mine);
     }
     (cells, unplaced)
+}
+
+impl Unplaced {
+    /// `198.18.0.4 (ok at 9000)`.
+    pub fn shown(&self) -> String {
+        format!(
+            "{} ({})",
+            self.address,
+            outcome(self.verdict, self.path_mtu)
+        )
+    }
+}
+
+/// `ok at 9000`, `blackhole at 1500`, `unreachable`.
+pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> String {
+    match mtu {
+        Some(m) if v.measured() => format!("{} at {m}", v.as_str()),
+        _ => v.as_str().to_owned(),
+    }
 }

@@ -6,30 +6,12 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::analyse::{Analysis, CutOff, Gate, OwnLink};
-use super::{Cell, CellVerdict, PathMatrixEvidence, PathMatrixKind, Unplaced};
+use super::placement::outcome;
+use super::{Cell, PathMatrixEvidence, PathMatrixKind, Unplaced};
 use crate::cluster::{and_list, pair};
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
 use crate::spinifex;
-
-impl Unplaced {
-    /// `198.18.0.4 (ok at 9000)`.
-    pub fn shown(&self) -> String {
-        format!(
-            "{} ({})",
-            self.address,
-            outcome(self.verdict, self.path_mtu)
-        )
-    }
-}
-
-/// `ok at 9000`, `blackhole at 1500`, `unreachable`.
-pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> String {
-    match mtu {
-        Some(m) if v.measured() => format!("{} at {m}", v.as_str()),
-        _ => v.as_str().to_owned(),
-    }
-}
 
 impl Cell {
     /// `blackhole at 1500`, `ok at 9000`, `not-probed`.
