@@ -565,7 +565,7 @@ fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::testing::*;
+    use crate::cluster::testing::{answer, config, facts, report, unreached};
     use crate::finding::Status;
     use serde_json::json;
 

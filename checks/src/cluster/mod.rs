@@ -457,8 +457,9 @@ pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
 #[cfg(test)]
 pub(crate) mod testing {
     //! Recorded-shape node reports for the cluster checks' unit tests.
-    use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    use super::{ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
 
     pub fn report(version: &str, config: Value, addresses: &[&str], checks: Value) -> Value {
         json!({
@@ -515,9 +516,11 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::*;
-    use super::*;
     use serde_json::json;
+
+    use super::and_list;
+    use super::testing::{answer, config, facts, report, unreached};
+    use super::UnreachedKind;
 
     #[test]
     fn the_address_book_takes_the_config_and_the_reports() {

@@ -147,7 +147,7 @@ mod tests {
     //! it, for the corners. Real SAs over real sshd are judged in the
     //! kernel lab (tests/kernel_lab/cluster.rs).
     use super::*;
-    use crate::cluster::testing::*;
+    use crate::cluster::testing::{answer, config, facts, report};
     use crate::cluster::NodeAnswer;
     use crate::finding::Status;
     use serde_json::{json, Value};
