@@ -1,5 +1,5 @@
 //! The one trait every check implements. The list of checks is
-//! [`crate::CHECKS`]; `spx doctor list`, `explain`, the README table and the
+//! [`crate::CHECKS`]; `spx doctor list`, `explain`, the code table in docs/codes.md and the
 //! shell completions of check ids are all generated from it. A cluster
 //! check is in the same list: it answers [`Check::cluster`] with its
 //! [`ClusterJudge`] (`cluster_check!` writes both methods it needs), and
