@@ -1,8 +1,9 @@
 //! The one trait every check implements. The list of checks is
-//! [`crate::CHECKS`]; `spx doctor list`, `explain`, the README table and the
+//! [`crate::CHECKS`]; `spx doctor list`, `explain`, the code table in docs/codes.md and the
 //! shell completions of check ids are all generated from it. A cluster
 //! check is in the same list: it answers [`Check::cluster`] with its
-//! [`ClusterJudge`], and that alone makes its scope [`Scope::Cluster`].
+//! [`ClusterJudge`] (`cluster_check!` writes both methods it needs), and
+//! that alone makes its scope [`Scope::Cluster`].
 
 use serde_json::{Map, Value};
 
@@ -53,11 +54,13 @@ pub trait Check: Send + Sync {
 
     /// The judge of every node's report, for a cluster check (`cluster.*`);
     /// `None`, the default, for a check that reads this host.
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
+    fn cluster(&self) -> Option<ClusterJudge> {
         None
     }
 
     /// Gather facts and judge them. Never prints, never changes the host.
+    /// A cluster check's, from `cluster_check!`, skips: one node alone
+    /// has nothing to judge.
     fn run(&self, ctx: &Ctx) -> Finding;
 
     /// Every kind of outcome this check reports (its codes), its evidence
@@ -67,12 +70,33 @@ pub trait Check: Send + Sync {
 }
 
 /// A cluster check's judgement: every node's report, side by side
-/// (`spx doctor --cluster`). Outside a cluster run the same check's
-/// [`Check::run`] skips.
-pub trait ClusterJudge: Sync {
-    /// Judge the cluster's facts. Never prints, never reaches a node.
-    fn judge(&self, facts: &ClusterFacts) -> Finding;
+/// (`spx doctor --cluster`). Never prints, never reaches a node. Outside a
+/// cluster run the same check's [`Check::run`] skips.
+pub type ClusterJudge = fn(&ClusterFacts) -> Finding;
+
+/// The two methods that make a check a cluster check, written inside its
+/// `impl Check` in place of `run`: [`Check::cluster`] answers `$judge`, and
+/// [`Check::run`] (one node, outside `--cluster`) skips with
+/// [`crate::cluster::outside_cluster_run`].
+///
+/// ```ignore
+/// impl Check for ClusterPathMatrix {
+///     // id, title, explain, declared as in any check, then:
+///     crate::check::cluster_check!(judge);
+/// }
+/// ```
+macro_rules! cluster_check {
+    ($judge:path) => {
+        fn cluster(&self) -> Option<$crate::check::ClusterJudge> {
+            Some($judge)
+        }
+
+        fn run(&self, _ctx: &$crate::ctx::Ctx) -> $crate::finding::Finding {
+            $crate::cluster::outside_cluster_run()
+        }
+    };
 }
+pub(crate) use cluster_check;
 
 /// What a converted check declares about its results.
 pub struct Declared {

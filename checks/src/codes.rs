@@ -1,6 +1,6 @@
 //! The catalog of codes, generated from [`crate::CHECKS`]: every check's
 //! declared kinds, then the kinds common to every check. `spx-doctor list
-//! --codes`, `explain CODE`, the README's code table and the validation of
+//! --codes`, `explain CODE`, the code table in docs/codes.md and the validation of
 //! `--allow`/`--deny` (flags and the config's `[doctor]` table) read it.
 
 use crate::check::Check;

@@ -217,7 +217,7 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     for check in &plan.cluster_checks {
         let t = Instant::now();
         let f = match check.cluster() {
-            Some(judge) => judge.judge(&cluster),
+            Some(judge) => judge(&cluster),
             None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
         };
         let f = runner::police(*check, f);

@@ -14,13 +14,12 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
+use crate::check::{Check, Declared};
 use crate::checks::ovn_cluster::words::{
     encap_mismatch_fix, encap_mismatch_text, ips, missing_chassis_fix,
 };
 use crate::checks::ovn_cluster::OvnClusterEvidence;
 use crate::cluster::{self, and_list, ClusterFacts};
-use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason, Status, Subject};
 use crate::kind::most_severe;
@@ -96,23 +95,11 @@ impl Check for ClusterChassis {
          system-id and ovn-remote, then restart it."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterChassis {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// What the reports say: the SB chassis (from the node that read them)

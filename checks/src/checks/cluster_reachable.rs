@@ -12,11 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
-use crate::cluster::{
-    self, and_list, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind,
-};
-use crate::ctx::Ctx;
+use crate::check::{Check, Declared};
+use crate::cluster::{and_list, ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind};
 use crate::evidence::Evidence;
 use crate::finding::{Finding, Subject};
 
@@ -102,23 +99,11 @@ impl Check for ClusterReachable {
          for the doctor, or a verified host key."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterReachable {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 pub fn judge(facts: &ClusterFacts) -> Finding {
@@ -580,7 +565,7 @@ fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::testing::*;
+    use crate::cluster::testing::{answer, config, facts, report, unreached};
     use crate::finding::Status;
     use serde_json::json;
 

@@ -22,7 +22,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::checks::mtu_path::PathMtuEvidence;
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
 use crate::kind::Kinds;
@@ -332,37 +331,15 @@ impl ClusterFacts {
     /// addresses every answering node reported as its own. Every node of
     /// the config is in the book, selected or not.
     pub fn address_book(&self) -> AddressBook {
-        let mut owner: BTreeMap<IpAddr, BTreeSet<String>> = BTreeMap::new();
+        let mut book = AddressBook::default();
         for (name, addrs) in &self.config_addresses {
             for a in addrs {
-                owner.entry(*a).or_default().insert(name.clone());
+                book.claim(*a, name);
             }
         }
         for n in self.answered() {
             for a in n.typed().map_or(&[][..], |r| &r.addresses) {
-                owner.entry(*a).or_default().insert(n.name.clone());
-            }
-        }
-        AddressBook { owner }
-    }
-
-    /// [`Self::address_book`], and the peers any answering node's mtu.path
-    /// placed by name: its config's `[nodes.NAME]` entry, or an SB `Encap`
-    /// row whose chassis is that node. How the path matrix places a probe
-    /// toward a node that did not answer (whose own addresses are unknown).
-    pub fn placement_book(&self) -> AddressBook {
-        let mut book = self.address_book();
-        for n in self.answered() {
-            let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
-                continue;
-            };
-            for p in &e.peers {
-                if let Some(name) = p.node.as_ref().filter(|m| self.config_nodes.contains(m)) {
-                    book.owner
-                        .entry(p.address)
-                        .or_default()
-                        .insert(name.clone());
-                }
+                book.claim(*a, &n.name);
             }
         }
         book
@@ -389,6 +366,11 @@ pub struct AddressBook {
 }
 
 impl AddressBook {
+    /// `node` claims `addr` (beside any other node that does).
+    pub fn claim(&mut self, addr: IpAddr, node: &str) {
+        self.owner.entry(addr).or_default().insert(node.to_owned());
+    }
+
     /// The node owning `addr`, when exactly one does.
     pub fn owner(&self, addr: IpAddr) -> Option<&str> {
         match self.owner.get(&addr) {
@@ -590,8 +572,9 @@ pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
 #[cfg(test)]
 pub(crate) mod testing {
     //! Recorded-shape node reports for the cluster checks' unit tests.
-    use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    use super::{ClusterFacts, NodeAnswer, Unreached, UnreachedKind};
 
     pub fn report(version: &str, config: Value, addresses: &[&str], checks: Value) -> Value {
         json!({
@@ -648,9 +631,11 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::*;
-    use super::*;
     use serde_json::json;
+
+    use super::and_list;
+    use super::testing::{answer, config, facts, report, unreached};
+    use super::UnreachedKind;
 
     #[test]
     fn the_address_book_takes_the_config_and_the_reports() {
@@ -695,7 +680,7 @@ mod tests {
             };
             assert_eq!(c.scope(), crate::Scope::Cluster, "{}", c.id());
             assert!(c.id().starts_with("cluster."), "{}", c.id());
-            let out = judge.judge(&f);
+            let out = judge(&f);
             assert!(!out.summary.is_empty(), "{}", c.id());
             assert_eq!(
                 c.run(&ctx()).status,

@@ -56,40 +56,52 @@ pub fn nb_global_ipsec(
     })
 }
 
-/// Read the local Open_vSwitch row.
-pub fn ovs_row(
+/// The one `Open_vSwitch` row of the local database at `endpoint` (its
+/// `columns`), made a fact by `read`.
+pub fn local_ovs_row<T>(
     host: HostRef<'_>,
     endpoint: &Endpoint,
     budget: Budget,
-) -> Result<Answer<OvsRow>, ProbeError> {
+    columns: &[&str],
+    read: impl FnOnce(&Row) -> Result<T, ProbeError>,
+) -> Result<Answer<T>, ProbeError> {
     let mut ans = select(
         host,
         std::slice::from_ref(endpoint),
         OVS_DB,
-        &[Select::all(
-            "Open_vSwitch",
-            &["other_config", "external_ids"],
-        )],
+        &[Select::all("Open_vSwitch", columns)],
         budget,
     )?;
     let rows = ans.value.remove(0);
     let row = rows.first().ok_or_else(|| {
         ProbeError::Other(format!("{endpoint}: the Open_vSwitch table has no row"))
     })?;
-    let get = |col: &str, key: &str| {
-        datum::map_get(row, col, key).map_err(|e| bad_row(OVS_DB, "Open_vSwitch", e))
-    };
     Ok(Answer {
-        value: OvsRow {
+        value: read(row)?,
+        endpoint: ans.endpoint,
+        passed_over: ans.passed_over,
+    })
+}
+
+/// Read the local Open_vSwitch row.
+pub fn ovs_row(
+    host: HostRef<'_>,
+    endpoint: &Endpoint,
+    budget: Budget,
+) -> Result<Answer<OvsRow>, ProbeError> {
+    let columns = ["other_config", "external_ids"];
+    local_ovs_row(host, endpoint, budget, &columns, |row| {
+        let get = |col: &str, key: &str| {
+            datum::map_get(row, col, key).map_err(|e| bad_row(OVS_DB, "Open_vSwitch", e))
+        };
+        Ok(OvsRow {
             ipsec_encapsulation: get("other_config", "ipsec_encapsulation")?,
             ovn_encap_ip: get("external_ids", "ovn-encap-ip")?,
             certificate: get("other_config", "certificate")?,
             private_key: get("other_config", "private_key")?,
             ca_cert: get("other_config", "ca_cert")?,
             system_id: get("external_ids", "system-id")?,
-        },
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
+        })
     })
 }
 

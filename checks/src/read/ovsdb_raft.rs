@@ -13,7 +13,7 @@ use crate::facts::ovsdb::raft::{
 };
 use crate::facts::ovsdb::wire::Select;
 use crate::facts::ovsdb::{Answer, Budget, OVS_DB, SB_DB};
-use crate::read::ovsdb::select;
+use crate::read::ovsdb::{local_ovs_row, select};
 
 /// What one member said about the databases it serves: its `_Server`
 /// `Database` rows. Asked of that member alone (no failover: a member that
@@ -82,22 +82,8 @@ pub fn local_chassis(
     endpoint: &Endpoint,
     budget: Budget,
 ) -> Result<Answer<LocalChassis>, ProbeError> {
-    let mut ans = select(
-        host,
-        std::slice::from_ref(endpoint),
-        OVS_DB,
-        &[Select::all("Open_vSwitch", &OVS_IDENTITY_COLUMNS)],
-        budget,
-    )?;
-    let rows = ans.value.remove(0);
-    let row = rows.first().ok_or_else(|| {
-        ProbeError::Other(format!("{endpoint}: the Open_vSwitch table has no row"))
-    })?;
-    let value = raft::local_chassis(row)
-        .map_err(|e| ProbeError::parse(format!("{OVS_DB} Open_vSwitch external_ids"), e))?;
-    Ok(Answer {
-        value,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
+    local_ovs_row(host, endpoint, budget, &OVS_IDENTITY_COLUMNS, |row| {
+        raft::local_chassis(row)
+            .map_err(|e| ProbeError::parse(format!("{OVS_DB} Open_vSwitch external_ids"), e))
     })
 }

@@ -22,9 +22,8 @@ mod words;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
-use crate::cluster::{self, ClusterFacts};
-use crate::ctx::Ctx;
+use crate::check::{Check, Declared};
+use crate::cluster::ClusterFacts;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
 
@@ -120,23 +119,11 @@ impl Check for ClusterIpsec {
          the runbook)."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterIpsec {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// The verdict on the nodes' reports: `analyse` finds, `words` says.

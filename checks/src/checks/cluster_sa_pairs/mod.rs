@@ -24,10 +24,9 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, ClusterJudge, Declared};
+use crate::check::{Check, Declared};
 use crate::checks::ipsec_xfrm::{SaDirection, SaEntry};
-use crate::cluster::{self, ClusterFacts};
-use crate::ctx::Ctx;
+use crate::cluster::ClusterFacts;
 use crate::evidence::Evidence;
 use crate::finding::Finding;
 
@@ -102,23 +101,11 @@ impl Check for ClusterSaPairs {
          chassis from OVN, then restart openvswitch-ipsec on the nodes holding its SAs."
     }
 
-    fn cluster(&self) -> Option<&dyn ClusterJudge> {
-        Some(self)
-    }
-
     fn declared(&self) -> &'static Declared {
         &DECLARED
     }
 
-    fn run(&self, _ctx: &Ctx) -> Finding {
-        cluster::outside_cluster_run()
-    }
-}
-
-impl ClusterJudge for ClusterSaPairs {
-    fn judge(&self, facts: &ClusterFacts) -> Finding {
-        judge(facts)
-    }
+    crate::check::cluster_check!(judge);
 }
 
 /// One SA as a node reported it.
@@ -160,7 +147,7 @@ mod tests {
     //! it, for the corners. Real SAs over real sshd are judged in the
     //! kernel lab (tests/kernel_lab/cluster.rs).
     use super::*;
-    use crate::cluster::testing::*;
+    use crate::cluster::testing::{answer, config, facts, report};
     use crate::cluster::NodeAnswer;
     use crate::finding::Status;
     use serde_json::{json, Value};

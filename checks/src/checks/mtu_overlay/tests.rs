@@ -1,9 +1,12 @@
 //! `mtu.overlay`'s verdicts on facts built in memory, each snapshotted.
 
-use super::*;
-use crate::expect::Family;
-use crate::facts::ovsdb::{DhcpOptions, RouterPortRa};
-use crate::finding::Status;
+use super::{Device, DhcpFacts, OverlayFacts, OverlayMtuEvidence};
+use crate::endpoint::Endpoint;
+use crate::expect::{self, Family};
+use crate::facts::ovsdb::{Answer, DhcpOptions, NbGuestMtus, RouterPortRa};
+use crate::facts::ProbeError;
+use crate::finding::{Finding, Status};
+use crate::targets::peers::UnderlayFamily;
 
 /// Every verdict these tests see is also checked against the schema.
 fn judge(facts: OverlayFacts) -> Finding {

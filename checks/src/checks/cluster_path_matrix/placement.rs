@@ -1,0 +1,222 @@
+//! The matrix itself: every node's mtu.path results placed in the cells of
+//! the nodes they reached, by the config, the reports' own addresses and
+//! the nodes the reports named for their peers. Each cell says, in its
+//! detail, why it holds no measurement when it holds none; what nothing
+//! places is kept by address.
+
+use std::collections::BTreeMap;
+
+use super::{Cell, CellVerdict, Unplaced};
+use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
+use crate::cluster::{and_list, AddressBook, ClusterFacts, NodeAnswer};
+use crate::finding::Status;
+
+/// [`ClusterFacts::address_book`], and the peers any answering node's
+/// mtu.path placed by name: its config's `[nodes.NAME]` entry, or an SB
+/// `Encap` row whose chassis is that node. How the matrix places a probe
+/// toward a node that did not answer (whose own addresses are unknown).
+fn placement_book(facts: &ClusterFacts) -> AddressBook {
+    let mut book = facts.address_book();
+    for n in facts.answered() {
+        let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
+            continue;
+        };
+        for p in &e.peers {
+            if let Some(name) = p.node.as_ref().filter(|m| facts.config_nodes.contains(m)) {
+                book.claim(p.address, name);
+            }
+        }
+    }
+    book
+}
+
+/// Why a node's own addresses are unknown to this run, when they are: it
+/// did not answer, or its report names none.
+pub fn addresses_unknown(n: &NodeAnswer) -> Option<String> {
+    match (&n.report, n.typed()) {
+        (Err(e), _) => Some(format!("{} did not answer ({})", n.name, e.kind.as_str())),
+        (Ok(_), Some(r)) if !r.addresses.is_empty() => None,
+        (Ok(_), _) => Some(format!("{}'s report names no addresses", n.name)),
+    }
+}
+
+/// The matrix, and each row's results for addresses nobody is known to
+/// own. A result is placed in column `to` when the address is `to`'s by the
+/// config (`host`/`advertise`), by `to`'s own report, or by the name an
+/// answering node's mtu.path gave it (its config entry, or the SB `Encap`
+/// row of `to`'s chassis). A cell with nothing placed is "not probed" only
+/// when `to`'s addresses are known and none was probed; when they are not
+/// (it did not answer), the row's unplaced results may be it, and the cell
+/// says so, by address. A failure toward a node that did not answer is
+/// shown but not judged: its own side is unknown.
+pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
+    let book = placement_book(facts);
+    let unknown: BTreeMap<&str, String> = facts
+        .nodes
+        .iter()
+        .filter_map(|n| Some((n.name.as_str(), addresses_unknown(n)?)))
+        .collect();
+    let mut cells = Vec::new();
+    let mut unplaced = Vec::new();
+    for from in &facts.nodes {
+        let path = from.check("mtu.path");
+        let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
+        let target = evidence.as_ref().map(|e| e.target_mtu);
+        let peers = evidence.map(|e| e.peers).unwrap_or_default();
+        let status = path.map(|c| c.status);
+        let why_none = match (&from.report, path) {
+            (Err(e), _) => Some(format!(
+                "{} did not answer ({})",
+                from.name,
+                e.kind.as_str()
+            )),
+            (Ok(_), None) => Some(format!("{}'s report has no mtu.path", from.name)),
+            (Ok(_), Some(c)) if peers.is_empty() => {
+                Some(format!("{}'s mtu.path: {}", from.name, c.summary))
+            }
+            _ => None,
+        };
+        // Silence in a round the deadline cut short proves nothing (mtu.path
+        // then errors); a hop's answer or a local limit does.
+        let verdict_of = |p: &PeerReport| {
+            let v = CellVerdict::from_peer(p.verdict);
+            if status == Some(Status::Error)
+                && matches!(v, CellVerdict::BlackHole | CellVerdict::Unreachable)
+            {
+                CellVerdict::NotMeasured
+            } else {
+                v
+            }
+        };
+        // Results no one is known to own, and who they may be.
+        let mine: Vec<Unplaced> = peers
+            .iter()
+            .filter(|p| book.claimants(p.address).is_empty())
+            .map(|p| Unplaced {
+                from: from.name.clone(),
+                address: p.address,
+                // Its own outcome: silence is "unreachable" unless the
+                // deadline cut it short.
+                verdict: match CellVerdict::from_peer(p.verdict) {
+                    CellVerdict::BlackHole | CellVerdict::Unreachable if p.cut_short => {
+                        CellVerdict::NotMeasured
+                    }
+                    v => v,
+                },
+                path_mtu: p.path_mtu,
+                may_be: facts
+                    .nodes
+                    .iter()
+                    .filter(|n| n.name != from.name && unknown.contains_key(n.name.as_str()))
+                    .map(|n| n.name.clone())
+                    .collect(),
+            })
+            .collect();
+        for to in &facts.nodes {
+            if to.name == from.name {
+                continue;
+            }
+            let mut cell = Cell {
+                from: from.name.clone(),
+                to: to.name.clone(),
+                verdict: CellVerdict::NotMeasured,
+                path_mtu: None,
+                path_mtu_inexact: false,
+                target,
+                detail: why_none.clone(),
+            };
+            if why_none.is_none() {
+                let mut found: Option<&PeerReport> = None;
+                for p in &peers {
+                    if book.owner(p.address) != Some(to.name.as_str()) {
+                        continue;
+                    }
+                    let v = verdict_of(p);
+                    let mtu = p.path_mtu;
+                    if found.is_none() || v.rank() > cell.verdict.rank() {
+                        cell.verdict = v;
+                        cell.path_mtu = mtu;
+                        cell.path_mtu_inexact = p.path_mtu_inexact;
+                        cell.detail = p.detail.clone();
+                        found = Some(p);
+                    } else if v == cell.verdict {
+                        cell.path_mtu = match (cell.path_mtu, mtu) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                    if v == CellVerdict::NotMeasured {
+                        cell.detail = Some(format!(
+                            "{}'s mtu.path was cut short by the deadline",
+                            from.name
+                        ));
+                    }
+                    found = found.or(Some(p));
+                }
+                let silent = match &to.report {
+                    Err(e) => Some(e.kind.as_str()),
+                    Ok(_) => None,
+                };
+                match (found, silent) {
+                    // What was measured toward a node that did not answer
+                    // is shown, never judged: its own side is unknown.
+                    (Some(p), Some(kind)) if cell.verdict.fails() => {
+                        cell.detail = Some(format!(
+                            "{} measured {} toward {} ({}'s address), but {} did not answer ({kind}), so the path is not judged",
+                            from.name,
+                            outcome(cell.verdict, cell.path_mtu),
+                            p.address,
+                            to.name,
+                            to.name
+                        ));
+                        cell.verdict = CellVerdict::NotMeasured;
+                        cell.path_mtu = None;
+                        cell.path_mtu_inexact = false;
+                    }
+                    (Some(_), _) => {}
+                    (None, _) => match unknown.get(to.name.as_str()) {
+                        Some(why) if !mine.is_empty() => {
+                            let shown: Vec<String> = mine.iter().map(Unplaced::shown).collect();
+                            cell.verdict = CellVerdict::NotMeasured;
+                            cell.detail = Some(format!(
+                                "{why}; {} probed {}, which no config, report or SB Encap row places: it may be {}",
+                                from.name,
+                                and_list(&shown),
+                                to.name
+                            ));
+                        }
+                        _ => {
+                            cell.verdict = CellVerdict::NotProbed;
+                            cell.detail = Some(format!(
+                                "{} did not probe {} (no address of it among its peers)",
+                                from.name, to.name
+                            ));
+                        }
+                    },
+                }
+            }
+            cells.push(cell);
+        }
+        unplaced.extend(mine);
+    }
+    (cells, unplaced)
+}
+
+impl Unplaced {
+    /// `198.18.0.4 (ok at 9000)`.
+    pub fn shown(&self) -> String {
+        format!(
+            "{} ({})",
+            self.address,
+            outcome(self.verdict, self.path_mtu)
+        )
+    }
+}
+
+/// `ok at 9000`, `blackhole at 1500`, `unreachable`.
+pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> String {
+    match mtu {
+        Some(m) if v.measured() => format!("{} at {m}", v.as_str()),
+        _ => v.as_str().to_owned(),
+    }
+}

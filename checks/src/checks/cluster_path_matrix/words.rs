@@ -1,0 +1,347 @@
+//! How `cluster.path-matrix` says what [`super::analyse`] found: each cell's
+//! subject, the words and fix of a node cut off, of failing pairs and of
+//! asymmetric ones beside their kinds, the headline, and the evidence.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use super::analyse::{Analysis, CutOff, Gate, OwnLink};
+use super::placement::outcome;
+use super::{Cell, PathMatrixEvidence, PathMatrixKind, Unplaced};
+use crate::cluster::{and_list, pair};
+use crate::finding::{Finding, SkipReason, Subject};
+use crate::kind::most_severe;
+use crate::spinifex;
+
+impl Cell {
+    /// `blackhole at 1500`, `ok at 9000`, `not-probed`.
+    fn outcome(&self) -> String {
+        outcome(self.verdict, self.path_mtu)
+    }
+
+    /// Its subject: what its row's node measured, and why nothing when
+    /// nothing was.
+    fn subject(&self, kind: PathMatrixKind) -> Subject {
+        let text = match (&self.detail, self.verdict.measured()) {
+            (Some(d), false) => format!("{}: {d}", self.outcome()),
+            _ => self.outcome(),
+        };
+        Subject::new(kind, pair(&self.from, &self.to), text)
+    }
+}
+
+/// `a<->b` for pairs failing both ways, `a->b` otherwise, in matrix order,
+/// each with the first cell it stands for.
+fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
+    let mut out: Vec<(String, &Cell)> = Vec::new();
+    for c in failing {
+        let reverse = failing.iter().any(|r| r.from == c.to && r.to == c.from);
+        let name = if reverse {
+            let (a, b) = if c.from <= c.to {
+                (&c.from, &c.to)
+            } else {
+                (&c.to, &c.from)
+            };
+            format!("{a}<->{b}")
+        } else {
+            pair(&c.from, &c.to)
+        };
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, c));
+        }
+    }
+    out
+}
+
+fn names_only(pairs: &[(String, &Cell)]) -> Vec<String> {
+    pairs.iter().map(|(n, _)| n.clone()).collect()
+}
+
+impl OwnLink {
+    fn names(&self) -> Vec<&str> {
+        self.devices.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// `eth0 at 1500`, `enp1s0 at 1500 and br-vpc at 1500`.
+    fn shown(&self) -> String {
+        let each: Vec<String> = self
+            .devices
+            .iter()
+            .map(|(n, m)| format!("{n} at {m}"))
+            .collect();
+        and_list(&each)
+    }
+}
+
+impl CutOff {
+    /// `every path to and from n3 (carries 1500: n3's link or its switch
+    /// port): n0<->n3, …`; `through` are the failing cells of its paths.
+    fn said(&self, through: &[&Cell]) -> String {
+        let k = &self.node;
+        let lowest = through.iter().filter_map(|c| c.path_mtu).min();
+        let why = match (&self.own, lowest) {
+            (Some(o), Some(m)) => format!(" (carries {m}: {k}'s own link, {})", o.shown()),
+            (Some(o), None) => format!(" ({k}'s own link, {})", o.shown()),
+            (None, Some(m)) => format!(" (carries {m}: {k}'s link or its switch port)"),
+            (None, None) => String::new(),
+        };
+        format!(
+            "every path to and from {k}{why}: {}",
+            names_only(&pair_names(through)).join(", ")
+        )
+    }
+
+    /// Its own link's command when its own report knows the devices, else
+    /// its switch port.
+    fn fix(&self, target_text: &str) -> String {
+        let k = &self.node;
+        let switch = format!(
+            "configure its switch port (and every port, VLAN and router between it and the others) for {target_text}"
+        );
+        match &self.own {
+            Some(o) => format!(
+                "{k}: its own link is below {}, so every path to and from it fails: on {k}, {} (as its own mtu.path says){}",
+                o.target,
+                spinifex::set_mtus(&o.names(), o.target, ", then "),
+                if o.beyond {
+                    format!("; beyond it the path drops even less, so also {switch}")
+                } else {
+                    String::new()
+                }
+            ),
+            None => format!(
+                "{k}: every path to and from it fails: {switch}, and check {k}'s NIC and bridge (its own mtu.path names the devices)"
+            ),
+        }
+    }
+}
+
+/// The fix for failing pairs through no node cut off.
+fn too_small_fix(pairs: &[String], target_text: &str) -> String {
+    format!(
+        "configure every switch port, VLAN and router between {} for {target_text}",
+        and_list(pairs)
+    )
+}
+
+/// `n0->n1 carries 9000, n1->n0 only 1500 (too-big)`.
+fn asymmetric_said((good, bad): &(Cell, Cell)) -> String {
+    format!(
+        "{} carries {}, {} only {} ({})",
+        pair(&good.from, &good.to),
+        good.path_mtu.map_or("the target".into(), |m| m.to_string()),
+        pair(&bad.from, &bad.to),
+        bad.path_mtu.map_or("?".into(), |m| m.to_string()),
+        bad.verdict.as_str()
+    )
+}
+
+/// The fix for every asymmetric pair.
+const ASYMMETRIC_FIX: &str = "an asymmetric pair drops in one direction only what the other carries: look for a one-way limit (a node firewall rule on ICMP size, one member of a LAG, a policy route)";
+
+/// The fix that keeps the cluster at what every pair carries today.
+fn stay_fix(largest: u32) -> String {
+    format!(
+        "or stay at what every pair carries today: `underlay_mtu = {largest}` under [network] on every node (and `{}` on each node's NIC and bridge)",
+        spinifex::set_mtu("<dev>", largest)
+    )
+}
+
+/// `; probed but placed by no config, report or SB Encap row: 198.18.0.4
+/// (ok at 9000 from n0 and n1), which may be n3`: the results that may be
+/// a node this run could not see, by address; empty when there are none.
+fn unplaced_summary(unplaced: &[Unplaced]) -> String {
+    let mut by_address: BTreeMap<IpAddr, Vec<&Unplaced>> = BTreeMap::new();
+    for u in unplaced.iter().filter(|u| !u.may_be.is_empty()) {
+        by_address.entry(u.address).or_default().push(u);
+    }
+    if by_address.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = by_address
+        .iter()
+        .map(|(address, results)| {
+            let mut by_outcome: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+            let mut may_be: Vec<&str> = Vec::new();
+            for u in results {
+                by_outcome
+                    .entry(outcome(u.verdict, u.path_mtu))
+                    .or_default()
+                    .push(&u.from);
+                for m in &u.may_be {
+                    if !may_be.contains(&m.as_str()) {
+                        may_be.push(m);
+                    }
+                }
+            }
+            let seen: Vec<String> = by_outcome
+                .iter()
+                .map(|(o, from)| format!("{o} from {}", and_list(from)))
+                .collect();
+            format!(
+                "{address} ({}), which may be {}",
+                seen.join("; "),
+                may_be.join(" or ")
+            )
+        })
+        .collect();
+    format!(
+        "; probed but placed by no config, report or SB Encap row: {}",
+        parts.join(", ")
+    )
+}
+
+/// The finding: the gate's, or the matrix's.
+pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
+    let a = match analysis {
+        Err(Gate::NotSelected) => {
+            return Finding::skip(SkipReason::NotApplicable(
+                "mtu.path was not selected (--check/--skip), so no node measured its paths".into(),
+            ))
+        }
+        Ok(a) => a,
+    };
+    let failing: Vec<&Cell> = a.cells.iter().filter(|c| c.verdict.fails()).collect();
+    let unproven: Vec<&Cell> = a.cells.iter().filter(|c| !c.verdict.measured()).collect();
+    let measured = a.cells.len() - unproven.len();
+    let target_text = match a.distinct_targets.as_slice() {
+        [t] => format!("{t} bytes"),
+        _ => "their targets".to_owned(),
+    };
+    let asymmetric: Vec<String> = a.asymmetric.iter().map(asymmetric_said).collect();
+
+    let f = if measured == 0 {
+        nothing_measured(&a, &unproven)
+    } else if !failing.is_empty() {
+        let mut parts = Vec::new();
+        let mut fixes = Vec::new();
+        let mut rest: Vec<&Cell> = failing.clone();
+        for k in &a.cut_off {
+            let through: Vec<&Cell> = failing
+                .iter()
+                .copied()
+                .filter(|c| c.from == k.node || c.to == k.node)
+                .collect();
+            parts.push(k.said(&through));
+            fixes.push(k.fix(&target_text));
+            rest.retain(|c| c.from != k.node && c.to != k.node);
+        }
+        if !rest.is_empty() {
+            let described: Vec<String> = pair_names(&rest)
+                .into_iter()
+                .map(|(p, c)| format!("{p} ({})", c.outcome()))
+                .collect();
+            parts.push(described.join(", "));
+            fixes.push(too_small_fix(&names_only(&pair_names(&rest)), &target_text));
+        }
+        let mut summary = format!(
+            "{} of {} paths cannot carry {target_text}: {}",
+            failing.len(),
+            a.cells.len(),
+            parts.join("; ")
+        );
+        if !asymmetric.is_empty() {
+            summary.push_str(&format!("; asymmetric: {}", asymmetric.join("; ")));
+            fixes.push(ASYMMETRIC_FIX.to_owned());
+        }
+        if !unproven.is_empty() {
+            summary.push_str(&format!("; {} not measured", unproven.len()));
+        }
+        summary.push_str(&unplaced_summary(&a.unplaced));
+        if let Some(l) = a.largest {
+            fixes.push(stay_fix(l));
+        }
+        let kind = most_severe(a.kinds.iter().copied().filter(|k| *k != PathMatrixKind::Ok))
+            .unwrap_or(PathMatrixKind::PathTooSmall);
+        Finding::new(kind, summary).fixes(fixes)
+    } else if !unproven.is_empty() {
+        Finding::new(
+            PathMatrixKind::NotMeasured,
+            format!(
+                "{} of {} paths were not measured, so the matrix is incomplete: {}; the {measured} measured carry {target_text}{}",
+                unproven.len(),
+                a.cells.len(),
+                unmeasured_reasons(&a, &unproven),
+                unplaced_summary(&a.unplaced)
+            ),
+        )
+    } else {
+        Finding::new(
+            PathMatrixKind::Ok,
+            format!(
+                "all {} paths between the {} nodes carry {target_text}, both ways",
+                a.cells.len(),
+                a.names.len()
+            ),
+        )
+    };
+    let subjects: Vec<Subject> = a
+        .cells
+        .iter()
+        .zip(&a.kinds)
+        .map(|(c, k)| c.subject(*k))
+        .collect();
+    f.evidence(&PathMatrixEvidence {
+        target_mtu: a.targets,
+        failing: failing.iter().map(|c| pair(&c.from, &c.to)).collect(),
+        cut_off: a.cut_off.iter().map(|k| k.node.clone()).collect(),
+        asymmetric,
+        largest_common_mtu: a.largest,
+        largest_common_mtu_exact: a.largest_exact,
+        nodes: a.names,
+        matrix: a.cells,
+        unplaced: a.unplaced,
+    })
+    .subjects(subjects)
+}
+
+/// Nothing measured anywhere: why, from the first node's view.
+fn nothing_measured(a: &Analysis, unproven: &[&Cell]) -> Finding {
+    let why = unproven
+        .first()
+        .and_then(|c| c.detail.clone())
+        .unwrap_or_else(|| "fewer than two nodes were selected".into());
+    if a.cells.is_empty() {
+        Finding::skip(SkipReason::NothingToMeasure(why))
+    } else if a.every_node_skipped {
+        Finding::skip(SkipReason::NothingToMeasure(format!(
+            "no node measured a path ({why})"
+        )))
+    } else {
+        Finding::new(
+            PathMatrixKind::NotMeasured,
+            format!("no path between the nodes was measured ({why})"),
+        )
+    }
+}
+
+/// Why the cells not measured are not, each reason once with its pairs. A
+/// node whose addresses are unknown is one reason, whatever each row probed
+/// that may be it (listed once, by address, in the unplaced summary).
+fn unmeasured_reasons(a: &Analysis, unproven: &[&Cell]) -> String {
+    let mut by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in unproven {
+        let detail = c
+            .detail
+            .clone()
+            .unwrap_or_else(|| c.verdict.as_str().into());
+        let key = a
+            .unknown
+            .iter()
+            .find(|why| detail.starts_with(why.as_str()) && detail.contains(" probed "))
+            .cloned()
+            .unwrap_or(detail);
+        by_reason.entry(key).or_default().push(pair(&c.from, &c.to));
+    }
+    by_reason
+        .iter()
+        .map(|(why, pairs)| {
+            if pairs.len() > 4 {
+                format!("{why} ({} pairs)", pairs.len())
+            } else {
+                format!("{why} ({})", pairs.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
