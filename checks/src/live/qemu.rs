@@ -37,15 +37,29 @@ pub fn process_fds(pid: i32) -> Result<ProcessFds, ProbeError> {
 /// Every QEMU process visible in /proc. Processes that vanish while being
 /// read are ignored; ones that look like QEMU (by `comm`) but cannot be
 /// read are listed with the reason.
+///
+/// Every process is looked at (a QEMU is known by its argv\[0\] or its
+/// executable, and neither can be told from `comm`, which `-name
+/// ...,process=` sets), so the walk is kept lean: the pids from one read of
+/// /proc, each command line read into one reused buffer (open, read to
+/// end, close: no `stat` for a size /proc does not report), and the
+/// executable link read only when argv\[0\] does not already say QEMU.
 pub fn discover() -> Result<Discovery, ProbeError> {
-    let procs = procfs::process::all_processes()
-        .map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
+    let procs =
+        std::fs::read_dir("/proc").map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
     let mut out = Discovery::default();
-    for proc in procs.flatten() {
-        let pid = proc.pid();
+    let mut cmdline = Vec::with_capacity(4096);
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
         let dir = Path::new("/proc").join(pid.to_string());
-        let argv = match std::fs::read(dir.join("cmdline")) {
-            Ok(bytes) => split_cmdline(&bytes),
+        match read_into(&dir.join("cmdline"), &mut cmdline) {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
                 if comm_is_qemu(&dir) {
@@ -56,11 +70,19 @@ pub fn discover() -> Result<Discovery, ProbeError> {
                 }
                 continue;
             }
+        }
+        // Kernel threads and zombies have no argv. argv[0] is all that is
+        // judged here; the whole argv is split only for a QEMU.
+        let words = cmdline.strip_suffix(b"\0").unwrap_or(&cmdline);
+        let Some(argv0) = words
+            .split(|&b| b == 0)
+            .next()
+            .filter(|_| !words.is_empty())
+        else {
+            continue;
         };
-        // Kernel threads and zombies have no argv.
-        let Some(argv0) = argv.first() else { continue };
-        let qemu = is_qemu_program(argv0)
-            || match proc.exe() {
+        let qemu = is_qemu_program(&String::from_utf8_lossy(argv0))
+            || match std::fs::read_link(dir.join("exe")) {
                 Ok(exe) => is_qemu_program(&exe.to_string_lossy()),
                 // Not ours to read (another user's process when unprivileged):
                 // fall back on the command name, which anyone can read.
@@ -69,12 +91,24 @@ pub fn discover() -> Result<Discovery, ProbeError> {
         if qemu {
             out.found.push(QemuProcess {
                 pid,
-                argv: redact_secrets(argv),
+                argv: redact_secrets(split_cmdline(&cmdline)),
             });
         }
     }
     out.found.sort_by_key(|p| p.pid);
     Ok(out)
+}
+
+/// The whole of `path` into `buf` (cleared first), read to its end
+/// without asking its size: a /proc file's is 0.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    let file = std::fs::File::open(path)?;
+    // `Take` reads to the end without File's size hint (an fstat and an
+    // lseek per file).
+    file.take(u64::MAX).read_to_end(buf)?;
+    Ok(())
 }
 
 fn comm_is_qemu(dir: &Path) -> bool {
@@ -149,6 +183,105 @@ mod tests {
         // What the checks judge still parses.
         let cl = crate::facts::qemu::QemuCommandLine::parse(&out).unwrap();
         assert_eq!(cl.drive("vol").and_then(|d| d.get("cache")), Some("none"));
+    }
+
+    /// Child processes killed and reaped when the test ends, however.
+    struct Reaped(Vec<std::process::Child>);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    fn sleeper(program: &Path, argv0: &str) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        // A copy just written may still be open for writing in a child
+        // another test thread is forking: ETXTBSY, briefly.
+        for _ in 0..50 {
+            match std::process::Command::new(program)
+                .arg0(argv0)
+                .args(["--", "60"])
+                .spawn()
+            {
+                Ok(child) => return child,
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Err(e) => panic!("{}: {e}", program.display()),
+            }
+        }
+        panic!("{} stayed busy", program.display())
+    }
+
+    #[test]
+    fn qemu_is_known_by_its_executable_or_its_argv0() {
+        let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.exists())
+            .expect("coreutils sleep");
+        let dir = tempfile::tempdir().unwrap();
+        let renamed = dir.path().join("qemu-system-spxtest");
+        std::fs::copy(sleep, &renamed).unwrap();
+        let mut children = Reaped(Vec::new());
+        // A QEMU executable run under another argv[0] (as a launcher may).
+        children.0.push(sleeper(&renamed, "guest-runner"));
+        // Another program run as argv[0] qemu-system-*.
+        children.0.push(sleeper(sleep, "qemu-system-x86_64"));
+        // Neither.
+        children.0.push(sleeper(sleep, "sleep"));
+        let pids: Vec<i32> = children.0.iter().map(|c| c.id() as i32).collect();
+        // Wait until each has exec'd (argv[0] no longer the test's).
+        for &pid in &pids {
+            for _ in 0..200 {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if cmdline.ends_with(b"\0--\060\0") {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        let d = discover().expect("read /proc");
+        let argv = |pid: i32| {
+            d.found
+                .iter()
+                .find(|p| p.pid == pid)
+                .map(|p| p.argv.clone())
+        };
+        assert_eq!(
+            argv(pids[0]).as_deref(),
+            Some(&["guest-runner", "--", "60"].map(String::from)[..]),
+            "{d:?}"
+        );
+        assert_eq!(
+            argv(pids[1]).as_deref(),
+            Some(&["qemu-system-x86_64", "--", "60"].map(String::from)[..]),
+            "{d:?}"
+        );
+        assert_eq!(argv(pids[2]), None, "{d:?}");
+        assert!(d.found.windows(2).all(|w| w[0].pid < w[1].pid));
+        assert!(d.unreadable.iter().all(|u| !pids.contains(&u.pid)));
+    }
+
+    #[test]
+    fn proc_files_are_read_whole_into_the_buffer() {
+        let mut buf = b"left over".to_vec();
+        read_into(Path::new("/proc/self/cmdline"), &mut buf).unwrap();
+        assert_eq!(buf, std::fs::read("/proc/self/cmdline").unwrap());
+        // Longer than the buffer's first capacity.
+        let smaps = Path::new("/proc/self/smaps");
+        read_into(smaps, &mut buf).unwrap();
+        assert!(buf.len() > 4096 && buf.ends_with(b"\n"), "{}", buf.len());
+        assert_eq!(
+            read_into(Path::new("/proc/0/cmdline"), &mut buf)
+                .unwrap_err()
+                .kind(),
+            std::io::ErrorKind::NotFound
+        );
     }
 
     #[test]
