@@ -45,20 +45,11 @@ pub fn process_fds(pid: i32) -> Result<ProcessFds, ProbeError> {
 /// end, close: no `stat` for a size /proc does not report), and the
 /// executable link read only when argv\[0\] does not already say QEMU.
 pub fn discover() -> Result<Discovery, ProbeError> {
-    let procs =
-        std::fs::read_dir("/proc").map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
     let mut out = Discovery::default();
     let mut cmdline = Vec::with_capacity(4096);
-    for entry in procs.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in super::pids()? {
         let dir = Path::new("/proc").join(pid.to_string());
-        match read_into(&dir.join("cmdline"), &mut cmdline) {
+        match super::read_into(&dir.join("cmdline"), &mut cmdline) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -97,18 +88,6 @@ pub fn discover() -> Result<Discovery, ProbeError> {
     }
     out.found.sort_by_key(|p| p.pid);
     Ok(out)
-}
-
-/// The whole of `path` into `buf` (cleared first), read to its end
-/// without asking its size: a /proc file's is 0.
-fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    use std::io::Read;
-    buf.clear();
-    let file = std::fs::File::open(path)?;
-    // `Take` reads to the end without File's size hint (an fstat and an
-    // lseek per file).
-    file.take(u64::MAX).read_to_end(buf)?;
-    Ok(())
 }
 
 fn comm_is_qemu(dir: &Path) -> bool {
@@ -265,23 +244,6 @@ mod tests {
         assert_eq!(argv(pids[2]), None, "{d:?}");
         assert!(d.found.windows(2).all(|w| w[0].pid < w[1].pid));
         assert!(d.unreadable.iter().all(|u| !pids.contains(&u.pid)));
-    }
-
-    #[test]
-    fn proc_files_are_read_whole_into_the_buffer() {
-        let mut buf = b"left over".to_vec();
-        read_into(Path::new("/proc/self/cmdline"), &mut buf).unwrap();
-        assert_eq!(buf, std::fs::read("/proc/self/cmdline").unwrap());
-        // Longer than the buffer's first capacity.
-        let smaps = Path::new("/proc/self/smaps");
-        read_into(smaps, &mut buf).unwrap();
-        assert!(buf.len() > 4096 && buf.ends_with(b"\n"), "{}", buf.len());
-        assert_eq!(
-            read_into(Path::new("/proc/0/cmdline"), &mut buf)
-                .unwrap_err()
-                .kind(),
-            std::io::ErrorKind::NotFound
-        );
     }
 
     #[test]
