@@ -190,6 +190,29 @@ pub fn read_to_string(path: impl AsRef<Path>) -> Result<String, ProbeError> {
     std::fs::read_to_string(path).map_err(|e| ProbeError::from_io(path, e))
 }
 
+/// The pids in /proc, from one read of the directory (no open per
+/// process): what a walk of every process starts from.
+pub(crate) fn pids() -> Result<impl Iterator<Item = i32>, ProbeError> {
+    let entries =
+        std::fs::read_dir("/proc").map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
+    Ok(entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())))
+}
+
+/// The whole of `path` into `buf` (cleared first), read to its end
+/// without asking its size: a /proc file's is 0. One open, the reads, one
+/// close, into a buffer a walk of /proc reuses.
+pub(crate) fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    let file = std::fs::File::open(path)?;
+    // `Take` reads to the end without File's size hint (an fstat and an
+    // lseek per file).
+    file.take(u64::MAX).read_to_end(buf)?;
+    Ok(())
+}
+
 /// Bound every receive on a netlink socket (`SO_RCVTIMEO`), so that a
 /// kernel that does not finish a dump cannot hold the run past its
 /// deadline. Never zero: a zero timeout means none at all.
@@ -204,4 +227,34 @@ pub(crate) fn set_receive_timeout(
         timeout.subsec_micros().max(1) as libc::suseconds_t,
     );
     Ok(setsockopt(socket, ReceiveTimeout, &tv)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_files_are_read_whole_into_the_buffer() {
+        let mut buf = b"left over".to_vec();
+        read_into(Path::new("/proc/self/cmdline"), &mut buf).unwrap();
+        assert_eq!(buf, std::fs::read("/proc/self/cmdline").unwrap());
+        // Longer than the buffer's first capacity.
+        let smaps = Path::new("/proc/self/smaps");
+        read_into(smaps, &mut buf).unwrap();
+        assert!(buf.len() > 4096 && buf.ends_with(b"\n"), "{}", buf.len());
+        assert_eq!(
+            read_into(Path::new("/proc/0/cmdline"), &mut buf)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn pids_are_the_numeric_entries_of_proc() {
+        let pids: Vec<i32> = pids().unwrap().collect();
+        assert!(pids.contains(&(std::process::id() as i32)));
+        assert!(pids.contains(&1));
+        assert!(pids.iter().all(|&p| p > 0));
+    }
 }

@@ -62,13 +62,15 @@ pub fn by_pid(pid: i32, names: &[String]) -> Result<ProcessInfo, ProbeError> {
 /// Every process known by one of `names`, by pid. Processes that end while
 /// being read are passed over.
 pub fn named(names: &[String]) -> Result<Vec<ProcessInfo>, ProbeError> {
-    let all = procfs::process::all_processes()
-        .map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
     let mut out = Vec::new();
-    for p in all.flatten() {
+    let mut buf = Vec::with_capacity(64);
+    for pid in super::pids()? {
         // The command name first (one small read): only a process of one
         // of the names, or an interpreter that may run one, is read whole.
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", p.pid())).unwrap_or_default();
+        if super::read_into(Path::new(&format!("/proc/{pid}/comm")), &mut buf).is_err() {
+            buf.clear();
+        }
+        let comm = std::str::from_utf8(&buf).unwrap_or_default();
         let comm = comm.trim_end_matches('\n');
         let maybe = names.iter().any(|n| comm == &n[..n.len().min(15)])
             || INTERPRETERS
@@ -77,7 +79,7 @@ pub fn named(names: &[String]) -> Result<Vec<ProcessInfo>, ProbeError> {
         if !maybe {
             continue;
         }
-        match read_process(p.pid(), Some(names)) {
+        match read_process(pid, Some(names)) {
             Ok(info) if names.iter().any(|n| info.is_named(n)) => out.push(info),
             _ => {}
         }

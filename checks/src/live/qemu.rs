@@ -37,15 +37,20 @@ pub fn process_fds(pid: i32) -> Result<ProcessFds, ProbeError> {
 /// Every QEMU process visible in /proc. Processes that vanish while being
 /// read are ignored; ones that look like QEMU (by `comm`) but cannot be
 /// read are listed with the reason.
+///
+/// Every process is looked at (a QEMU is known by its argv\[0\] or its
+/// executable, and neither can be told from `comm`, which `-name
+/// ...,process=` sets), so the walk is kept lean: the pids from one read of
+/// /proc, each command line read into one reused buffer (open, read to
+/// end, close: no `stat` for a size /proc does not report), and the
+/// executable link read only when argv\[0\] does not already say QEMU.
 pub fn discover() -> Result<Discovery, ProbeError> {
-    let procs = procfs::process::all_processes()
-        .map_err(|e| ProbeError::Other(format!("listing /proc: {e}")))?;
     let mut out = Discovery::default();
-    for proc in procs.flatten() {
-        let pid = proc.pid();
+    let mut cmdline = Vec::with_capacity(4096);
+    for pid in super::pids()? {
         let dir = Path::new("/proc").join(pid.to_string());
-        let argv = match std::fs::read(dir.join("cmdline")) {
-            Ok(bytes) => split_cmdline(&bytes),
+        match super::read_into(&dir.join("cmdline"), &mut cmdline) {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
                 if comm_is_qemu(&dir) {
@@ -56,11 +61,19 @@ pub fn discover() -> Result<Discovery, ProbeError> {
                 }
                 continue;
             }
+        }
+        // Kernel threads and zombies have no argv. argv[0] is all that is
+        // judged here; the whole argv is split only for a QEMU.
+        let words = cmdline.strip_suffix(b"\0").unwrap_or(&cmdline);
+        let Some(argv0) = words
+            .split(|&b| b == 0)
+            .next()
+            .filter(|_| !words.is_empty())
+        else {
+            continue;
         };
-        // Kernel threads and zombies have no argv.
-        let Some(argv0) = argv.first() else { continue };
-        let qemu = is_qemu_program(argv0)
-            || match proc.exe() {
+        let qemu = is_qemu_program(&String::from_utf8_lossy(argv0))
+            || match std::fs::read_link(dir.join("exe")) {
                 Ok(exe) => is_qemu_program(&exe.to_string_lossy()),
                 // Not ours to read (another user's process when unprivileged):
                 // fall back on the command name, which anyone can read.
@@ -69,7 +82,7 @@ pub fn discover() -> Result<Discovery, ProbeError> {
         if qemu {
             out.found.push(QemuProcess {
                 pid,
-                argv: redact_secrets(argv),
+                argv: redact_secrets(split_cmdline(&cmdline)),
             });
         }
     }
@@ -149,6 +162,88 @@ mod tests {
         // What the checks judge still parses.
         let cl = crate::facts::qemu::QemuCommandLine::parse(&out).unwrap();
         assert_eq!(cl.drive("vol").and_then(|d| d.get("cache")), Some("none"));
+    }
+
+    /// Child processes killed and reaped when the test ends, however.
+    struct Reaped(Vec<std::process::Child>);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            for child in &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    fn sleeper(program: &Path, argv0: &str) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        // A copy just written may still be open for writing in a child
+        // another test thread is forking: ETXTBSY, briefly.
+        for _ in 0..50 {
+            match std::process::Command::new(program)
+                .arg0(argv0)
+                .args(["--", "60"])
+                .spawn()
+            {
+                Ok(child) => return child,
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Err(e) => panic!("{}: {e}", program.display()),
+            }
+        }
+        panic!("{} stayed busy", program.display())
+    }
+
+    #[test]
+    fn qemu_is_known_by_its_executable_or_its_argv0() {
+        let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.exists())
+            .expect("coreutils sleep");
+        let dir = tempfile::tempdir().unwrap();
+        let renamed = dir.path().join("qemu-system-spxtest");
+        std::fs::copy(sleep, &renamed).unwrap();
+        let mut children = Reaped(Vec::new());
+        // A QEMU executable run under another argv[0] (as a launcher may).
+        children.0.push(sleeper(&renamed, "guest-runner"));
+        // Another program run as argv[0] qemu-system-*.
+        children.0.push(sleeper(sleep, "qemu-system-x86_64"));
+        // Neither.
+        children.0.push(sleeper(sleep, "sleep"));
+        let pids: Vec<i32> = children.0.iter().map(|c| c.id() as i32).collect();
+        // Wait until each has exec'd (argv[0] no longer the test's).
+        for &pid in &pids {
+            for _ in 0..200 {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if cmdline.ends_with(b"\0--\060\0") {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        let d = discover().expect("read /proc");
+        let argv = |pid: i32| {
+            d.found
+                .iter()
+                .find(|p| p.pid == pid)
+                .map(|p| p.argv.clone())
+        };
+        assert_eq!(
+            argv(pids[0]).as_deref(),
+            Some(&["guest-runner", "--", "60"].map(String::from)[..]),
+            "{d:?}"
+        );
+        assert_eq!(
+            argv(pids[1]).as_deref(),
+            Some(&["qemu-system-x86_64", "--", "60"].map(String::from)[..]),
+            "{d:?}"
+        );
+        assert_eq!(argv(pids[2]), None, "{d:?}");
+        assert!(d.found.windows(2).all(|w| w[0].pid < w[1].pid));
+        assert!(d.unreadable.iter().all(|u| !pids.contains(&u.pid)));
     }
 
     #[test]

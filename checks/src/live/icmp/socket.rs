@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use crate::facts::icmp::packet::{checksum, payload, NONCE_LEN};
+use crate::facts::icmp::packet::{append_payload, checksum, NONCE_LEN};
 use crate::facts::icmp::plan::overhead;
 use crate::facts::icmp::{dest, Dest, SocketKind};
 use crate::facts::ProbeError;
@@ -162,7 +162,7 @@ impl IcmpSocket {
         pkt.extend_from_slice(&[0, 0]);
         pkt.extend_from_slice(&self.ident.to_be_bytes());
         pkt.extend_from_slice(&seq.to_be_bytes());
-        pkt.extend_from_slice(&payload(nonce, seq, data_len));
+        append_payload(&mut pkt, nonce, seq, data_len);
         if !self.v6 && self.kind == SocketKind::Raw {
             // The kernel fills the checksum for ICMPv6 and for ping sockets.
             let c = checksum(&pkt);
