@@ -218,7 +218,7 @@ mod tests {
         for &pid in &pids {
             for _ in 0..200 {
                 let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                if cmdline.ends_with(b"\0--\060\0") {
+                if cmdline.ends_with(b"\0--\x0060\0") {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
