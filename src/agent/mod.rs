@@ -269,14 +269,18 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
             attempt += 1;
             let server = agent.nats.server.clone();
             let name = format!("spx-doctor agent {}", agent.node);
-            match agent
-                .nats
-                .connect(&name, CONNECT_TIMEOUT, |o| {
-                    o.event_callback(events(server))
-                        .subscription_capacity(SUBSCRIPTION_CAPACITY)
-                })
-                .await
-            {
+            // A stop during an attempt ends it: systemd's stop never
+            // waits out a connect to a server that does not answer.
+            let connecting = agent.nats.connect(&name, CONNECT_TIMEOUT, |o| {
+                o.event_callback(events(server))
+                    .subscription_capacity(SUBSCRIPTION_CAPACITY)
+            });
+            let connected = tokio::select! {
+                c = connecting => c,
+                _ = term.recv() => return Ok(stopped()),
+                _ = int.recv() => return Ok(stopped()),
+            };
+            match connected {
                 Ok(c) => break c,
                 Err(f) => {
                     let wait = backoff(attempt + 1);

@@ -373,3 +373,77 @@ fn hostile_requests_are_refused_or_bounded() {
     }
     assert!(!Path::new("/tmp/spx-hostile-pwned").exists());
 }
+
+/// systemd's stop while the agent waits on a server that accepts and never
+/// speaks (no INFO, so each connect attempt lasts its 5 s): the agent stops
+/// at once, not when the attempt gives up.
+#[root_test]
+fn a_stop_while_the_agent_connects_ends_it_at_once() {
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    // Bound in the namespace; the backlog completes the handshake, nobody
+    // accepts or writes.
+    let listener = ns
+        .in_thread(|| std::net::TcpListener::bind("127.0.0.1:4222").expect("bind"))
+        .join()
+        .unwrap();
+    support::nats::pki(dir.path(), "127.0.0.1");
+    let cfg = dir.path().join("spinifex.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "node = \"h1\"\n[network]\nipsec_enabled = false\n[nodes.h1]\nhost = \"127.0.0.1\"\n{}",
+            support::nats::nats_tables(
+                &["h1".to_owned()],
+                "127.0.0.1:4222",
+                &dir.path().join("ca.pem").display().to_string(),
+                TOKEN
+            )
+        ),
+    )
+    .unwrap();
+    let mut cmd = ns.command(support::bin());
+    cmd.args(["agent", "--interval", "0", "--config"])
+        .arg(&cfg)
+        .env("HOME", "/nonexistent-spx-test-home");
+    let mut agent = Logged::spawn(cmd);
+    agent.wait_for("starting for node h1", 1, Duration::from_secs(5), "agent");
+    // Inside the first attempt: the connection is open and unanswered.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        agent.child.try_wait().unwrap().is_none(),
+        "{}",
+        agent.text()
+    );
+    assert!(
+        !agent.text().contains("cannot connect"),
+        "still in its first attempt: {}",
+        agent.text()
+    );
+    let t0 = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = loop {
+        if let Some(s) = agent.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_millis(2500),
+            "the agent still runs {:?} after SIGTERM, inside a 5 s connect attempt: {}",
+            t0.elapsed(),
+            agent.text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", agent.text());
+    agent.wait_for("stopping", 1, Duration::from_secs(1), "agent");
+    assert!(
+        !agent.text().contains("cannot connect"),
+        "stopped inside the attempt, not after it: {}",
+        agent.text()
+    );
+    drop(listener);
+}
