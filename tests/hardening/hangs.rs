@@ -132,12 +132,23 @@ fn every_outside_party_misbehaving_at_once_ends_within_the_deadline() {
     let took = t0.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        took <= timeout + Duration::from_millis(500),
-        "took {took:?} with --timeout 3s; stderr: {stderr}"
-    );
     let doc: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}{stderr}"));
+        .unwrap_or_else(|e| panic!("not JSON ({e}, after {took:?}): {stdout}{stderr}"));
+    // The deadline on the doctor's own clock: from the checks' start to the
+    // report, --timeout and the runner's wake-up.
+    let ran = Duration::from_millis(doc["duration_ms"].as_u64().expect("duration_ms"));
+    assert!(
+        ran <= timeout + Duration::from_millis(500),
+        "the checks ran {ran:?} with --timeout 3s; stderr: {stderr}"
+    );
+    // And as the operator's shell sees it. Every outside party here waits
+    // forever, so a wait on one past the report would show as a hang; the
+    // margin is for a debug build's start, its bundle and its exit on two
+    // busy cores (it took 3.57 s once, at a load of 8).
+    assert!(
+        took <= timeout + Duration::from_millis(1500),
+        "took {took:?} with --timeout 3s (the checks {ran:?}); stderr: {stderr}"
+    );
     support::assert_valid(&doc);
     assert_complete(&doc);
     assert_eq!(
