@@ -36,10 +36,51 @@ teardown() {
 }
 cleanup() {
     teardown
+    restore_neigh
     ((MADE_ETC)) && rmdir /etc/spinifex 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+# The kernel keeps one neighbour table for all namespaces, bounded by the
+# initial namespace's gc_thresh2/gc_thresh3 (512 and 1024 by default). N
+# nodes that each resolve their N-1 underlay peers hold about N² entries
+# (4,164 counted in /proc/net/stat/arp_cache with 64 nodes up): from about
+# 32 nodes on, the kernel says "arp_cache: neighbor table overflow!",
+# sends fail with ENOBUFS, and some nodes' probes and agents' connects
+# fail with them, which no real cluster (a kernel per node) shows. The lab
+# raises both bounds to 2·N² + 8·N while it is up (never lowers them) and
+# puts back what it found.
+NEIGH_SAVED=()
+for knob in gc_thresh2 gc_thresh3; do
+    f=/proc/sys/net/ipv4/neigh/default/$knob
+    NEIGH_SAVED+=("$knob=$(cat "$f")")
+done
+restore_neigh() {
+    local kv
+    for kv in "${NEIGH_SAVED[@]}"; do echo "${kv#*=}" >"/proc/sys/net/ipv4/neigh/default/${kv%%=*}"; done
+    NEIGH_SAVED=()
+}
+# table_fulls: how often the kernel has found the neighbour table full
+# (its "neighbor table overflow!"), summed over the CPUs.
+table_fulls() {
+    local s=0 f
+    while read -r -a f; do
+        [[ ${f[0]} == entries ]] || s=$((s + 16#${f[12]}))
+    done </proc/net/stat/arp_cache
+    echo "$s"
+}
+# neigh_overflows: how often since build_lab (0 for a lab the figures can
+# be trusted from).
+neigh_overflows() { echo $(($(table_fulls) - FULLS_AT_BUILD)); }
+raise_neigh() { # N: room for 2·N² + 8·N entries
+    local want=$((2 * $1 * $1 + 8 * $1)) kv f
+    for kv in "${NEIGH_SAVED[@]}"; do
+        f=/proc/sys/net/ipv4/neigh/default/${kv%%=*}
+        (($(cat "$f") < want)) && echo "$want" >"$f"
+    done
+    return 0
+}
 
 # /etc/spinifex must exist as a mount point for the per-node bind.
 if [[ ! -d /etc/spinifex ]]; then mkdir /etc/spinifex; MADE_ETC=1; fi
@@ -72,6 +113,8 @@ mkns() {
 build_lab() {
     teardown
     local n=$1 holes=$2 i
+    raise_neigh "$n"
+    FULLS_AT_BUILD=$(table_fulls)
     local u="$P-u" w="$P-w"
     mkns "$u"; ip -n "$u" link add sw type bridge; ip -n "$u" link set sw mtu 9000 up
     mkns "$w"; ip -n "$w" link add sw type bridge; ip -n "$w" link set sw up

@@ -96,6 +96,7 @@ for n in $SIZES; do
     read -r sw srss nwall nrss <<<"$(side_by_side)"
     printf '%-22s %9s %9s %9s %9s %8s  %s | %s\n' "$n nodes (1 black hole)" "$sw" "$(mib "$srss")" "$nwall" "$(mib "$nrss")" \
         "$(awk -v a="$sw" -v b="$nwall" 'BEGIN{printf "%.1fx", a/b}')" "$(verdict_of "$WORK/ssh.json")" "$(verdict_of "$WORK/nats.json")"
+    echo "  (the kernel's neighbour table was full $(neigh_overflows) times in the $n-node lab: any but 0 would make the figures the lab's, not the doctor's)"
     if [[ -n ${KEEP:-} ]]; then
         mkdir -p "$KEEP" && cp "$WORK/ssh.json" "$KEEP/$n-ssh.json" && cp "$WORK/nats.json" "$KEEP/$n-nats.json"
     fi
