@@ -120,6 +120,25 @@ async fn burst(c: &async_nats::Client) -> BTreeMap<String, usize> {
     counts
 }
 
+/// Node h1's config in `dir`: its bus at 127.0.0.1:4222, TLS against `ca`.
+fn h1_config(dir: &Path, ca: &Path) -> std::path::PathBuf {
+    let cfg = dir.join("spinifex.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "node = \"h1\"\n[network]\nipsec_enabled = false\n[nodes.h1]\nhost = \"127.0.0.1\"\n{}",
+            support::nats::nats_tables(
+                &["h1".to_owned()],
+                "127.0.0.1:4222",
+                &ca.display().to_string(),
+                TOKEN
+            )
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
 #[root_test]
 fn hostile_requests_are_refused_or_bounded() {
     if !super::nats_or_skip("hostile_requests_are_refused_or_bounded") {
@@ -128,20 +147,7 @@ fn hostile_requests_are_refused_or_bounded() {
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
     let mut server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
-    let cfg = dir.path().join("spinifex.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "node = \"h1\"\n[network]\nipsec_enabled = false\n[nodes.h1]\nhost = \"127.0.0.1\"\n{}",
-            support::nats::nats_tables(
-                &["h1".to_owned()],
-                "127.0.0.1:4222",
-                &server.ca.display().to_string(),
-                TOKEN
-            )
-        ),
-    )
-    .unwrap();
+    let cfg = h1_config(dir.path(), &server.ca);
     let trace = dir.path().join("agent.trace");
     let mut cmd = ns.command("/usr/bin/strace");
     cmd.args([
@@ -388,20 +394,7 @@ fn a_stop_while_the_agent_connects_ends_it_at_once() {
         .join()
         .unwrap();
     support::nats::pki(dir.path(), "127.0.0.1");
-    let cfg = dir.path().join("spinifex.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "node = \"h1\"\n[network]\nipsec_enabled = false\n[nodes.h1]\nhost = \"127.0.0.1\"\n{}",
-            support::nats::nats_tables(
-                &["h1".to_owned()],
-                "127.0.0.1:4222",
-                &dir.path().join("ca.pem").display().to_string(),
-                TOKEN
-            )
-        ),
-    )
-    .unwrap();
+    let cfg = h1_config(dir.path(), &dir.path().join("ca.pem"));
     let mut cmd = ns.command(support::bin());
     cmd.args(["agent", "--interval", "0", "--config"])
         .arg(&cfg)
