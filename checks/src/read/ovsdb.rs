@@ -49,11 +49,7 @@ pub fn nb_global_ipsec(
                 .unwrap_or(false),
         ),
     };
-    Ok(Answer {
-        value,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(value))
 }
 
 /// The one `Open_vSwitch` row of the local database at `endpoint` (its
@@ -76,11 +72,7 @@ pub fn local_ovs_row<T>(
     let row = rows.first().ok_or_else(|| {
         ProbeError::Other(format!("{endpoint}: the Open_vSwitch table has no row"))
     })?;
-    Ok(Answer {
-        value: read(row)?,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(read(row)?))
 }
 
 /// Read the local Open_vSwitch row.
@@ -118,11 +110,7 @@ pub fn dhcp_options(
         budget,
     )?;
     let rows = ans.value.remove(0);
-    Ok(Answer {
-        value: dhcp_rows(&rows)?,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(dhcp_rows(&rows)?))
 }
 
 fn dhcp_rows(rows: &[Row]) -> Result<Vec<DhcpOptions>, ProbeError> {
@@ -172,11 +160,7 @@ pub fn nb_guest_mtus(
         });
     }
     router_ports.sort_by(|a, b| a.name.cmp(&b.name).then(a.uuid.cmp(&b.uuid)));
-    Ok(Answer {
-        value: NbGuestMtus { dhcp, router_ports },
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(NbGuestMtus { dhcp, router_ports }))
 }
 
 /// Every SB `Encap` row's `ip` (one per chassis and encapsulation type)
@@ -214,11 +198,7 @@ pub fn sb_encaps_within(
     }
     out.sort();
     out.dedup();
-    Ok(Answer {
-        value: out,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(out))
 }
 
 /// Every SB `Encap` row's `ip`, sorted and without duplicates, with the
@@ -229,14 +209,10 @@ pub fn sb_encap_ips_within(
     budget: Budget,
 ) -> Result<Answer<Vec<IpAddr>>, ProbeError> {
     let ans = sb_encaps_within(host, endpoints, budget)?;
-    let mut ips: Vec<IpAddr> = ans.value.into_iter().map(|e| e.ip).collect();
+    let mut ips: Vec<IpAddr> = ans.value.iter().map(|e| e.ip).collect();
     ips.sort();
     ips.dedup();
-    Ok(Answer {
-        value: ips,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(ips))
 }
 
 /// SB `Encap` IPs and the member that answered. Each member is given

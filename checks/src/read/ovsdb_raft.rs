@@ -69,11 +69,7 @@ pub fn sb_chassis(
     let chassis = ans.value.remove(0);
     let value = raft::chassis_rows(&chassis, &encaps)
         .map_err(|e| ProbeError::parse(format!("{SB_DB} {CHASSIS_TABLE}"), e))?;
-    Ok(Answer {
-        value,
-        endpoint: ans.endpoint,
-        passed_over: ans.passed_over,
-    })
+    Ok(ans.with(value))
 }
 
 /// This node's chassis identity, from its Open_vSwitch database.

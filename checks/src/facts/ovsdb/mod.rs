@@ -66,6 +66,17 @@ pub struct Answer<T> {
     pub passed_over: Vec<(Endpoint, String)>,
 }
 
+impl<T> Answer<T> {
+    /// The same member's answer, carrying `value` (what was read from it).
+    pub fn with<U>(self, value: U) -> Answer<U> {
+        Answer {
+            value,
+            endpoint: self.endpoint,
+            passed_over: self.passed_over,
+        }
+    }
+}
+
 /// Columns whose values name keys or certificates (`SSL` tables;
 /// `Open_vSwitch . other_config` keys of ovs-monitor-ipsec). OVS means them
 /// as file paths, and a path is kept (`ipsec.cert` judges the files OVS
