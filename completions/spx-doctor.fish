@@ -169,7 +169,7 @@ ipsec.cert/key-exposed\t'fail: The private key file is readable by every user on
 ipsec.cert/ovs-pointers\t'fail: OVS other_config:certificate, private_key or ca_cert is unset or names other files than Spinifex\'s credentials: ovs-monitor-ipsec configures IKE with those'
 ipsec.cert/expires-soon\t'warn: The peer certificate or the CA expires within the warning window (`[doctor] cert_warn_days`, 30 days unless set): nothing renews it'
 ipsec.cert/db-unreachable\t'error: The local Open_vSwitch database could not be read, so the files OVS points at and the chassis id are unknown: never a pass'
-ipsec.daemon/not-running\t'fail: IPsec is wanted but ovs-monitor-ipsec or charon is not running: nothing configures or negotiates IKE, and geneve goes out in clear or is dropped while the control plane says it is encrypted'
+ipsec.daemon/not-running\t'fail: IPsec is wanted but one of its daemons is not running: without charon nothing negotiates IKE, and geneve goes out in clear or is dropped while the control plane says it is encrypted; charon without ovs-monitor-ipsec still negotiates the tunnels it was last configured for, but no tunnel gets configured for a chassis added since'
 ipsec.daemon/ike-daemon-running\t'fail: An IKE daemon (charon) runs although IPsec is not wanted: it holds UDP 500/4500 and may keep SAs and policies that encrypt or drop geneve'
 ipsec.daemon/not-installed\t'fail: A program IPsec needs is not installed where this distribution puts it (ovs-monitor-ipsec, the ipsec command, the starter or charon)'
 ipsec.daemon/monitor-running\t'warn: ovs-monitor-ipsec runs although IPsec is not wanted (Spinifex masks openvswitch-ipsec then): while ipsec_encapsulation is set it starts charon again'

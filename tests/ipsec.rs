@@ -579,3 +579,55 @@ fn xfrm_without_cap_net_admin_skips_naming_it() {
     );
     assert_eq!(code, 0, "a skip alone is not a failure");
 }
+
+/// Issue 36: with OVN unreadable, the peers come from the SAs and policies
+/// themselves, and "this node" was the host's first address, loopback: a
+/// missing direction read `198.18.0.3->127.0.0.1`, and the fix and the
+/// cluster's pair view repeated it. This host's kernel has no ESP, but it
+/// holds policies: the one charon's `-out-` connection installs, toward
+/// 198.18.0.3, names this node's end (198.18.0.1), and so must the check.
+#[root_test]
+fn xfrm_without_ovn_names_this_nodes_own_end_never_loopback() {
+    let ns = Netns::new();
+    let other = Netns::new();
+    ns.veth("eth0", &other, "eth0");
+    ns.ip(&["addr", "add", "198.18.0.1/24", "dev", "eth0"]);
+    let add = "ip xfrm policy add src 198.18.0.1/32 dst 198.18.0.3/32 proto udp dport 6081 \
+               dir out tmpl src 198.18.0.1 dst 198.18.0.3 proto esp reqid 1 mode transport";
+    ns.exec(&add.split_whitespace().collect::<Vec<_>>());
+    // The oracle: the kernel holds the policy, and the host's addresses
+    // begin with loopback.
+    let policy = ns.exec(&["ip", "xfrm", "policy"]);
+    assert!(
+        policy.contains("src 198.18.0.1/32 dst 198.18.0.3/32"),
+        "{policy}"
+    );
+    let addrs = ns.exec(&["ip", "-o", "addr", "show"]);
+    assert!(
+        addrs.find("127.0.0.1") < addrs.find("198.18.0.1"),
+        "{addrs}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = support::write_config(dir.path(), support::IPSEC_WANTED_DEAD_DBS);
+    let mut cmd = ns.spx();
+    cmd.args(["--check", "ipsec.xfrm", "--config"]).arg(&cfg);
+    let (code, doc) = run_json(&mut cmd);
+    let f = check(&doc, "ipsec.xfrm");
+    assert_eq!(code, 1, "{f:#}");
+    assert_eq!(f["code"], "ipsec.xfrm/missing-sas", "{f:#}");
+    assert_eq!(
+        f["evidence"]["missing_pairs"],
+        json!(["198.18.0.3->198.18.0.1"]),
+        "{f:#}"
+    );
+    assert!(
+        f["evidence"]["peer_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("the SAs and policies themselves"),
+        "{f:#}"
+    );
+    let said = format!("{} {}", f["summary"], f["remediation"]);
+    assert!(!said.contains("127.0.0.1"), "{said}");
+    assert!(said.contains("198.18.0.3->198.18.0.1"), "{said}");
+}

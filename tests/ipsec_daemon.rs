@@ -358,6 +358,56 @@ fn real_daemons_pass_and_each_one_killed_is_named_with_its_pid_file() {
     assert!(fixes.iter().any(|f| f == "rm /var/run/charon.pid   # it names no charon (its unit would read or signal a wrong pid)"), "{fixes:#?}");
 }
 
+/// Issue 36: charon running without ovs-monitor-ipsec still negotiates
+/// the tunnels it was last configured for; only what the monitor does is
+/// missing. The check names that daemon alone and what follows, never
+/// "nothing negotiates it".
+#[root_test]
+fn charon_without_ovs_monitor_ipsec_is_named_alone_with_what_follows() {
+    if !available("charon_without_ovs_monitor_ipsec_is_named_alone_with_what_follows") {
+        return;
+    }
+    let _only = CHARON_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut node = Node::new();
+    let (starter, charon) = node.start_strongswan();
+    assert_eq!(ps_comm(charon), "charon");
+    assert_eq!(netns_of(charon), node.net.name);
+    let (code, doc) = node.run(true, &[], &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let c = check(&doc, "ipsec.daemon");
+    assert_eq!(c["code"], "ipsec.daemon/not-running", "{c:#}");
+    assert_eq!(
+        c["summary"],
+        format!(
+            "IPsec is wanted and charon runs (pid {charon}), but ovs-monitor-ipsec does not: charon still negotiates the tunnels it was last configured for, and no tunnel gets configured for a chassis added since: ovs-monitor-ipsec is not running (no /var/run/openvswitch/ovs-monitor-ipsec.pid)"
+        )
+    );
+    let subjects: Vec<&str> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["ovs-monitor-ipsec"], "{c:#}");
+    // The other way: the monitor without charon (its starter first, which
+    // would start it again); nothing negotiates IKE.
+    kill(starter);
+    kill(charon);
+    node.start_monitor();
+    let (_, doc) = node.run(true, &[], &[]);
+    let s = check(&doc, "ipsec.daemon")["summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        s.starts_with(
+            "IPsec is wanted and ovs-monitor-ipsec runs, but no charon negotiates IKE here"
+        ),
+        "{s}"
+    );
+    assert!(!s.contains("ovs-monitor-ipsec is not running"), "{s}");
+}
+
 #[root_test]
 fn a_pid_file_naming_another_program_is_named() {
     let _only = CHARON_LOCK.lock().unwrap_or_else(|p| p.into_inner());

@@ -73,17 +73,8 @@ pub struct ReplayedFrom {
 
 /// This host's addresses a peer could name it by.
 fn own_addresses(host: HostRef<'_>) -> Vec<std::net::IpAddr> {
-    use std::net::IpAddr;
     let mut addrs = host.addresses().unwrap_or_default();
-    addrs.retain(|a| {
-        !a.is_loopback()
-            && !a.is_unspecified()
-            && !a.is_multicast()
-            && match a {
-                IpAddr::V4(v4) => !v4.is_link_local(),
-                IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80,
-            }
-    });
+    addrs.retain(|a| spx_checks::facts::links::nameable(*a));
     addrs
 }
 

@@ -574,6 +574,13 @@ fn xfrm_on_real_strongswan_between_three_nodes() {
                 .contains("charon is not running"),
             "n{n}: {d:#}"
         );
+        // Only what the missing monitor costs, never "nothing negotiates".
+        assert!(
+            d["summary"].as_str().unwrap().starts_with(&format!(
+                "IPsec is wanted and charon runs (pid {own}), but ovs-monitor-ipsec does not: charon still negotiates the tunnels it was last configured for"
+            )),
+            "n{n}: {d:#}"
+        );
         note(&format!(
         "n{n}: ipsec.errors saw {seen:?} (xfrm_stat around the run: {oracle_moved:?}); ipsec.policy {}",
         check(&doc, "ipsec.policy")["summary"]

@@ -9,6 +9,19 @@ use std::time::Duration;
 /// nothing can hang.
 pub const NETLINK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Whether `addr` is one a peer could name this host by: not loopback,
+/// unspecified, multicast or link-local. `ip addr` lists loopback first,
+/// so "the host's first address" is never the one to name.
+pub fn nameable(addr: IpAddr) -> bool {
+    !addr.is_loopback()
+        && !addr.is_unspecified()
+        && !addr.is_multicast()
+        && match addr {
+            IpAddr::V4(v4) => !v4.is_link_local(),
+            IpAddr::V6(v6) => !v6.is_unicast_link_local(),
+        }
+}
+
 /// The route the kernel picks for one destination, as `ip route get ADDR`
 /// shows it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

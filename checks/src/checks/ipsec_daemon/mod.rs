@@ -55,7 +55,7 @@ crate::kinds! {
     pub enum IpsecDaemonKind for "ipsec.daemon" {
         /// IPsec wanted: ovs-monitor-ipsec and charon run; not wanted: no IKE daemon runs; before enable-ipsec: the daemons are installed.
         Ok = pass("ok"),
-        /// IPsec is wanted but ovs-monitor-ipsec or charon is not running: nothing configures or negotiates IKE, and geneve goes out in clear or is dropped while the control plane says it is encrypted.
+        /// IPsec is wanted but one of its daemons is not running: without charon nothing negotiates IKE, and geneve goes out in clear or is dropped while the control plane says it is encrypted; charon without ovs-monitor-ipsec still negotiates the tunnels it was last configured for, but no tunnel gets configured for a chassis added since.
         NotRunning = fail("not-running"),
         /// An IKE daemon (charon) runs although IPsec is not wanted: it holds UDP 500/4500 and may keep SAs and policies that encrypt or drop geneve.
         IkeDaemonRunning = fail("ike-daemon-running"),

@@ -194,3 +194,38 @@ fn daemons_in_another_network_namespace_are_another_nodes() {
     flat.net_ns = None;
     assert_eq!(judge(&flat).status, Status::Pass);
 }
+
+/// Issue 36: with charon running and only ovs-monitor-ipsec gone, the
+/// finding names that daemon alone and what follows from it, never
+/// "nothing negotiates it".
+#[test]
+fn each_missing_daemon_is_said_alone_with_what_follows() {
+    let f = judge(&facts(Mode::Wanted, vec![charon(200, 'S')]));
+    crate::snapshot::snapshot!("ipsec.daemon", f);
+    assert_eq!((f.status, f.kind.name), (Status::Fail, "not-running"));
+    assert_eq!(
+        f.summary,
+        "IPsec is wanted and charon runs (pid 200), but ovs-monitor-ipsec does not: charon still negotiates the tunnels it was last configured for, and no tunnel gets configured for a chassis added since: ovs-monitor-ipsec is not running (no /var/run/openvswitch/ovs-monitor-ipsec.pid)"
+    );
+    assert!(!f.summary.contains("nothing negotiates"), "{}", f.summary);
+    let f = judge(&facts(Mode::Wanted, vec![monitor(100)]));
+    assert!(
+        f.summary.starts_with(
+            "IPsec is wanted and ovs-monitor-ipsec runs, but no charon negotiates IKE here"
+        ),
+        "{}",
+        f.summary
+    );
+    assert!(
+        !f.summary.contains("ovs-monitor-ipsec is not running"),
+        "{}",
+        f.summary
+    );
+    let f = judge(&facts(Mode::Wanted, vec![]));
+    assert!(
+        f.summary
+            .starts_with("IPsec is wanted, but nothing negotiates it here"),
+        "{}",
+        f.summary
+    );
+}

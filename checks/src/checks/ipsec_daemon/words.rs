@@ -235,6 +235,23 @@ fn running_said(a: &Analysis) -> String {
     parts.join(", ")
 }
 
+/// What follows, with IPsec wanted, from the daemons that are not running,
+/// as the summary's lead: only what the one missing says. Without charon
+/// nothing negotiates IKE; charon without ovs-monitor-ipsec still
+/// negotiates the tunnels it was last configured for, but nothing writes
+/// its configuration any more.
+fn down_said(a: &Analysis) -> String {
+    let down = |d: Daemon| a.problems.contains(&Problem::NotRunning { daemon: d });
+    match (down(Daemon::OvsMonitorIpsec), down(Daemon::Charon)) {
+        (true, false) => format!(
+            "IPsec is wanted and charon runs (pid {}), but ovs-monitor-ipsec does not: charon still negotiates the tunnels it was last configured for, and no tunnel gets configured for a chassis added since: ",
+            pids(&a.running[&Daemon::Charon])
+        ),
+        (false, true) => "IPsec is wanted and ovs-monitor-ipsec runs, but no charon negotiates IKE here (no SA is made or rekeyed: geneve goes out in clear or is dropped): ".to_owned(),
+        _ => "IPsec is wanted, but nothing negotiates it here (geneve goes out in clear or is dropped): ".to_owned(),
+    }
+}
+
 /// The finding for `facts`, as `a` judged them.
 pub fn finding(facts: &DaemonFacts, a: &Analysis) -> Finding {
     if let Err(e) = &facts.processes {
@@ -250,11 +267,9 @@ pub fn finding(facts: &DaemonFacts, a: &Analysis) -> Finding {
         Some(k) => {
             let text: Vec<String> = a.problems.iter().map(|p| said(p, facts, a)).collect();
             let lead = match facts.mode {
-                Mode::Wanted if k == IpsecDaemonKind::NotRunning => {
-                    "IPsec is wanted, but nothing negotiates it here (geneve goes out in clear or is dropped): "
-                }
-                Mode::EnableIpsec => "before enabling IPsec: ",
-                _ => "",
+                Mode::Wanted if k == IpsecDaemonKind::NotRunning => down_said(a),
+                Mode::EnableIpsec => "before enabling IPsec: ".to_owned(),
+                _ => String::new(),
             };
             Finding::new(k, format!("{lead}{}", text.join("; "))).fixes(fixes(a))
         }

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use super::{IpsecXfrmKind, PeerView, XfrmFacts, GENEVE_PORT, OVN_ALGORITHM};
+use crate::facts::links::nameable;
 use crate::facts::xfrm::{
     PolicyAction, PolicyDir, Port, SecurityAssociation, XfrmPolicy, IPPROTO_ESP, IPPROTO_UDP,
 };
@@ -43,8 +44,9 @@ impl Leg {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerState {
     pub peer: IpAddr,
-    /// This node's address toward it: the first local address of its
-    /// family (None when there is none).
+    /// This node's address toward it, the one the kernel really uses
+    /// ([`local_toward`]); None when nothing says (never loopback, never
+    /// link-local).
     pub local: Option<IpAddr>,
     /// This node's geneve to the peer.
     pub out: Leg,
@@ -213,12 +215,60 @@ pub(crate) fn peers_in_tables(
     found.into_iter().collect()
 }
 
+/// This node's address toward `peer`, the one the kernel really uses: the
+/// local end of an ESP state with the peer (an SA, or an ACQUIRE, which is
+/// the packet's own source), else of a host-to-host policy with it; else,
+/// when `local` is OVN's ovn-encap-ip (`tunnel_source`), that address of
+/// the peer's family; else the preferred source of the route to the peer
+/// (`RTM_GETROUTE`, `ip route get PEER`). Never loopback, never link-local
+/// ([`nameable`]): the host's first address is loopback, and naming it
+/// (`127.0.0.1->10.9.0.3`) sent operators after a pair that does not exist.
+pub fn local_toward(
+    peer: IpAddr,
+    local: &[IpAddr],
+    tunnel_source: bool,
+    states: &[SecurityAssociation],
+    policies: &[XfrmPolicy],
+    route_source: Option<IpAddr>,
+) -> Option<IpAddr> {
+    let usable = |a: IpAddr| nameable(a) && a.is_ipv4() == peer.is_ipv4();
+    let from_states = states.iter().filter(|s| s.is_esp()).find_map(|s| {
+        if s.dst == peer && local.contains(&s.src) && usable(s.src) {
+            Some(s.src)
+        } else if s.src == peer && local.contains(&s.dst) && usable(s.dst) {
+            Some(s.dst)
+        } else {
+            None
+        }
+    });
+    let from_policies = || {
+        policies
+            .iter()
+            .filter(|p| p.requires(IPPROTO_ESP).is_some() && host_peer(p, local) == Some(peer))
+            .find_map(|p| {
+                let s = &p.selector;
+                [s.src, s.dst]
+                    .into_iter()
+                    .find(|a| *a != peer && local.contains(a) && usable(*a))
+            })
+    };
+    from_states
+        .or_else(from_policies)
+        .or_else(|| {
+            tunnel_source
+                .then(|| local.iter().copied().find(|a| usable(*a)))
+                .flatten()
+        })
+        .or(route_source.filter(|a| usable(*a)))
+}
+
 /// What holds for `peer`, seen from `local` (this node's addresses).
 fn peer_state(
     peer: IpAddr,
     local: &[IpAddr],
     states: &[SecurityAssociation],
     policies: Option<&[XfrmPolicy]>,
+    toward: Option<IpAddr>,
 ) -> PeerState {
     let with_peer = |s: &&SecurityAssociation| {
         (s.src == peer && local.contains(&s.dst)) || (s.dst == peer && local.contains(&s.src))
@@ -268,10 +318,7 @@ fn peer_state(
     };
     PeerState {
         peer,
-        local: local
-            .iter()
-            .copied()
-            .find(|l| l.is_ipv4() == peer.is_ipv4()),
+        local: toward,
         out: leg(PolicyDir::Out, &|l| (l, peer)),
         inbound: leg(PolicyDir::In, &|l| (peer, l)),
         sas: sas.len(),
@@ -316,9 +363,20 @@ pub fn analyse(facts: &XfrmFacts) -> Analysis {
             (local, peers)
         }
     };
+    let tunnel_source = matches!(facts.peers, PeerView::Known { .. });
     let states: Vec<PeerState> = peers
         .iter()
-        .map(|p| peer_state(*p, &local, &facts.states, known))
+        .map(|p| {
+            let toward = local_toward(
+                *p,
+                &local,
+                tunnel_source,
+                &facts.states,
+                policies,
+                facts.route_sources.get(p).copied(),
+            );
+            peer_state(*p, &local, &facts.states, known, toward)
+        })
         .collect();
     for s in &states {
         if s.out == Leg::Pending {

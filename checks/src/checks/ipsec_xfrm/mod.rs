@@ -26,7 +26,7 @@
 pub(crate) mod analyse;
 mod words;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::LazyLock;
 
@@ -173,6 +173,10 @@ pub struct XfrmFacts {
     /// This host's own addresses: an SA from one is outbound, to one
     /// inbound (the `direction` of each entry in the `sas` evidence).
     pub local_addresses: Vec<IpAddr>,
+    /// The preferred source of the route to a peer (`RTM_GETROUTE`), asked
+    /// only for the peers no state, policy or ovn-encap-ip places this
+    /// node's end of ([`analyse::local_toward`]).
+    pub route_sources: BTreeMap<IpAddr, IpAddr>,
 }
 
 /// One ESP SA as the evidence lists it, for `cluster.sa-pairs`: never the
@@ -325,7 +329,7 @@ impl Check for IpsecXfrm {
         };
         let policies = ctx.host().xfrm_policies(bound).map_err(|e| e.to_string());
         let peers = peers_to_judge(ctx, expect.ipsec_wanted);
-        judge(&XfrmFacts {
+        let mut facts = XfrmFacts {
             ipsec_wanted: expect.ipsec_wanted,
             node_count: expect.node_count,
             expected_min: expect.esp_sa_min,
@@ -335,7 +339,16 @@ impl Check for IpsecXfrm {
             // Unreadable addresses leave every SA's direction `other`:
             // cluster.sa-pairs then cannot attribute them, and says so.
             local_addresses: ctx.host().addresses().unwrap_or_default(),
-        })
+            route_sources: BTreeMap::new(),
+        };
+        // This node's end toward a peer the tables do not place: the
+        // route's preferred source, as the kernel would pick it.
+        for p in analyse(&facts).peers.iter().filter(|p| p.local.is_none()) {
+            if let Ok(Some(src)) = ctx.host().route(p.peer, None).map(|r| r.preferred_source) {
+                facts.route_sources.insert(p.peer, src);
+            }
+        }
+        judge(&facts)
     }
 }
 

@@ -176,6 +176,7 @@ fn lab_facts(
         policies,
         peers: lab_peers(me),
         local_addresses: ips(&["127.0.0.1", &format!("198.18.0.{me}")]),
+        route_sources: Default::default(),
     }
 }
 
@@ -749,4 +750,64 @@ fn explain_quotes_the_fixes_the_findings_give() {
             assert!(explain.contains(&format!("- {step}\n")), "{step}");
         }
     }
+}
+
+/// Issue 36: without OVN the local end of a pair was "the host's first
+/// address", loopback, and a missing direction read `127.0.0.1->…`. It is
+/// the end the kernel uses toward the peer: the SA's or policy's own, else
+/// the route's preferred source; never loopback, never link-local.
+#[test]
+fn the_local_end_toward_a_peer_is_the_one_the_kernel_uses_never_loopback() {
+    // The stopped node of the kernel lab, OVN not asked: its peers come
+    // from the ACQUIRE states it kept; its addresses list loopback first.
+    let mut facts = situation(3, "stopped-n3");
+    facts.peers = PeerView::Unknown { why: "down".into() };
+    facts.local_addresses = ips(&["127.0.0.1", "fe80::1", "198.18.0.3"]);
+    let f = judge(&facts);
+    let said = format!(
+        "{} {:?} {:?}",
+        f.summary, f.remediation, f.evidence["missing_pairs"]
+    );
+    assert!(
+        !said.contains("127.0.0.1") && !said.contains("fe80"),
+        "{said}"
+    );
+    for pair in f.evidence["missing_pairs"].as_array().unwrap() {
+        let pair = pair.as_str().unwrap();
+        assert!(pair.contains("198.18.0.3"), "{pair}");
+    }
+    // Nothing in the tables places this node's end toward a peer: the
+    // route's preferred source does, unless it is loopback or link-local.
+    let states: Vec<SecurityAssociation> = Vec::new();
+    let policies: Vec<XfrmPolicy> = Vec::new();
+    let local = ips(&["127.0.0.1", "169.254.0.7", "10.9.0.1", "10.9.1.1"]);
+    let toward = |route: Option<&str>| {
+        super::analyse::local_toward(
+            ip("10.9.0.3"),
+            &local,
+            false,
+            &states,
+            &policies,
+            route.map(ip),
+        )
+    };
+    assert_eq!(toward(Some("10.9.1.1")), Some(ip("10.9.1.1")));
+    assert_eq!(toward(Some("127.0.0.1")), None);
+    assert_eq!(toward(Some("169.254.0.7")), None);
+    assert_eq!(toward(None), None, "never the first address of the family");
+    // OVN's ovn-encap-ip is the tunnel's source when the tables say nothing.
+    let encap = ips(&["10.9.0.1"]);
+    assert_eq!(
+        super::analyse::local_toward(ip("10.9.0.3"), &encap, true, &states, &policies, None),
+        Some(ip("10.9.0.1"))
+    );
+    // An SA's own local end comes first, whatever the route says.
+    let mut facts = situation(1, "mesh-up-n1");
+    facts.peers = PeerView::Unknown { why: "down".into() };
+    facts
+        .route_sources
+        .insert(ip("198.18.0.2"), ip("198.18.9.9"));
+    let a = super::analyse(&facts);
+    let p = a.peers.iter().find(|p| p.peer == ip("198.18.0.2")).unwrap();
+    assert_eq!(p.local, Some(ip("198.18.0.1")));
 }
