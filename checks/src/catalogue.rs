@@ -33,6 +33,7 @@ pub static CHECKS: &[&dyn Check] = &[
     // Cluster checks (Scope::Cluster): judged by `--cluster` from every
     // node's report; never selected by default in a node run.
     &checks::cluster_reachable::ClusterReachable,
+    &checks::cluster_bus::ClusterBus,
     &checks::cluster_config_drift::ClusterConfigDrift,
     &checks::cluster_path_matrix::ClusterPathMatrix,
     &checks::cluster_sa_pairs::ClusterSaPairs,

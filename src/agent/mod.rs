@@ -20,39 +20,50 @@
 //! phase drawn from the node's name (within one interval) and the rest one
 //! interval apart, so agents started together spread their runs. After each periodic run it writes the
 //! report into the doctor's JetStream bucket ([`bucket`]: key = node,
-//! with its interval), publishes a [`events::Transition`] on
+//! with its interval and identity), publishes a [`events::Transition`] on
 //! `spinifex.doctor.events.<node>` for every check whose code changed
-//! since the last periodic report (the bucket's, across restarts), and,
-//! when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, exports the run's series as
-//! OTLP metrics ([`crate::otlp`]).
+//! since the last periodic report (the bucket's, across restarts), both
+//! from a task of their own ([`writer`], which also makes a deleted bucket
+//! again), and, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, hands the run's
+//! series as OTLP metrics ([`crate::otlp`]) to a bounded queue that a
+//! thread of its own sends ([`telemetry`]): a mute collector never holds a
+//! run back.
+//!
+//! Every answer carries the agent's identity ([`identity`]); the agent
+//! answers `spinifex.doctor.<node>.identity` and asks there itself, at
+//! start and every interval, logging an error when another agent answers
+//! as its node ([`twins`]). The client pings the server every
+//! [`crate::bus::PING_INTERVAL`], so a connection the network dropped is
+//! noticed by the agent, not by TCP's retransmissions, and reconnects
+//! with the backoff capped at 10 s.
 //!
 //! tokio runs the bus side on one thread; a run is a plain thread that
-//! calls the synchronous checks, as the CLI does (and exports OTLP, a
-//! blocking HTTP request, before it hands its report back).
+//! calls the synchronous checks, as the CLI does.
 
 pub mod scheduler;
+mod telemetry;
+mod twins;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeMap;
-
-use async_nats::jetstream::kv;
 use async_nats::{Client, Event, HeaderMap, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use spx_checks::cluster::AgentIdentity;
 use spx_checks::settings::Preflight;
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::bus::events::{self, Seen};
+use crate::bus::identity;
 use crate::bus::wire::{
     self, ErrorBody, ErrorReply, RefusalKind, Request, RunKey, TraceParent, HEADER_NODE,
     HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY, HEADER_TRACEPARENT,
 };
-use crate::bus::{backoff, bucket, one_line, NatsConfig};
+use crate::bus::{backoff, bucket, NatsConfig};
 use crate::cli::{AgentArgs, Change, Format, RunArgs};
 use crate::render::journal::{log, Priority};
 use crate::settings::{Settings, UsageError};
@@ -64,8 +75,6 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 /// each node (10 s less the 2 s kept for the transport), so a default
 /// cluster request arriving during a periodic run can share it.
 pub const PERIODIC_TIMEOUT: Duration = Duration::from_secs(8);
-/// One write to the bucket, or one event, at most this long.
-const BUS_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Requests that may share one run, or wait for one together.
 const MAX_WAITERS: usize = 1024;
@@ -74,10 +83,11 @@ const MAX_WAITING: usize = 8;
 /// Requests read ahead of the agent per subscription: a flood beyond it
 /// is dropped by the client (and logged), never queued without bound.
 const SUBSCRIPTION_CAPACITY: usize = 4096;
-/// One connection attempt's bound.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// One connection attempt's bound (and each reconnect attempt's).
+const CONNECT_TIMEOUT: Duration = crate::bus::ATTEMPT_TIMEOUT;
 
 pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
+    let started = std::time::SystemTime::now();
     crate::runner::install_panic_hook();
     one_heap_arena();
     // The config is found and validated exactly as a run finds it.
@@ -142,12 +152,15 @@ pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
             None
         }
     };
+    let exporter = otlp.clone().and_then(telemetry::Exporter::start);
     let agent = Agent {
         node,
         config: path,
         nats,
         interval,
         otlp,
+        exporter,
+        identity: identity::of_this_host(started),
         limits: Limits {
             runs_per_minute: args.runs_per_minute,
             max_waiters: MAX_WAITERS,
@@ -170,6 +183,10 @@ struct Agent {
     interval: Duration,
     /// Where each periodic run's metrics go (OTLP/HTTP).
     otlp: Option<String>,
+    /// The queue and thread that send them.
+    exporter: Option<telemetry::Exporter>,
+    /// Who this agent is, in every answer and entry.
+    identity: AgentIdentity,
 }
 
 impl Agent {
@@ -304,6 +321,7 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
     let mine_subject = wire::node_subject(&agent.node);
     let mut all = client.subscribe(wire::SUBJECT_ALL).await?;
     let mut mine = client.subscribe(mine_subject.clone()).await?;
+    let mut who = client.subscribe(identity::subject(&agent.node)).await?;
     client.flush().await?;
     let info = client.server_info();
     log(
@@ -319,6 +337,20 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
         ),
     );
 
+    // Who else answers as this node: now, then every interval (every
+    // minute without periodic runs).
+    let twins = Arc::new(std::sync::Mutex::new(twins::Twins::default()));
+    tokio::spawn(twins::watch(
+        client.clone(),
+        agent.node.clone(),
+        agent.identity.clone(),
+        if agent.interval.is_zero() {
+            DEFAULT_INTERVAL
+        } else {
+            agent.interval
+        },
+        Arc::clone(&twins),
+    ));
     let mut state = State {
         agent: &agent,
         client: &client,
@@ -326,13 +358,15 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
         running: None,
         wake: None,
         quiet: Quiet::default(),
-        store: None,
-        last: None,
-        kv_failing: false,
+        writer: (!agent.interval.is_zero()).then(|| {
+            writer::Writer::spawn(
+                client.clone(),
+                agent.node.clone(),
+                agent.interval,
+                agent.identity.clone(),
+            )
+        }),
     };
-    if !agent.interval.is_zero() {
-        state.open_bucket().await;
-    }
     // The first periodic run is due now.
     state.tick().await;
     loop {
@@ -344,6 +378,10 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
             },
             m = mine.next() => match m {
                 Some(msg) => state.request(msg).await,
+                None => break,
+            },
+            m = who.next() => match m {
+                Some(msg) => twins::answer(&client, &agent.node, &agent.identity, &twins, msg).await,
                 None => break,
             },
             out = async { state.running.as_mut().expect("guarded").await }, if state.running.is_some() => {
@@ -468,147 +506,12 @@ struct State<'a> {
     running: Option<tokio::sync::oneshot::Receiver<RunOutput>>,
     wake: Option<Instant>,
     quiet: Quiet,
-    /// The doctor's bucket, once open.
-    store: Option<kv::Store>,
-    /// Each check's result in the last periodic report (from the bucket
-    /// when the agent starts), to tell what changed.
-    last: Option<BTreeMap<String, Seen>>,
-    /// The last write to the bucket failed (logged once until one works).
-    kv_failing: bool,
+    /// Writes each periodic report to the bucket, off this loop (none
+    /// without periodic runs).
+    writer: Option<writer::Writer>,
 }
 
 impl State<'_> {
-    /// Open (or make) the bucket, and read this node's last report from
-    /// it, so a transition across a restart of the agent is still seen.
-    async fn open_bucket(&mut self) {
-        let js = async_nats::jetstream::new(self.client.clone());
-        let opened = tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::open_or_create(&js)).await;
-        let store = match opened {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                log(
-                    Priority::Warning,
-                    &format!("{e}; retrying after the next periodic run"),
-                );
-                return;
-            }
-            Err(_) => {
-                log(
-                    Priority::Warning,
-                    &format!(
-                        "no answer from JetStream about the {} bucket within {} s; retrying after the next periodic run",
-                        bucket::BUCKET,
-                        BUS_WRITE_TIMEOUT.as_secs()
-                    ),
-                );
-                return;
-            }
-        };
-        if let Ok(Ok(Some(value))) =
-            tokio::time::timeout(BUS_WRITE_TIMEOUT, store.get(self.agent.node.as_str())).await
-        {
-            if let Ok(e) = bucket::Entry::parse(&self.agent.node, &value) {
-                let checks = e.report.get("checks").and_then(serde_json::Value::as_array);
-                self.last = checks.map(|c| events::seen(c));
-            }
-        }
-        log(
-            Priority::Info,
-            &format!(
-                "writing each periodic report to the {} bucket (key {}){}",
-                bucket::BUCKET,
-                self.agent.node,
-                if self.last.is_some() {
-                    ", after the one it holds"
-                } else {
-                    ""
-                }
-            ),
-        );
-        self.store = Some(store);
-    }
-
-    /// A periodic run ended: its report into the bucket, and what changed
-    /// since the last one as events.
-    async fn periodic(&mut self, doc: &serde_json::Value) {
-        let node = self.agent.node.clone();
-        let started = doc
-            .get("started_at")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let now = seen_of(doc);
-        if let Some(before) = &self.last {
-            for t in events::transitions(Some(&node), Some(before), &now, &started) {
-                let body = serde_json::to_vec(&t).expect("an event always serializes");
-                let sent = self
-                    .client
-                    .publish(events::subject(&node), Bytes::from(body))
-                    .await;
-                if let Err(e) = sent {
-                    log(
-                        Priority::Warning,
-                        &one_line(&format!("cannot publish a transition of {}: {e}", t.check)),
-                    );
-                }
-                log(
-                    Priority::Notice,
-                    &format!(
-                        "{}: {} -> {} ({})",
-                        t.check,
-                        t.code_before.as_deref().unwrap_or("none"),
-                        t.code_after,
-                        t.status
-                    ),
-                );
-            }
-        }
-        self.last = Some(now);
-        if self.store.is_none() {
-            self.open_bucket().await;
-        }
-        let Some(store) = &self.store else {
-            return;
-        };
-        let entry = bucket::Entry {
-            node: node.clone(),
-            interval_ms: self.agent.interval.as_millis() as u64,
-            written_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
-            report: doc.clone(),
-        };
-        let put = tokio::time::timeout(
-            BUS_WRITE_TIMEOUT,
-            store.put(node.as_str(), Bytes::from(entry.to_json())),
-        )
-        .await;
-        let failed = match put {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(one_line(&e.to_string())),
-            Err(_) => Some(format!(
-                "no acknowledgement within {} s",
-                BUS_WRITE_TIMEOUT.as_secs()
-            )),
-        };
-        match failed {
-            None if self.kv_failing => {
-                self.kv_failing = false;
-                log(
-                    Priority::Notice,
-                    &format!("writing to the {} bucket again", bucket::BUCKET),
-                );
-            }
-            None => {}
-            Some(e) if !self.kv_failing => {
-                self.kv_failing = true;
-                log(
-                    Priority::Warning,
-                    &format!("cannot write this node's report to the {} bucket: {e} (said once until it works)", bucket::BUCKET),
-                );
-            }
-            Some(_) => {}
-        }
-    }
-
     fn headers(&self, kind: &str, request: Option<&str>, trace: Option<TraceParent>) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert(HEADER_REPLY, kind);
@@ -623,6 +526,7 @@ impl State<'_> {
         if let Some(t) = trace {
             h.insert(HEADER_TRACEPARENT, t.child(span_id()).to_string());
         }
+        identity::insert(&mut h, &self.agent.identity);
         h
     }
 
@@ -631,6 +535,7 @@ impl State<'_> {
         let _ = self.client.publish_with_headers(to, headers, body).await;
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn refuse(
         &mut self,
         to: Subject,
@@ -641,8 +546,9 @@ impl State<'_> {
         retry_after: Option<Duration>,
     ) {
         self.quiet.refusal(&format!(
-            "refused request {}: {}: {message}",
+            "refused request {} from {}: {}: {message}",
             request.as_deref().unwrap_or("(no id)"),
+            scheduler::requester(to.as_str()),
             kind.as_str()
         ));
         let body = ErrorReply {
@@ -688,6 +594,7 @@ impl State<'_> {
                 request: req.id.clone(),
                 trace,
             },
+            from: Some(scheduler::requester(reply.as_str())),
         };
         match self.scheduler.offer(job, now) {
             Offered::Joined | Offered::Queued => {
@@ -733,15 +640,15 @@ impl State<'_> {
         if let Some(start) = t.start {
             let (tx, rx) = tokio::sync::oneshot::channel();
             let (config, node) = (self.agent.config.clone(), self.agent.node.clone());
-            let otlp = self.agent.otlp.clone().filter(|_| start.periodic);
+            let otlp = self.agent.exporter.clone().filter(|_| start.periodic);
             let spawned = std::thread::Builder::new()
                 .name("run".into())
                 .spawn(move || {
                     let t0 = Instant::now();
                     let result = std::panic::catch_unwind(|| run_once(&config, &node, &start))
                         .unwrap_or_else(|_| Err("the run panicked".into()));
-                    if let (Some(url), Ok(Ran { doc: Some(doc), .. })) = (&otlp, &result) {
-                        export_metrics(url, &node, doc);
+                    if let (Some(exporter), Ok(Ran { doc: Some(doc), .. })) = (&otlp, &result) {
+                        exporter.offer(metrics_request(&node, doc));
                     }
                     let _ = tx.send(RunOutput {
                         result,
@@ -793,8 +700,8 @@ impl State<'_> {
             Err(e) => log(Priority::Error, &format!("run {run} failed: {e}")),
         }
         if periodic {
-            if let Ok(Ran { doc: Some(doc), .. }) = &out.result {
-                self.periodic(doc).await;
+            if let (Some(w), Ok(Ran { doc: Some(doc), .. })) = (&self.writer, &out.result) {
+                w.offer(doc.clone());
             }
         }
         for w in waiters {
@@ -808,10 +715,10 @@ impl State<'_> {
                         .await;
                     if let Err(e) = sent {
                         if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded {
-                            let message = format!(
-                                "the report ({} bytes) does not fit the server's max_payload ({} bytes): {e}",
+                            let message = bucket::too_large_said(
                                 ran.body.len(),
-                                self.client.max_payload()
+                                self.client.max_payload(),
+                                "max_payload",
                             );
                             self.refuse(
                                 w.reply,
@@ -914,18 +821,9 @@ fn run_once(config: &Path, node: &str, start: &Start) -> Result<Ran, String> {
     })
 }
 
-fn seen_of(doc: &serde_json::Value) -> BTreeMap<String, Seen> {
-    doc.get("checks")
-        .and_then(serde_json::Value::as_array)
-        .map(|c| events::seen(c))
-        .unwrap_or_default()
-}
-
-/// A periodic run's series, as `--format prometheus` writes them, to the
-/// OTLP endpoint (in the run's thread: a blocking request).
-fn export_metrics(url: &str, node: &str, doc: &serde_json::Value) {
-    static FAILING: AtomicBool = AtomicBool::new(false);
-    static DONE: AtomicBool = AtomicBool::new(false);
+/// A periodic run's series, as `--format prometheus` writes them, as an
+/// encoded OTLP request (for [`telemetry::Exporter`]).
+fn metrics_request(node: &str, doc: &serde_json::Value) -> Vec<u8> {
     let env = |k: &str| std::env::var(k).ok();
     let host = doc
         .get("host")
@@ -940,24 +838,7 @@ fn export_metrics(url: &str, node: &str, doc: &serde_json::Value) {
         crate::otlp::resource(Some(node), host, &env),
         crate::otlp::unix_nanos(started),
     );
-    match crate::otlp::export(url, crate::otlp::encode(&request)) {
-        Ok(()) => {
-            if FAILING.swap(false, Ordering::Relaxed) || !DONE.swap(true, Ordering::Relaxed) {
-                log(
-                    Priority::Info,
-                    &format!("exported this run's metrics to {url}"),
-                );
-            }
-        }
-        Err(e) => {
-            if !FAILING.swap(true, Ordering::Relaxed) {
-                log(
-                    Priority::Warning,
-                    &format!("{e} (said once until an export works)"),
-                );
-            }
-        }
-    }
+    crate::otlp::encode(&request)
 }
 
 /// The flags of a run for `key`: only what the vocabulary carries; the

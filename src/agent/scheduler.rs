@@ -13,6 +13,11 @@
 //!   saying when a run could start again.
 //! - Waiters and waiting groups are bounded, so a flood of requests costs
 //!   bounded memory and at most the bounded number of probe runs.
+//! - One requester (the client a reply inbox belongs to, [`requester`])
+//!   starts at most half the runs of a minute and holds at most half the
+//!   waiting groups: a runaway client with the token is refused, by name,
+//!   while an operator's request still runs. (A shared token names no one:
+//!   the server tells a subscriber nothing of who published.)
 //!
 //! - With an interval, the agent also runs by itself, start to start
 //!   (due at t0, t0 + interval, …; a slot missed while a run overran is
@@ -27,7 +32,7 @@
 //! The waiter type `W` is whatever answers a request (a reply subject on
 //! the bus); the agent's own periodic run is a flag on the run.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::bus::wire::RunKey;
@@ -71,6 +76,20 @@ pub struct Job<W> {
     /// When the requester stops waiting.
     pub deadline: Instant,
     pub waiter: W,
+    /// Who asked ([`requester`]); `None`: not counted per requester.
+    pub from: Option<String>,
+}
+
+/// The client a request's reply inbox belongs to: the reply subject
+/// without its last token (`_INBOX.<client>.<request>`, as NATS clients
+/// multiplex their replies), or the whole subject when it has only two
+/// (`_INBOX.<id>`). A client that connects anew for every request is a
+/// new requester each time; the agent's own bound still holds for all.
+pub fn requester(reply: &str) -> String {
+    match reply.rsplit_once('.') {
+        Some((client, _)) if client.contains('.') => client.to_owned(),
+        _ => reply.to_owned(),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +144,9 @@ struct Group<W> {
     waiters: Vec<W>,
     /// The agent's periodic run waits in this group too.
     periodic: bool,
+    /// The requester whose request made the group (its run counts against
+    /// that requester's share).
+    opened_by: Option<String>,
 }
 
 impl<W> Group<W> {
@@ -160,6 +182,9 @@ pub struct Scheduler<W> {
     pub runs: u64,
     /// The periodic runs, and when the next falls due.
     periodic: Option<(Periodic, Instant)>,
+    /// When each requester's runs of the last minute started (only
+    /// requesters with a run in the last minute: bounded by the bound).
+    by_requester: BTreeMap<String, VecDeque<Instant>>,
 }
 
 impl<W> Scheduler<W> {
@@ -171,7 +196,68 @@ impl<W> Scheduler<W> {
             starts: VecDeque::new(),
             runs: 0,
             periodic: None,
+            by_requester: BTreeMap::new(),
         }
+    }
+
+    /// Runs one requester may start in any minute: half the bound.
+    fn requester_share(&self) -> usize {
+        (self.limits.runs_per_minute as usize / 2).max(1)
+    }
+
+    /// Waiting groups one requester may hold: half of them.
+    fn requester_waiting_share(&self) -> usize {
+        (self.limits.max_waiting_groups / 2).max(1)
+    }
+
+    /// Why `from` may not open another group now, if it may not.
+    fn requester_refusal(&mut self, from: &str, now: Instant) -> Option<Refused> {
+        let waiting = self
+            .waiting
+            .iter()
+            .filter(|g| g.opened_by.as_deref() == Some(from))
+            .count();
+        if waiting >= self.requester_waiting_share() {
+            return Some(Self::busy(format!(
+                "{waiting} requests of requester {from} already wait, its share of the {} that may (half, so that one client cannot take them all)",
+                self.limits.max_waiting_groups
+            )));
+        }
+        let started = self.by_requester.get_mut(from).map_or(0, |starts| {
+            while starts
+                .front()
+                .is_some_and(|s| now.saturating_duration_since(*s) >= MINUTE)
+            {
+                starts.pop_front();
+            }
+            starts.len()
+        });
+        self.by_requester.retain(|_, s| !s.is_empty());
+        let share = self.requester_share();
+        if started + waiting < share {
+            return None;
+        }
+        let after = self
+            .by_requester
+            .get(from)
+            .and_then(|s| s.front())
+            .map_or(MINUTE, |first| {
+                (*first + MINUTE).saturating_duration_since(now)
+            });
+        Some(Refused {
+            why: Why::RateLimited,
+            message: format!(
+                "requester {from} has started {started} run(s) in the last minute{}, its share of this agent's {} a minute (half, so that one client cannot take them all); its next could start in {:.1} s",
+                if waiting > 0 {
+                    format!(" and has {waiting} waiting")
+                } else {
+                    String::new()
+                },
+                self.limits.runs_per_minute,
+                after.as_secs_f64()
+            ),
+            retry_after: Some(after),
+        })
     }
 
     /// Run `p` by itself, the first at `first`.
@@ -217,6 +303,7 @@ impl<W> Scheduler<W> {
                 deadline: now + timeout + REPLY_MARGIN,
                 waiters: Vec::new(),
                 periodic: true,
+                opened_by: None,
             });
         }
         u64::from(slots)
@@ -299,6 +386,11 @@ impl<W> Scheduler<W> {
             g.waiters.push(job.waiter);
             return Offered::Queued;
         }
+        if let Some(from) = &job.from {
+            if let Some(r) = self.requester_refusal(from, now) {
+                return Offered::Refused(job.waiter, r);
+            }
+        }
         if self.waiting.len() >= self.limits.max_waiting_groups {
             return Offered::Refused(
                 job.waiter,
@@ -313,6 +405,7 @@ impl<W> Scheduler<W> {
             deadline: job.deadline,
             waiters: Vec::new(),
             periodic: false,
+            opened_by: job.from,
         };
         let Some(latest) = group.latest_start() else {
             return Offered::Refused(
@@ -371,6 +464,12 @@ impl<W> Scheduler<W> {
                 let ends_by = g.deadline.checked_sub(REPLY_MARGIN).unwrap_or(now);
                 if !g.periodic {
                     self.starts.push_back(now);
+                }
+                if let Some(from) = &g.opened_by {
+                    self.by_requester
+                        .entry(from.clone())
+                        .or_default()
+                        .push_back(now);
                 }
                 self.runs += 1;
                 start = Some(Start {
@@ -450,7 +549,87 @@ mod tests {
             key: k.clone(),
             deadline,
             waiter: w,
+            from: None,
         }
+    }
+
+    fn from(k: &RunKey, deadline: Instant, w: u32, who: &str) -> Job<u32> {
+        Job {
+            from: Some(who.into()),
+            ..job(k, deadline, w)
+        }
+    }
+
+    #[test]
+    fn a_requester_is_the_client_of_its_reply_inbox() {
+        assert_eq!(requester("_INBOX.x7Yk2.17"), "_INBOX.x7Yk2");
+        assert_eq!(requester("_INBOX.x7Yk2.all"), "_INBOX.x7Yk2");
+        assert_eq!(requester("_INBOX.x7Yk2"), "_INBOX.x7Yk2");
+        assert_eq!(requester("reply"), "reply");
+    }
+
+    /// Issue 36: one client flooding with the token kept operators out for
+    /// a minute. Its share is half the bound; an operator's request runs.
+    #[test]
+    fn one_runaway_requester_takes_at_most_half_and_is_named() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(Limits {
+            runs_per_minute: 12,
+            max_waiters: 1024,
+            max_waiting_groups: 8,
+        });
+        let mut started = 0;
+        let mut refusals = Vec::new();
+        for i in 0..1000u32 {
+            let now = t0 + Duration::from_millis(u64::from(i) * 20);
+            let k = key(100 + u64::from(i % 50), &["sysctl"]);
+            if let Offered::Refused(_, r) = s.offer(
+                from(&k, now + Duration::from_secs(3), i, "_INBOX.flood"),
+                now,
+            ) {
+                refusals.push(r);
+            }
+            if s.tick(now).start.is_some() {
+                started += 1;
+                s.finish();
+            }
+        }
+        assert_eq!(started, 6, "half of 12");
+        let r = refusals
+            .iter()
+            .find(|r| r.why == Why::RateLimited)
+            .expect("rate-limited");
+        assert!(
+            r.message.starts_with("requester _INBOX.flood has started 6 run(s) in the last minute, its share of this agent's 12 a minute"),
+            "{}",
+            r.message
+        );
+        // The operator, another client, still gets a run at once.
+        let now = t0 + Duration::from_secs(21);
+        let op = key(1000, &[]);
+        assert!(matches!(
+            s.offer(
+                from(&op, now + Duration::from_secs(8), 9999, "_INBOX.operator"),
+                now
+            ),
+            Offered::Queued
+        ));
+        assert!(s.tick(now).start.is_some());
+        assert_eq!(s.finish(), vec![9999]);
+        // A minute after its first run, the runaway's share is back.
+        let later = t0 + Duration::from_secs(61);
+        assert!(matches!(
+            s.offer(
+                from(
+                    &key(777, &[]),
+                    later + Duration::from_secs(3),
+                    1,
+                    "_INBOX.flood"
+                ),
+                later
+            ),
+            Offered::Queued
+        ));
     }
 
     fn refused(o: Offered<u32>) -> Refused {

@@ -2,25 +2,34 @@
 //! latest periodic report under its node's name, with a short history.
 //!
 //! A value is an [`Entry`]: the node, the agent's interval (how a reader
-//! tells a stale node from a quiet one), when it was written, and the
-//! node's JSON v1 report exactly as a run writes it.
+//! tells a stale node from a quiet one), when it was written, who wrote it
+//! (the agent's identity: two agents writing as one node are a duplicate),
+//! and the node's JSON v1 report exactly as a run writes it; or, when the
+//! report does not fit the server's max_payload, a small entry saying so
+//! ([`TooLarge`]: its size, the limit and the report's counts), so a reader
+//! shows the node as `too-large` rather than as a node without a report.
 //!
 //! The bucket is made by the first agent that finds it missing, in the
 //! shape a KV bucket has (stream `KV_spx-doctor` on `$KV.spx-doctor.>`,
 //! rollups allowed, deletes denied, direct get), bounded: [`HISTORY`]
 //! revisions per node, [`MAX_VALUE`] per value and [`MAX_BYTES`] in all,
-//! the oldest revisions going first when full. async-nats 0.51's
+//! the oldest revisions going first when full. It is the agents' state:
+//! one deleted by hand (`nats kv del spx-doctor`, a JetStream clean-up) is
+//! made again, with the same bounds, by the next agent whose write finds
+//! it missing ([`is_missing`], [`remake`]). async-nats 0.51's
 //! `create_key_value` cannot be used for it: it first asks the server for
 //! its account info and cannot read the answer of Debian's nats-server
 //! 2.9.10, so the stream is created with `create_stream` and then opened
 //! with `get_key_value`, which reads nothing of the account. A reader
 //! (`spx-doctor watch`) only opens it, never creates it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
-use async_nats::jetstream::{self, kv, stream};
+use async_nats::jetstream::{self, context, kv, stream};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use spx_checks::cluster::AgentIdentity;
 
 use super::one_line;
 
@@ -42,8 +51,63 @@ pub struct Entry {
     pub interval_ms: u64,
     /// When the agent wrote it (RFC 3339).
     pub written_at: String,
-    /// The node's JSON v1 report.
+    /// Who wrote it (absent in entries of doctors before issue 36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<AgentIdentity>,
+    /// The node's JSON v1 report; null when it did not fit ([`TooLarge`]).
     pub report: Value,
+    /// Why `report` is null: the report did not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub too_large: Option<TooLarge>,
+}
+
+/// A report that did not fit the bucket, in a few numbers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TooLarge {
+    /// The whole entry's size, in bytes.
+    pub size: usize,
+    /// What the server takes (its max_payload, or the bucket's value limit
+    /// when smaller).
+    pub limit: usize,
+    /// Which limit: `max_payload` or `bucket`.
+    pub by: String,
+    /// The report's `summary` counts (pass, warn, fail, skip, error).
+    pub summary: Value,
+    /// The report's exit code.
+    pub exit_code: Option<i64>,
+}
+
+/// The words for a report that does not fit, the same for `--cluster`'s
+/// refusal and `watch`'s node.
+pub fn too_large_said(size: usize, limit: usize, by: &str) -> String {
+    match by {
+        "bucket" => format!(
+            "the report ({size} bytes) does not fit the {BUCKET} bucket's values ({limit} bytes)"
+        ),
+        _ => format!(
+            "the report ({size} bytes) does not fit the server's max_payload ({limit} bytes)"
+        ),
+    }
+}
+
+impl TooLarge {
+    /// What a reader says of the node: the words of `--cluster`, then the
+    /// counts the agent kept.
+    pub fn said(&self, written_at: &str) -> String {
+        let n = |k: &str| self.summary.get(k).and_then(Value::as_u64).unwrap_or(0);
+        format!(
+            "{}; its run at {written_at}: {} pass, {} warn, {} fail, {} skip, {} error{}",
+            too_large_said(self.size, self.limit, &self.by),
+            n("pass"),
+            n("warn"),
+            n("fail"),
+            n("skip"),
+            n("error"),
+            self.exit_code
+                .map(|c| format!(", exit {c}"))
+                .unwrap_or_default()
+        )
+    }
 }
 
 impl Entry {
@@ -51,8 +115,24 @@ impl Entry {
         serde_json::to_vec(self).expect("an entry always serializes")
     }
 
+    /// The entry that says the report did not fit: this one without its
+    /// report, with its size, `limit` and counts.
+    pub fn too_large(&self, size: usize, limit: usize, by: &str) -> Entry {
+        Entry {
+            report: Value::Null,
+            too_large: Some(TooLarge {
+                size,
+                limit,
+                by: by.to_owned(),
+                summary: self.report.get("summary").cloned().unwrap_or(Value::Null),
+                exit_code: self.report.get("exit_code").and_then(Value::as_i64),
+            }),
+            ..self.clone()
+        }
+    }
+
     /// Read the value under key `node` (outside data: strictly; the
-    /// report must be `node`'s own JSON v1 report).
+    /// report must be `node`'s own JSON v1 report, unless it did not fit).
     pub fn parse(node: &str, bytes: &[u8]) -> Result<Entry, String> {
         if bytes.len() > MAX_ENTRY {
             return Err(format!(
@@ -60,7 +140,7 @@ impl Entry {
                 bytes.len()
             ));
         }
-        let e: Entry = serde_json::from_slice(bytes)
+        let mut e: Entry = serde_json::from_slice(bytes)
             .map_err(|e| one_line(&format!("not an entry of the doctor's ({e})")))?;
         if e.node != node {
             return Err(format!(
@@ -77,8 +157,12 @@ impl Entry {
                 one_line(&e.written_at)
             ));
         }
-        if e.report.get("node").and_then(Value::as_str) != Some(node) {
-            return Err(format!("the report under {node} is not {node}'s"));
+        e.identity = e.identity.and_then(super::identity::checked);
+        match &e.too_large {
+            Some(t) if e.report.is_null() && t.size > t.limit => {}
+            Some(_) => return Err("a too-large entry that is not one".into()),
+            None if e.report.get("node").and_then(Value::as_str) == Some(node) => {}
+            None => return Err(format!("the report under {node} is not {node}'s")),
         }
         Ok(e)
     }
@@ -120,13 +204,155 @@ pub async fn open_or_create(js: &jetstream::Context) -> Result<kv::Store, String
         .map_err(|e| one_line(&format!("cannot open the {BUCKET} bucket: {e}")))
 }
 
-/// The bucket as it is (a reader): never made here.
-pub async fn open(js: &jetstream::Context) -> Result<kv::Store, String> {
-    js.get_key_value(BUCKET).await.map_err(|e| {
-        one_line(&format!(
+/// Who made the bucket again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remade {
+    /// This agent, with [`stream_config`]'s bounds.
+    Here,
+    /// Another agent, first.
+    Elsewhere,
+}
+
+/// Make the bucket again after a write found it missing: with the same
+/// bounds when it is still missing (another agent may have been first).
+pub async fn remake(js: &jetstream::Context) -> Result<(kv::Store, Remade), String> {
+    let who = match js.get_stream(format!("KV_{BUCKET}")).await {
+        Ok(_) => Remade::Elsewhere,
+        Err(_) => match js.create_stream(stream_config()).await {
+            Ok(_) => Remade::Here,
+            // Made between the two questions, by another agent.
+            Err(e)
+                if matches!(e.kind(), context::CreateStreamErrorKind::JetStream(j)
+                    if j.error_code() == jetstream::ErrorCode::STREAM_NAME_EXIST) =>
+            {
+                Remade::Elsewhere
+            }
+            Err(e) => {
+                return Err(one_line(&format!(
+                    "cannot make the {BUCKET} bucket again: {e}"
+                )))
+            }
+        },
+    };
+    let store = js
+        .get_key_value(BUCKET)
+        .await
+        .map_err(|e| one_line(&format!("cannot open the {BUCKET} bucket: {e}")))?;
+    Ok((store, who))
+}
+
+/// Whether `e`, a failed write's or open's error, says the bucket's stream
+/// does not exist: the server's "no responders" to a KV put (no stream
+/// takes the subject), or JetStream's "stream not found" (10059).
+pub fn is_missing(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(err) = next {
+        if let Some(p) = err.downcast_ref::<context::PublishError>() {
+            if p.kind() == context::PublishErrorKind::StreamNotFound {
+                return true;
+            }
+        }
+        if let Some(g) = err.downcast_ref::<context::GetStreamError>() {
+            if let context::GetStreamErrorKind::JetStream(j) = g.kind() {
+                if j.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND {
+                    return true;
+                }
+            }
+        }
+        next = err.source();
+    }
+    false
+}
+
+/// The subject JetStream announces the bucket's stream deleted on.
+pub fn deleted_advisory() -> String {
+    format!("$JS.EVENT.ADVISORY.STREAM.DELETED.KV_{BUCKET}")
+}
+
+/// What a reader says when the bucket is not there.
+pub fn missing_said() -> String {
+    format!("the bucket {BUCKET} does not exist; agents make it again on their next write")
+}
+
+/// The bucket as it is (a reader): never made here. `Ok(None)`: it does
+/// not exist.
+pub async fn open(js: &jetstream::Context) -> Result<Option<kv::Store>, String> {
+    match js.get_key_value(BUCKET).await {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if is_missing(&e) => Ok(None),
+        Err(e) => Err(one_line(&format!(
             "cannot open the {BUCKET} bucket (it is made by the first agent that runs with an --interval): {e}"
-        ))
-    })
+        ))),
+    }
+}
+
+/// One revision as a reader holds it.
+#[derive(Clone, Debug)]
+pub struct Revision {
+    pub key: String,
+    pub value: bytes::Bytes,
+    /// When the server stored it.
+    pub stored: SystemTime,
+    pub revision: u64,
+    pub put: bool,
+}
+
+impl Revision {
+    pub fn of(e: &kv::Entry) -> Revision {
+        Revision {
+            key: e.key.clone(),
+            value: e.value.clone(),
+            stored: SystemTime::from(e.created),
+            revision: e.revision,
+            put: e.operation == kv::Operation::Put,
+        }
+    }
+}
+
+/// Every revision the bucket holds (at most [`HISTORY`] per node), oldest
+/// first, read through one ordered consumer (not one per node), and the
+/// watch that consumer goes on with: new revisions as they come. Within
+/// `deadline`.
+pub async fn history(
+    js: &jetstream::Context,
+    store: &kv::Store,
+    deadline: Instant,
+) -> Result<(Vec<Revision>, kv::Watch), String> {
+    let late = || format!("no answer from JetStream about the {BUCKET} bucket in time");
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let mut s = tokio::time::timeout(left(), js.get_stream(format!("KV_{BUCKET}")))
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| one_line(&format!("cannot read the {BUCKET} bucket: {e}")))?;
+    let state = tokio::time::timeout(left(), s.info())
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| one_line(&format!("cannot read the {BUCKET} bucket: {e}")))?
+        .state
+        .clone();
+    let mut watch = tokio::time::timeout(
+        left(),
+        store.watch_all_from_revision(state.first_sequence.max(1)),
+    )
+    .await
+    .map_err(|_| late())?
+    .map_err(|e| one_line(&format!("cannot watch the {BUCKET} bucket: {e}")))?;
+    let mut out = Vec::new();
+    if state.messages == 0 {
+        return Ok((out, watch));
+    }
+    loop {
+        let e = tokio::time::timeout(left(), watch.next())
+            .await
+            .map_err(|_| late())?
+            .ok_or_else(|| format!("the watch of the {BUCKET} bucket ended"))?
+            .map_err(|e| one_line(&format!("the watch of the {BUCKET} bucket failed: {e}")))?;
+        let caught_up = e.delta == 0 || e.revision >= state.last_sequence;
+        out.push(Revision::of(&e));
+        if caught_up {
+            return Ok((out, watch));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +382,28 @@ mod tests {
 
     fn e_json() -> Vec<u8> {
         entry("n1", "n1")
+    }
+
+    #[test]
+    fn a_report_that_does_not_fit_leaves_a_small_entry_saying_so() {
+        let full = Entry::parse("n1", &e_json()).unwrap();
+        let mut report = full.report.clone();
+        report["summary"] = json!({"pass": 12, "warn": 1, "fail": 0, "skip": 3, "error": 1});
+        report["exit_code"] = json!(2);
+        let full = Entry { report, ..full };
+        let small = full.too_large(41_233, 8192, "max_payload");
+        let back = Entry::parse("n1", &small.to_json()).unwrap();
+        assert!(back.report.is_null());
+        let t = back.too_large.unwrap();
+        assert_eq!(
+            t.said(&back.written_at),
+            "the report (41233 bytes) does not fit the server's max_payload (8192 bytes); its run at 2026-01-01T00:00:00.000Z: 12 pass, 1 warn, 0 fail, 3 skip, 1 error, exit 2"
+        );
+        assert!(small.to_json().len() < 1024, "{}", small.to_json().len());
+        // A report of null without saying why is not an entry.
+        let mut bad = full.clone();
+        bad.report = Value::Null;
+        assert!(Entry::parse("n1", &bad.to_json()).is_err());
     }
 
     #[test]

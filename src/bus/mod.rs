@@ -11,6 +11,7 @@
 
 pub mod bucket;
 pub mod events;
+pub mod identity;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -147,6 +148,7 @@ impl NatsConfig {
     ) -> Result<async_nats::Client, ConnectFailure> {
         let mut opts = async_nats::ConnectOptions::new()
             .name(name)
+            .ping_interval(PING_INTERVAL)
             .connection_timeout(timeout.max(Duration::from_millis(1)))
             .ignore_discovered_servers()
             .reconnect_delay_callback(backoff);
@@ -216,8 +218,10 @@ fn server_address(text: &str) -> Result<String, String> {
 }
 
 /// Reconnect delay after `attempts` tries: at once, then 0.5 s doubling to
-/// 10 s (the daemon's ConnectNATSWithRetry), with up to a quarter more
-/// so agents restarted together do not return together.
+/// 10 s (the daemon's ConnectNATSWithRetry), less up to a quarter so
+/// agents restarted together do not return together. Never more than
+/// [`BACKOFF_CAP`]: a node back on the network is back on the bus within
+/// the cap and one attempt ([`ATTEMPT_TIMEOUT`]), whatever the jitter.
 pub fn backoff(attempts: usize) -> Duration {
     if attempts <= 1 {
         return Duration::ZERO;
@@ -225,12 +229,28 @@ pub fn backoff(attempts: usize) -> Duration {
     let exp = (attempts - 2).min(16) as u32;
     let base = Duration::from_millis(500)
         .saturating_mul(2u32.saturating_pow(exp))
-        .min(Duration::from_secs(10));
+        .min(BACKOFF_CAP);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    base + base.mul_f64(f64::from(nanos % 1000) / 4000.0)
+    base - base.mul_f64(f64::from(nanos % 1000) / 4000.0)
 }
+
+/// The reconnect backoff's cap.
+pub const BACKOFF_CAP: Duration = Duration::from_secs(10);
+
+/// One reconnect attempt at most (TCP, TLS, the server's INFO): a LAN
+/// handshake takes milliseconds, and an attempt whose SYN was dropped while
+/// the network was cut must not hold the next one back past the heal by
+/// more than this.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often a client pings the server. The client counts a connection
+/// dead when two pings in a row got no PONG (async-nats 0.51 fixes that
+/// count at 2), so a connection the network silently dropped is noticed
+/// within two to three of these, not when TCP's retransmissions give up
+/// (their backoff doubles to 2 minutes).
+pub const PING_INTERVAL: Duration = Duration::from_secs(3);
 
 /// Why there is no session with NATS.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -379,14 +399,15 @@ host = "192.0.2.182"
     }
 
     #[test]
-    fn backoff_doubles_to_ten_seconds() {
+    fn backoff_doubles_to_ten_seconds_never_past_it() {
         assert_eq!(backoff(1), Duration::ZERO);
         let within = |n: usize, base: u64| {
             let d = backoff(n);
             assert!(
-                d >= Duration::from_millis(base) && d <= Duration::from_millis(base * 5 / 4),
+                d <= Duration::from_millis(base) && d >= Duration::from_millis(base * 3 / 4),
                 "{n}: {d:?}"
             );
+            assert!(d <= BACKOFF_CAP);
         };
         within(2, 500);
         within(3, 1000);

@@ -74,7 +74,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 config,
                 request: nats::request(&plan, &carried),
                 nodes: plan.nodes.iter().map(|n| n.name.clone()).collect(),
-                broadcast: plan.nodes.len() == plan.config_nodes.len(),
                 deadline,
                 traceparent: nats::traceparent(),
             };
@@ -82,15 +81,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 nats::gather(g)
                     .into_iter()
                     .enumerate()
-                    .map(|(index, report)| ssh::Answer {
-                        index,
-                        report,
-                        target: None,
+                    .map(|(index, got)| {
+                        let answer = ssh::Answer {
+                            index,
+                            report: got.report,
+                            target: None,
+                        };
+                        (answer, got.agents)
                     })
-                    .collect()
+                    .collect::<Vec<_>>()
             })
         }
-        None => std::thread::spawn(move || ssh::run_all(jobs, parallel, deadline)),
+        None => std::thread::spawn(move || {
+            ssh::run_all(jobs, parallel, deadline)
+                .into_iter()
+                .map(|a| (a, Vec::new()))
+                .collect()
+        }),
     };
 
     let local = plan
@@ -106,12 +113,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         });
     let mut answers: Vec<Option<Result<Value, Unreached>>> = vec![None; plan.nodes.len()];
     let mut targets = vec![None; plan.nodes.len()];
+    let mut agents = vec![Vec::new(); plan.nodes.len()];
     if let Some((i, r)) = local {
         answers[i] = Some(Ok(r));
     }
-    for a in remote.join().unwrap_or_default() {
+    for (a, heard) in remote.join().unwrap_or_default() {
         answers[a.index] = Some(a.report);
         targets[a.index] = a.target;
+        agents[a.index] = heard;
     }
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
@@ -125,7 +134,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .iter()
         .zip(answers)
         .zip(targets)
-        .map(|((n, a), target)| {
+        .zip(agents)
+        .map(|(((n, a), target), heard)| {
             let host = match n.via {
                 Via::InProcess => None,
                 _ if transport == Transport::Nats => None,
@@ -142,6 +152,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             });
             let mut answer = NodeAnswer::new(n.name.clone(), host, report);
             answer.ssh = target;
+            answer.agents = heard;
             answer
         })
         .collect();

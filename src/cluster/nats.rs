@@ -3,13 +3,18 @@
 //! `spinifex.node.status`.
 //!
 //! This node connects as its daemon does (its `[nodes.<node>.nats]`),
-//! publishes one request (to `spinifex.doctor.run` when every node of the
-//! config is asked, else to each selected node's own subject) with a reply
-//! inbox and a W3C `traceparent`, and gathers until every selected node
-//! has answered or the run's one deadline. An agent acknowledges at once,
-//! then answers with its JSON v1 report or a typed refusal; a node that
-//! said nothing is named as having no agent, one that acknowledged but
-//! sent nothing by the deadline as having run out of time. A failure of
+//! publishes the request to each selected node's own subject with a reply
+//! inbox per node and a W3C `traceparent`, and gathers until every agent
+//! that acknowledged has answered or the run's one deadline. An agent
+//! acknowledges at once, then answers with its JSON v1 report or a typed
+//! refusal, every message carrying who it is ([`identity`]). Every answer
+//! for a node within the window is kept, not only the first: two agents
+//! answering as one node (a machine re-imaged from its disk) are a
+//! duplicate, and neither report is taken as the node's. A node whose
+//! subject nobody holds is named as having no agent at once (the server's
+//! "no responders"); one whose subject is held but that said nothing is
+//! silent (stopped, hung, or overloaded); one that acknowledged but sent
+//! nothing by the deadline has run out of time. A failure of
 //! this node's own session (connect, TLS, token) is every node's answer,
 //! named once by `cluster.reachable`. A report is checked for the shape
 //! of JSON v1 before it is trusted, exactly as one that came over ssh.
@@ -22,8 +27,9 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{Unreached, UnreachedKind};
+use spx_checks::cluster::{AgentIdentity, Unreached, UnreachedKind};
 
+use crate::bus::identity;
 use crate::bus::wire::{
     self, ErrorReply, RefusalKind, Request, TraceParent, HEADER_NODE, HEADER_REPLY, HEADER_REQUEST,
     HEADER_TRACEPARENT,
@@ -176,14 +182,18 @@ pub struct Gather {
     pub request: Request,
     /// The selected nodes, in order.
     pub nodes: Vec<String>,
-    /// Every node of the config is selected: one request to all agents.
-    pub broadcast: bool,
     pub deadline: Instant,
     pub traceparent: TraceParent,
 }
 
+/// What one node answered, and every agent that answered as it.
+pub struct NodeGathered {
+    pub report: Result<Value, Unreached>,
+    pub agents: Vec<AgentIdentity>,
+}
+
 /// One answer per selected node, in order.
-pub fn gather(g: Gather) -> Vec<Result<Value, Unreached>> {
+pub fn gather(g: Gather) -> Vec<NodeGathered> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
@@ -197,22 +207,105 @@ pub fn gather(g: Gather) -> Vec<Result<Value, Unreached>> {
     }
 }
 
-fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<Result<Value, Unreached>> {
+fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<NodeGathered> {
     g.nodes
         .iter()
-        .map(|_| Err(Unreached::new(kind, detail.clone())))
+        .map(|_| NodeGathered {
+            report: Err(Unreached::new(kind, detail.clone())),
+            agents: Vec::new(),
+        })
         .collect()
 }
 
-/// What each node has said so far.
+/// What one agent has said so far.
 #[derive(Clone)]
 enum Said {
-    Nothing,
     Accepted,
     Done(Result<Value, Unreached>),
 }
 
-async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
+/// What every agent of one node has said: by identity (`None`: a doctor
+/// that does not say who it is), in the order first heard.
+#[derive(Default)]
+struct Heard {
+    agents: Vec<(Option<AgentIdentity>, Said)>,
+    /// The server said no one holds the node's subject.
+    no_responders: bool,
+}
+
+impl Heard {
+    fn said(&mut self, who: Option<AgentIdentity>, what: Said) {
+        let same = |a: &Option<AgentIdentity>| match (a, &who) {
+            (Some(a), Some(b)) => a.same_agent(b),
+            (None, None) => true,
+            _ => false,
+        };
+        match self.agents.iter_mut().find(|(a, _)| same(a)) {
+            Some((_, Said::Done(_))) => {}
+            Some((_, s)) => *s = what,
+            None => self.agents.push((who, what)),
+        }
+    }
+
+    /// Every agent that acknowledged has answered, and someone did (or no
+    /// one holds the subject).
+    fn done(&self) -> bool {
+        self.no_responders
+            || (!self.agents.is_empty()
+                && self.agents.iter().all(|(_, s)| matches!(s, Said::Done(_))))
+    }
+
+    /// The node's answer at the end of the window.
+    fn answer(self, node: &str, window: Duration) -> NodeGathered {
+        let known: Vec<AgentIdentity> = self.agents.iter().filter_map(|(a, _)| a.clone()).collect();
+        if self.agents.len() > 1 {
+            let at: Vec<String> = self
+                .agents
+                .iter()
+                .map(|(a, _)| {
+                    a.as_ref()
+                        .map_or("an agent that did not say who it is".to_owned(), |a| {
+                            format!("at {}", a.addresses_said())
+                        })
+                })
+                .collect();
+            return NodeGathered {
+                report: Err(Unreached::new(
+                    UnreachedKind::DuplicateNode,
+                    format!(
+                        "{} agents answered as {node} in this run ({}): see cluster.bus",
+                        self.agents.len(),
+                        at.join(" and ")
+                    ),
+                )),
+                agents: known,
+            };
+        }
+        let report = match self.agents.into_iter().next() {
+            Some((_, Said::Done(answer))) => answer,
+            Some((_, Said::Accepted)) => Err(Unreached::new(
+                UnreachedKind::Deadline,
+                format!(
+                    "{node}'s agent accepted the request but sent no report by the deadline (--timeout)"
+                ),
+            )),
+            None if self.no_responders => Err(no_agent(node)),
+            None => Err(Unreached::new(
+                UnreachedKind::AgentSilent,
+                format!(
+                    "its agent is subscribed but did not answer within {:.1} s (stopped, hung, or overloaded)",
+                    window.as_secs_f64()
+                ),
+            )),
+        };
+        NodeGathered {
+            report,
+            agents: known,
+        }
+    }
+}
+
+async fn run(g: &Gather) -> Vec<NodeGathered> {
     let left = g.deadline.saturating_duration_since(Instant::now());
     let me = &g.config.node;
     let client = match g
@@ -244,17 +337,16 @@ async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
     let mut headers = HeaderMap::new();
     headers.insert(HEADER_TRACEPARENT, g.traceparent.to_string());
     let body = Bytes::from(g.request.to_json());
-    // One reply subject per request sent, so the server's "no responders"
-    // says for which node (or, broadcast, for all) at once.
-    let sends: Vec<(String, String)> = if g.broadcast {
-        vec![(wire::SUBJECT_ALL.to_owned(), format!("{inbox}.all"))]
-    } else {
-        g.nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (wire::node_subject(n), format!("{inbox}.{i}")))
-            .collect()
-    };
+    // One request and one reply subject per node, so the server's "no
+    // responders" says for which node at once, and silence from a subject
+    // someone holds is told apart from no one there.
+    let sends: Vec<(String, String)> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (wire::node_subject(n), format!("{inbox}.{i}")))
+        .collect();
+    let asked = Instant::now();
     for (subject, reply) in &sends {
         let sent = client
             .publish_with_reply_and_headers(
@@ -274,10 +366,8 @@ async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
     }
     let _ = client.flush().await;
 
-    let mut said = vec![Said::Nothing; g.nodes.len()];
-    let mut no_responders = vec![false; g.nodes.len()];
-    let done = |said: &[Said]| said.iter().all(|s| matches!(s, Said::Done(_)));
-    while !done(&said) {
+    let mut heard: Vec<Heard> = g.nodes.iter().map(|_| Heard::default()).collect();
+    while !heard.iter().all(Heard::done) {
         let msg = tokio::select! {
             m = sub.next() => match m {
                 Some(m) => m,
@@ -287,11 +377,8 @@ async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
         };
         if msg.status == Some(StatusCode::NO_RESPONDERS) {
             let tail = msg.subject.rsplit('.').next().unwrap_or("");
-            for (i, s) in said.iter_mut().enumerate() {
-                if (tail == "all" || tail == i.to_string()) && matches!(s, Said::Nothing) {
-                    no_responders[i] = true;
-                    *s = Said::Done(Err(no_agent(&g.nodes[i])));
-                }
+            if let Some(h) = tail.parse::<usize>().ok().and_then(|i| heard.get_mut(i)) {
+                h.no_responders = h.agents.is_empty();
             }
             continue;
         }
@@ -307,15 +394,11 @@ async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
         let Some(node) = header(HEADER_NODE) else {
             continue;
         };
-        // Only the nodes asked; anyone else answering the broadcast (a
-        // node this config does not list) is not part of this run.
+        // Only the nodes asked.
         let Some(i) = g.nodes.iter().position(|n| *n == node) else {
             continue;
         };
-        if matches!(said[i], Said::Done(_)) {
-            continue;
-        }
-        said[i] = match header(HEADER_REPLY).as_deref() {
+        let said = match header(HEADER_REPLY).as_deref() {
             Some(wire::REPLY_ACCEPTED) => Said::Accepted,
             Some(wire::REPLY_REPORT) => Said::Done(report(&node, &msg.payload)),
             Some(wire::REPLY_ERROR) => Said::Done(Err(refusal(&msg.payload))),
@@ -327,19 +410,13 @@ async fn run(g: &Gather) -> Vec<Result<Value, Unreached>> {
                 ),
             ))),
         };
+        heard[i].said(identity::from_headers(header), said);
     }
-    said.into_iter()
+    let window = g.deadline.saturating_duration_since(asked);
+    heard
+        .into_iter()
         .zip(&g.nodes)
-        .map(|(s, node)| match s {
-            Said::Done(answer) => answer,
-            Said::Accepted => Err(Unreached::new(
-                UnreachedKind::Deadline,
-                format!(
-                    "{node}'s agent accepted the request but sent no report by the deadline (--timeout)"
-                ),
-            )),
-            Said::Nothing => Err(no_agent(node)),
-        })
+        .map(|(h, node)| h.answer(node, window))
         .collect()
 }
 
@@ -461,6 +538,59 @@ mod tests {
         assert!(e.detail.starts_with("not JSON") && !e.detail.contains('\u{1b}'));
         let e = report("n1", br#"{"schema_version":1,"kind":"cluster"}"#).unwrap_err();
         assert_eq!(e.kind, UnreachedKind::InvalidAnswer);
+    }
+
+    fn agent(machine: &str, addr: &str) -> AgentIdentity {
+        AgentIdentity {
+            machine_id: Some(machine.into()),
+            boot_id: Some("b007".into()),
+            started_at: Some("2026-03-02T10:00:01Z".into()),
+            addresses: vec![addr.parse().unwrap()],
+        }
+    }
+
+    /// Issue 36: every answer of the window is kept; two agents for one
+    /// node are a duplicate, whichever answered first; a held subject that
+    /// says nothing is a silent agent, not a missing one.
+    #[test]
+    fn every_answer_of_the_window_is_kept_and_named() {
+        let window = Duration::from_millis(3800);
+        let report = || Said::Done(Ok(serde_json::json!({"node": "n2"})));
+        let mut h = Heard::default();
+        h.said(Some(agent("aaaa", "198.19.0.3")), Said::Accepted);
+        h.said(Some(agent("bbbb", "198.19.0.9")), Said::Accepted);
+        h.said(Some(agent("aaaa", "198.19.0.3")), report());
+        assert!(!h.done(), "the clone's answer is still to come");
+        h.said(Some(agent("bbbb", "198.19.0.9")), report());
+        assert!(h.done());
+        let got = h.answer("n2", window);
+        assert_eq!(got.agents.len(), 2);
+        let why = got.report.unwrap_err();
+        assert_eq!(why.kind, UnreachedKind::DuplicateNode);
+        assert_eq!(
+            why.detail,
+            "2 agents answered as n2 in this run (at 198.19.0.3 and at 198.19.0.9): see cluster.bus"
+        );
+        // One agent, its report.
+        let mut h = Heard::default();
+        h.said(Some(agent("aaaa", "198.19.0.3")), Said::Accepted);
+        h.said(Some(agent("aaaa", "198.19.0.3")), report());
+        assert!(h.answer("n2", window).report.is_ok());
+        // Silent, and nobody there.
+        let why = Heard::default().answer("n2", window).report.unwrap_err();
+        assert_eq!(why.kind, UnreachedKind::AgentSilent);
+        assert_eq!(
+            why.detail,
+            "its agent is subscribed but did not answer within 3.8 s (stopped, hung, or overloaded)"
+        );
+        let nobody = Heard {
+            no_responders: true,
+            ..Heard::default()
+        };
+        assert_eq!(
+            nobody.answer("n2", window).report.unwrap_err().kind,
+            UnreachedKind::NoAgent
+        );
     }
 
     #[test]

@@ -10,7 +10,15 @@
 //! two of its own intervals (read from its entry, against the server's
 //! time of the revision) is `stale`, and a config node with no entry is
 //! `unknown`: both are nodes without an answer, so never a pass, and the
-//! run is inconclusive (exit 2) unless something failed.
+//! run is inconclusive (exit 2) unless something failed. A node whose
+//! agent wrote a small entry because its report did not fit the server's
+//! max_payload is `too-large`, in the words of `--cluster`; one whose
+//! recent revisions alternate between two agents is `duplicate`
+//! (`cluster.bus` names both). A bucket deleted under a running watch is
+//! said in its header (JetStream's stream-deleted advisory says it at
+//! once), waited for and picked up again when an agent makes it again;
+//! `--once` against a missing bucket says so, never that every node is
+//! stale.
 //!
 //! - `--once`: one cluster report from what the bucket holds now, drawn as
 //!   `--cluster` draws it (`--format table|json`), with its exit codes.
@@ -25,18 +33,17 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime};
 
-use async_nats::jetstream::kv;
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{NodeAnswer, Transport, Unreached, UnreachedKind};
+use spx_checks::cluster::{AgentIdentity, NodeAnswer, Transport, Unreached, UnreachedKind};
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::Plan;
 use super::Gathered;
-use crate::bus::bucket::{self, Entry};
+use crate::bus::bucket::{self, Entry, Revision};
 use crate::bus::events::{self, NodeState, Seen, Transition};
-use crate::bus::{backoff, one_line, NatsConfig};
+use crate::bus::{backoff, identity, one_line, NatsConfig};
 use crate::cli::{ColorChoice, RunArgs, WatchArgs, WatchFormat};
 use crate::render::{self, Style};
 use crate::report::cluster::ClusterReport;
@@ -44,8 +51,13 @@ use crate::settings::UsageError;
 
 /// A report older than this many of its node's intervals is stale.
 pub const STALE_AFTER_INTERVALS: u32 = 2;
+/// Revisions of one node alternating between agents within this many of
+/// its intervals are a duplicate node.
+pub const DUPLICATE_WITHIN_INTERVALS: u32 = 3;
 /// Transitions the live table keeps on screen.
 const CHANGES_SHOWN: usize = 12;
+/// While the bucket is missing, it is looked for this often.
+const BUCKET_POLL: Duration = Duration::from_secs(1);
 
 /// What the bucket holds for one node.
 #[derive(Clone, Debug)]
@@ -55,69 +67,148 @@ pub struct Held {
     /// When the server stored this revision.
     pub stored: SystemTime,
     pub revision: u64,
+    /// Its recent revisions, oldest first: when each was stored and who
+    /// wrote it (at most the bucket's history).
+    pub writers: Vec<(SystemTime, Option<AgentIdentity>)>,
 }
 
-impl Held {
-    fn of(e: &kv::Entry) -> Held {
-        Held {
-            entry: Entry::parse(&e.key, &e.value),
-            stored: SystemTime::from(e.created),
-            revision: e.revision,
-        }
+/// Take revision `r` into `held` (a delete or purge forgets the node).
+fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
+    if !r.put {
+        held.remove(&r.key);
+        return;
     }
+    let entry = Entry::parse(&r.key, &r.value);
+    let who = entry.as_ref().ok().and_then(|e| e.identity.clone());
+    let mut writers = held.remove(&r.key).map(|h| h.writers).unwrap_or_default();
+    writers.push((r.stored, who));
+    let keep = bucket::HISTORY as usize;
+    if writers.len() > keep {
+        writers.drain(..writers.len() - keep);
+    }
+    held.insert(
+        r.key.clone(),
+        Held {
+            entry,
+            stored: r.stored,
+            revision: r.revision,
+            writers,
+        },
+    );
+}
+
+/// A node's state at `now`.
+#[derive(Clone, Debug)]
+pub struct NodeNow {
+    /// Its answer for the judgement.
+    pub answer: Result<Value, Unreached>,
+    /// `ok`, `stale`, `unknown`, `too-large` or `duplicate`.
+    pub status: &'static str,
+    pub since: SystemTime,
+    /// The agents its recent revisions came from.
+    pub agents: Vec<AgentIdentity>,
 }
 
 /// A node's state at `now`: its answer for the judgement, its status
-/// word (`ok`, `stale`, `unknown`) and since when.
+/// word and since when. `floor`: when the bucket was last made again
+/// (a node's age counts from then at most: its agent writes into the new
+/// bucket within one interval).
 pub fn node_state(
     node: &str,
     held: Option<&Held>,
     now: SystemTime,
     watch_began: SystemTime,
-) -> (Result<Value, Unreached>, &'static str, SystemTime) {
+    floor: Option<SystemTime>,
+) -> NodeNow {
+    let state = |answer, status, since, agents| NodeNow {
+        answer,
+        status,
+        since,
+        agents,
+    };
     let Some(h) = held else {
-        return (
+        return state(
             Err(Unreached::new(
                 UnreachedKind::NoReport,
                 format!("no entry under {node} in the {} bucket", bucket::BUCKET),
             )),
             "unknown",
             watch_began,
+            Vec::new(),
         );
     };
     let entry = match &h.entry {
         Ok(e) => e,
         Err(why) => {
-            return (
+            return state(
                 Err(Unreached::new(
                     UnreachedKind::InvalidAnswer,
                     format!("revision {}: {why}", h.revision),
                 )),
                 "unknown",
                 h.stored,
+                Vec::new(),
             )
         }
     };
+    let twins = identity::alternating(
+        &h.writers,
+        now,
+        entry.interval() * DUPLICATE_WITHIN_INTERVALS,
+    );
+    if !twins.is_empty() {
+        let at: Vec<String> = twins
+            .iter()
+            .map(|a| format!("at {}", a.addresses_said()))
+            .collect();
+        return state(
+            Err(Unreached::new(
+                UnreachedKind::DuplicateNode,
+                format!(
+                    "its recent revisions alternate between {} agents ({}): see cluster.bus",
+                    twins.len(),
+                    at.join(" and ")
+                ),
+            )),
+            "duplicate",
+            h.stored,
+            twins,
+        );
+    }
+    let agents: Vec<AgentIdentity> = entry.identity.iter().cloned().collect();
     let limit = entry.interval() * STALE_AFTER_INTERVALS;
-    let age = now.duration_since(h.stored).unwrap_or_default();
+    let counted_from = floor.map_or(h.stored, |f| f.max(h.stored));
+    let age = now.duration_since(counted_from).unwrap_or_default();
     if age > limit {
         let shown =
             |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs())).to_string();
-        return (
+        return state(
             Err(Unreached::new(
                 UnreachedKind::Stale,
                 format!(
                     "its latest report is {} old (written {}), more than {STALE_AFTER_INTERVALS} of its intervals ({})",
-                    shown(age),
+                    shown(now.duration_since(h.stored).unwrap_or_default()),
                     humantime::format_rfc3339_seconds(h.stored),
                     shown(entry.interval())
                 ),
             )),
             "stale",
-            h.stored + limit,
+            counted_from + limit,
+            agents,
         );
     }
-    (Ok(entry.report.clone()), "ok", h.stored)
+    if let Some(t) = &entry.too_large {
+        return state(
+            Err(Unreached::new(
+                UnreachedKind::TooLarge,
+                format!("too-large: {}", t.said(&entry.written_at)),
+            )),
+            "too-large",
+            h.stored,
+            agents,
+        );
+    }
+    state(Ok(entry.report.clone()), "ok", h.stored, agents)
 }
 
 /// The cluster report over what is held, at `now`.
@@ -126,15 +217,18 @@ fn judge(
     held: &BTreeMap<String, Held>,
     now: SystemTime,
     began: SystemTime,
+    floor: Option<SystemTime>,
 ) -> (ClusterReport, Vec<(String, &'static str, SystemTime)>) {
     let mut states = Vec::with_capacity(plan.nodes.len());
     let nodes: Vec<NodeAnswer> = plan
         .nodes
         .iter()
         .map(|n| {
-            let (answer, status, since) = node_state(&n.name, held.get(&n.name), now, began);
-            states.push((n.name.clone(), status, since));
-            NodeAnswer::new(n.name.clone(), None, answer)
+            let s = node_state(&n.name, held.get(&n.name), now, began, floor);
+            states.push((n.name.clone(), s.status, s.since));
+            let mut answer = NodeAnswer::new(n.name.clone(), None, s.answer);
+            answer.agents = s.agents;
+            answer
         })
         .collect();
     let report = super::judge(
@@ -227,25 +321,20 @@ async fn once(
     let store = tokio::time::timeout(left(), bucket::open(&js))
         .await
         .map_err(|_| anyhow::anyhow!("watch: no answer from JetStream within --timeout"))?
+        .map_err(|e| anyhow::anyhow!("watch: {e}"))?
+        .ok_or_else(|| anyhow::anyhow!("watch: {}", bucket::missing_said()))?;
+    let (revisions, _) = bucket::history(&js, &store, deadline)
+        .await
         .map_err(|e| anyhow::anyhow!("watch: {e}"))?;
     let mut held = BTreeMap::new();
-    for n in &plan.nodes {
-        let got = tokio::time::timeout(left(), store.entry(n.name.as_str()))
-            .await
-            .map_err(|_| anyhow::anyhow!("watch: no answer from JetStream within --timeout"))?
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "watch: cannot read {}'s entry: {}",
-                    n.name,
-                    one_line(&e.to_string())
-                )
-            })?;
-        if let Some(e) = got.filter(|e| e.operation == kv::Operation::Put) {
-            held.insert(n.name.clone(), Held::of(&e));
-        }
+    for r in revisions
+        .iter()
+        .filter(|r| plan.nodes.iter().any(|n| n.name == r.key))
+    {
+        hold(&mut held, r);
     }
     let now = SystemTime::now();
-    let (report, _) = judge(plan, &held, now, now);
+    let (report, _) = judge(plan, &held, now, now, None);
     let out = render::render_cluster(&report, format.into(), style, None);
     render::to_stdout_bytes(&out)?;
     Ok(report.exit_code as u8)
@@ -438,12 +527,19 @@ async fn live(
     let mut int = signal(SignalKind::interrupt())?;
     let json = format == WatchFormat::Json;
     let began = SystemTime::now();
-    let mut held: BTreeMap<String, Held> = BTreeMap::new();
-    let mut memory = Memory::default();
-    let mut status = String::new();
-    let mut last_screen = String::new();
-    // The first judgement is the state found, not a change.
-    let mut primed = false;
+    let mut view = View {
+        plan,
+        style,
+        json,
+        to_terminal,
+        began,
+        held: BTreeMap::new(),
+        memory: Memory::default(),
+        status: String::new(),
+        last_screen: String::new(),
+        primed: false,
+        floor: None,
+    };
     let mut attempt = 0usize;
     let me = nats.node.clone();
     'session: loop {
@@ -459,140 +555,171 @@ async fn live(
         let client = match nats
             .connect(
                 &format!("spx-doctor watch ({me})"),
-                Duration::from_secs(5),
+                crate::bus::ATTEMPT_TIMEOUT,
                 |o| o,
             )
             .await
         {
             Ok(c) => c,
             Err(f) => {
-                say(&mut status, format!("waiting for NATS: {}", f.detail), json);
-                draw_waiting(&status, json, to_terminal);
+                view.waiting(format!("waiting for NATS: {}", f.detail));
                 continue;
             }
+        };
+        // JetStream says at once when the bucket's stream is deleted.
+        let Ok(mut deleted) = client.subscribe(bucket::deleted_advisory()).await else {
+            view.waiting("cannot subscribe to JetStream's advisories; reconnecting".into());
+            continue;
         };
         let js = async_nats::jetstream::new(client);
-        let store = match bucket::open(&js).await {
-            Ok(s) => s,
-            Err(e) => {
-                say(&mut status, format!("waiting for the bucket: {e}"), json);
-                draw_waiting(&status, json, to_terminal);
-                continue;
-            }
-        };
-        let mut watch = match store.watch_all().await {
-            Ok(w) => w,
-            Err(e) => {
-                say(
-                    &mut status,
-                    one_line(&format!("cannot watch the bucket: {e}")),
-                    json,
-                );
-                draw_waiting(&status, json, to_terminal);
-                continue;
-            }
-        };
-        attempt = 0;
-        say(&mut status, String::new(), json);
-        // What the bucket holds now (each config node's latest), judged at
-        // once; then every new revision as it comes.
-        for n in &plan.nodes {
-            match tokio::time::timeout(Duration::from_secs(5), store.entry(n.name.as_str())).await {
-                Ok(Ok(Some(e))) if e.operation == kv::Operation::Put => {
-                    held.insert(n.name.clone(), Held::of(&e));
+        let mut lost_bucket = false;
+        'bucket: loop {
+            let store = match bucket::open(&js).await {
+                Ok(Some(s)) => s,
+                Ok(None) => {
+                    lost_bucket = true;
+                    view.waiting(bucket::missing_said());
+                    tokio::select! {
+                        _ = tokio::time::sleep(BUCKET_POLL) => {}
+                        _ = term.recv() => return Ok(0),
+                        _ = int.recv() => return Ok(0),
+                    }
+                    continue 'bucket;
                 }
-                Ok(Ok(_)) => {
-                    held.remove(&n.name);
-                }
-                Ok(Err(e)) => {
-                    say(
-                        &mut status,
-                        one_line(&format!("cannot read {}'s entry: {e}", n.name)),
-                        json,
-                    );
+                Err(e) => {
+                    view.waiting(format!("waiting for the bucket: {e}"));
                     continue 'session;
                 }
-                Err(_) => {
-                    say(
-                        &mut status,
-                        "no answer from JetStream; reopening".into(),
-                        json,
-                    );
+            };
+            // Every revision the bucket holds, then each new one as it
+            // comes, through one consumer.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let (revisions, mut watch) = match bucket::history(&js, &store, deadline).await {
+                Ok(h) => h,
+                Err(e) => {
+                    view.say(e);
                     continue 'session;
                 }
+            };
+            if std::mem::take(&mut lost_bucket) {
+                view.floor = Some(SystemTime::now());
             }
-        }
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            let dirty;
-            tokio::select! {
-                e = watch.next() => match e {
-                    Some(Ok(e)) => {
-                        if plan.nodes.iter().any(|n| n.name == e.key) {
-                            if e.operation == kv::Operation::Put {
-                                held.insert(e.key.clone(), Held::of(&e));
-                            } else {
-                                held.remove(&e.key);
-                            }
+            for r in &revisions {
+                view.take(r);
+            }
+            attempt = 0;
+            view.say(String::new());
+            let mut ticker = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    e = watch.next() => match e {
+                        Some(Ok(e)) => view.take(&Revision::of(&e)),
+                        Some(Err(e)) => {
+                            view.say(one_line(&format!("the watch of the bucket ended: {e}; reopening")));
+                            continue 'bucket;
                         }
-                        dirty = true;
+                        None => {
+                            view.say("the watch of the bucket ended; reopening".into());
+                            continue 'bucket;
+                        }
+                    },
+                    m = deleted.next() => {
+                        if m.is_none() {
+                            continue 'session;
+                        }
+                        lost_bucket = true;
+                        view.waiting(bucket::missing_said());
+                        continue 'bucket;
                     }
-                    Some(Err(e)) => {
-                        say(&mut status, one_line(&format!("the watch of the bucket ended: {e}; reopening")), json);
-                        continue 'session;
-                    }
-                    None => {
-                        say(&mut status, "the watch of the bucket ended; reopening".into(), json);
-                        continue 'session;
-                    }
-                },
-                // The first tick is at once: the state found.
-                _ = ticker.tick() => { dirty = true; }
-                _ = term.recv() => return Ok(0),
-                _ = int.recv() => return Ok(0),
-            }
-            // A revision already judged (the watch repeats what was read)
-            // changes nothing; the clock does, once a second.
-            if !dirty {
-                continue;
-            }
-            let now = SystemTime::now();
-            let (report, states) = judge(plan, &held, now, began);
-            let lines = memory.update(&report, &states);
-            if json {
-                let mut text = String::new();
-                for l in &lines {
-                    let v = match l {
-                        Line::Transition(t) => serde_json::to_string(t),
-                        Line::Node(n) => serde_json::to_string(n),
-                    };
-                    text.push_str(&v.expect("a line always serializes"));
-                    text.push('\n');
+                    // The first tick is at once: the state found.
+                    _ = ticker.tick() => {}
+                    _ = term.recv() => return Ok(0),
+                    _ = int.recv() => return Ok(0),
                 }
-                if !text.is_empty() {
-                    render::to_stdout(&text)?;
-                }
-                continue;
+                view.draw()?;
             }
-            if primed {
-                memory.remember(&lines);
-            }
-            primed = true;
-            let rows = to_terminal
-                .then(terminal_size::terminal_size)
-                .flatten()
-                .map(|(_, h)| usize::from(h.0));
-            let view = screen(&report, &memory, &status, style, now, rows);
-            if to_terminal {
-                // Home, the view with each line's rest cleared, then
-                // everything below it cleared: no flicker.
-                let body: String = view.lines().map(|l| format!("{l}\x1b[K\n")).collect();
-                render::to_stdout(&format!("\x1b[H{body}\x1b[J"))?;
-            } else if !lines.is_empty() || last_screen.is_empty() {
-                render::to_stdout(&format!("{view}\n"))?;
-            }
-            last_screen = view;
         }
+    }
+}
+
+/// The live view: what is held, what changed, what is said.
+struct View<'a> {
+    plan: &'a Plan,
+    style: &'a Style,
+    json: bool,
+    to_terminal: bool,
+    began: SystemTime,
+    held: BTreeMap<String, Held>,
+    memory: Memory,
+    /// Why the view is not current (its header, or a line on stderr).
+    status: String,
+    last_screen: String,
+    /// The first judgement is the state found, not a change.
+    primed: bool,
+    /// When the bucket was last made again.
+    floor: Option<SystemTime>,
+}
+
+impl View<'_> {
+    fn take(&mut self, r: &Revision) {
+        if self.plan.nodes.iter().any(|n| n.name == r.key) {
+            hold(&mut self.held, r);
+        }
+    }
+
+    fn say(&mut self, text: String) {
+        say(&mut self.status, text, self.json);
+    }
+
+    /// While there is nothing to show: why, on the terminal (or stderr).
+    fn waiting(&mut self, text: String) {
+        let changed = self.status != text;
+        self.say(text);
+        if changed || self.to_terminal {
+            draw_waiting(&self.status, self.json, self.to_terminal);
+        }
+    }
+
+    /// Judge what is held now and show what changed.
+    fn draw(&mut self) -> anyhow::Result<()> {
+        let now = SystemTime::now();
+        let (report, states) = judge(self.plan, &self.held, now, self.began, self.floor);
+        let lines = self.memory.update(&report, &states);
+        if self.json {
+            let mut text = String::new();
+            for l in &lines {
+                let v = match l {
+                    Line::Transition(t) => serde_json::to_string(t),
+                    Line::Node(n) => serde_json::to_string(n),
+                };
+                text.push_str(&v.expect("a line always serializes"));
+                text.push('\n');
+            }
+            if !text.is_empty() {
+                render::to_stdout(&text)?;
+            }
+            return Ok(());
+        }
+        if self.primed {
+            self.memory.remember(&lines);
+        }
+        self.primed = true;
+        let rows = self
+            .to_terminal
+            .then(terminal_size::terminal_size)
+            .flatten()
+            .map(|(_, h)| usize::from(h.0));
+        let view = screen(&report, &self.memory, &self.status, self.style, now, rows);
+        if self.to_terminal {
+            // Home, the view with each line's rest cleared, then
+            // everything below it cleared: no flicker.
+            let body: String = view.lines().map(|l| format!("{l}\x1b[K\n")).collect();
+            render::to_stdout(&format!("\x1b[H{body}\x1b[J"))?;
+        } else if !lines.is_empty() || self.last_screen.is_empty() {
+            render::to_stdout(&format!("{view}\n"))?;
+        }
+        self.last_screen = view;
+        Ok(())
     }
 }
 
@@ -610,55 +737,136 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn held(node: &str, stored: SystemTime, interval_ms: u64) -> Held {
-        let bytes = serde_json::to_vec(&json!({
+    fn value(node: &str, interval_ms: u64, who: Option<&str>) -> bytes::Bytes {
+        let mut v = json!({
             "node": node, "interval_ms": interval_ms, "written_at": "2026-01-01T00:00:00.000Z",
             "report": {"schema_version": 1, "node": node, "checks": []}
-        }))
-        .unwrap();
-        Held {
-            entry: Entry::parse(node, &bytes),
+        });
+        if let Some(m) = who {
+            v["identity"] = json!({"machine_id": m, "boot_id": "b007", "started_at": "2026-01-01T00:00:00Z", "addresses": ["198.19.0.3"]});
+        }
+        bytes::Bytes::from(serde_json::to_vec(&v).unwrap())
+    }
+
+    fn revision(node: &str, stored: SystemTime, interval_ms: u64, who: Option<&str>) -> Revision {
+        Revision {
+            key: node.into(),
+            value: value(node, interval_ms, who),
             stored,
             revision: 7,
+            put: true,
         }
+    }
+
+    fn held(node: &str, stored: SystemTime, interval_ms: u64) -> Held {
+        let mut h = BTreeMap::new();
+        hold(&mut h, &revision(node, stored, interval_ms, None));
+        h.remove(node).unwrap()
     }
 
     #[test]
     fn a_node_is_stale_past_two_of_its_own_intervals_and_unknown_without_an_entry() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let h = held("n1", t0, 2000);
-        let (a, s, since) = node_state("n1", Some(&h), t0 + Duration::from_secs(4), t0);
-        assert!(a.is_ok() && s == "ok" && since == t0);
-        let (a, s, since) = node_state("n1", Some(&h), t0 + Duration::from_millis(4001), t0);
-        assert_eq!(s, "stale");
-        assert_eq!(since, t0 + Duration::from_secs(4));
-        let why = a.unwrap_err();
+        let s = node_state("n1", Some(&h), t0 + Duration::from_secs(4), t0, None);
+        assert!(s.answer.is_ok() && s.status == "ok" && s.since == t0);
+        let s = node_state("n1", Some(&h), t0 + Duration::from_millis(4001), t0, None);
+        assert_eq!(s.status, "stale");
+        assert_eq!(s.since, t0 + Duration::from_secs(4));
+        let why = s.answer.unwrap_err();
         assert_eq!(why.kind, UnreachedKind::Stale);
         assert!(
             why.detail.contains("more than 2 of its intervals (2s)"),
             "{}",
             why.detail
         );
+        // The bucket made again at t0 + 3 s: its age counts from then.
+        let floor = Some(t0 + Duration::from_secs(3));
+        let s = node_state("n1", Some(&h), t0 + Duration::from_secs(6), t0, floor);
+        assert_eq!(s.status, "ok");
         // Its own interval: a 60 s agent is fine at 100 s.
         let slow = held("n2", t0, 60_000);
         assert_eq!(
-            node_state("n2", Some(&slow), t0 + Duration::from_secs(100), t0).1,
+            node_state("n2", Some(&slow), t0 + Duration::from_secs(100), t0, None).status,
             "ok"
         );
-        let (a, s, _) = node_state("n3", None, t0, t0);
+        let s = node_state("n3", None, t0, t0, None);
         assert_eq!(
-            (a.unwrap_err().kind, s),
+            (s.answer.unwrap_err().kind, s.status),
             (UnreachedKind::NoReport, "unknown")
         );
         // A value that is not an entry of ours is no answer.
-        let bad = Held {
-            entry: Entry::parse("n4", b"{}"),
-            stored: t0,
-            revision: 1,
-        };
+        let mut h = BTreeMap::new();
+        hold(
+            &mut h,
+            &Revision {
+                value: bytes::Bytes::from_static(b"{}"),
+                ..revision("n4", t0, 2000, None)
+            },
+        );
         assert_eq!(
-            node_state("n4", Some(&bad), t0, t0).0.unwrap_err().kind,
+            node_state("n4", h.get("n4"), t0, t0, None)
+                .answer
+                .unwrap_err()
+                .kind,
             UnreachedKind::InvalidAnswer
         );
+    }
+
+    /// Issue 36: a report that did not fit is `too-large` in `--cluster`'s
+    /// words, never a node without a report.
+    #[test]
+    fn a_small_entry_is_too_large_in_the_words_of_cluster() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let full = Entry::parse("n1", &value("n1", 2000, None)).unwrap();
+        let small = full.too_large(41_233, 8192, "max_payload");
+        let mut h = BTreeMap::new();
+        hold(
+            &mut h,
+            &Revision {
+                value: bytes::Bytes::from(small.to_json()),
+                ..revision("n1", t0, 2000, None)
+            },
+        );
+        let s = node_state("n1", h.get("n1"), t0 + Duration::from_secs(1), t0, None);
+        assert_eq!(s.status, "too-large");
+        let why = s.answer.unwrap_err();
+        assert_eq!(why.kind, UnreachedKind::TooLarge);
+        assert!(
+            why.to_string().starts_with("the report does not fit NATS: too-large: the report (41233 bytes) does not fit the server's max_payload (8192 bytes); its run at 2026-01-01T00:00:00.000Z"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn revisions_alternating_between_two_agents_are_a_duplicate() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let mut h = BTreeMap::new();
+        for (i, who) in ["aaaa", "bbbb", "aaaa", "bbbb"].iter().enumerate() {
+            hold(
+                &mut h,
+                &revision("n2", t0 + Duration::from_secs(i as u64), 2000, Some(who)),
+            );
+        }
+        let s = node_state("n2", h.get("n2"), t0 + Duration::from_secs(4), t0, None);
+        assert_eq!(s.status, "duplicate");
+        assert_eq!(s.agents.len(), 2);
+        assert_eq!(s.answer.unwrap_err().kind, UnreachedKind::DuplicateNode);
+        // Six seconds (three intervals) after the last alternation, it is
+        // one agent's node again.
+        for i in 0..5 {
+            hold(
+                &mut h,
+                &revision(
+                    "n2",
+                    t0 + Duration::from_secs(10 + 2 * i),
+                    2000,
+                    Some("aaaa"),
+                ),
+            );
+        }
+        let s = node_state("n2", h.get("n2"), t0 + Duration::from_secs(19), t0, None);
+        assert_eq!(s.status, "ok", "{:?}", s.answer);
+        assert_eq!(h["n2"].writers.len(), bucket::HISTORY as usize);
     }
 }

@@ -77,7 +77,8 @@ pub struct NodeEntry {
     /// `in-process` (this node) or `ssh`; `nats` (its agent); `jetstream`
     /// (its agent's latest periodic report, from the doctor's bucket).
     pub via: &'static str,
-    /// `ok` (a valid report) or `unreachable`; from the doctor's bucket
+    /// `ok` (a valid report), `unreachable`, or `duplicate` (two agents
+    /// answer as it: neither report is taken); from the doctor's bucket
     /// (`watch`), `stale` (its latest report is older than two of its
     /// agent's intervals) or `unknown` (it never wrote one).
     pub status: &'static str,
@@ -101,6 +102,7 @@ impl NodeEntry {
                 Ok(_) => "ok",
                 Err(e) if e.kind == UnreachedKind::Stale => "stale",
                 Err(e) if e.kind == UnreachedKind::NoReport => "unknown",
+                Err(e) if e.kind == UnreachedKind::DuplicateNode => "duplicate",
                 Err(_) => "unreachable",
             },
             error: n.report.as_ref().err().map(|e| e.to_string()),

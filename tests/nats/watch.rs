@@ -33,14 +33,14 @@ const STALE_WITHIN: Duration = Duration::from_secs(6);
 /// The receiver's port in node 0's own namespace (nobody else is there).
 const OTLP_PORT: &str = "4318";
 
-fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
 }
 
-async fn client(ca: &Path) -> async_nats::Client {
+pub(super) async fn client(ca: &Path) -> async_nats::Client {
     async_nats::ConnectOptions::new()
         .add_root_certificates(ca.to_owned())
         .require_tls(true)
@@ -126,7 +126,7 @@ impl Drop for Events {
 }
 
 /// A tmux server of this test's own (its own socket), stopped on Drop.
-struct Tmux {
+pub(super) struct Tmux {
     socket: String,
 }
 
@@ -188,14 +188,14 @@ impl Drop for Tmux {
 }
 
 /// `watch --once --format json` from node `i`: (exit code, report).
-fn once(lab: &NatsLab, i: usize) -> (i32, Value) {
+pub(super) fn once(lab: &NatsLab, i: usize) -> (i32, Value) {
     let mut cmd = lab.ssh.fabric.node(i).spx();
     cmd.args(["watch", "--once", "--config"])
         .arg(lab.etc(i).join("spinifex.toml"));
     support::run_cluster_json(&mut cmd)
 }
 
-fn node_status(doc: &Value, name: &str) -> String {
+pub(super) fn node_status(doc: &Value, name: &str) -> String {
     doc["nodes"]
         .as_array()
         .unwrap()
@@ -205,7 +205,7 @@ fn node_status(doc: &Value, name: &str) -> String {
         .unwrap_or_default()
 }
 
-fn watch_command(lab: &NatsLab, i: usize, args: &[&str]) -> Command {
+pub(super) fn watch_command(lab: &NatsLab, i: usize, args: &[&str]) -> Command {
     let mut cmd = lab.ssh.fabric.node(i).spx();
     cmd.arg("watch")
         .args(args)
@@ -245,7 +245,7 @@ fn bucket_state(lab: &NatsLab, n: &str) -> (u64, u64, i64, Vec<u64>) {
         .unwrap()
 }
 
-fn set_port_mtu(lab: &NatsLab, i: usize, mtu: u32) {
+pub(super) fn set_port_mtu(lab: &NatsLab, i: usize, mtu: u32) {
     lab.ssh
         .fabric
         .switch

@@ -356,6 +356,13 @@ impl NatsLab {
         let ca = lab.server.ca.display().to_string();
         for i in 0..lab.ssh.names.len() {
             lab.write_config(i, TOKEN, &ca);
+            // Each node its own machine, as real nodes are: `ip netns exec`
+            // binds /etc/netns/NS/machine-id over /etc/machine-id.
+            std::fs::write(
+                lab.etc(i).with_file_name("machine-id"),
+                format!("{}\n", machine_id(&lab.ssh.fabric.node(i).ns.name)),
+            )
+            .unwrap();
         }
         for i in 0..lab.ssh.names.len() {
             lab.start_agent(i, &[]);
@@ -449,6 +456,19 @@ impl NatsLab {
             .arg(self.etc(i).join("spinifex.toml"));
         cmd
     }
+}
+
+/// A machine id of 32 hex digits for the namespace `name` (a lab node's,
+/// a clone's): distinct for every name, as /etc/machine-id is per machine.
+pub fn machine_id(name: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut out = String::new();
+    for salt in 0..2u8 {
+        let mut h = std::hash::DefaultHasher::new();
+        (name, salt).hash(&mut h);
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
 }
 
 /// RSS of a process, in KiB (VmRSS).

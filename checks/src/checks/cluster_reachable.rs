@@ -87,9 +87,11 @@ impl Check for ClusterReachable {
          is not a report, or still queued behind --parallel at the deadline. Each fix names \
          what this run used: the ssh command line, the user, --remote-bin, the known_hosts \
          file and host form. Over NATS: no agent answered (said once when none did), this \
-         node's own NATS session failed (connect, TLS, token: said once), or the agent \
-         refused, was busy or at its runs-per-minute bound, or its report does not fit the \
-         server's max_payload. A node running another version of the doctor is a warning.\n\
+         node's own NATS session failed (connect, TLS, token: said once), its agent is \
+         subscribed but did not answer (stopped, hung, or overloaded), the agent refused, \
+         was busy or at its runs-per-minute bound, its report does not fit the server's \
+         max_payload, or two agents answer as the node (cluster.bus names them). A node \
+         running another version of the doctor is a warning.\n\
          \n\
          Why: jumbo frames and IPsec are cluster-wide changes, and a preflight that could \
          not see a node has not proven anything about it.\n\
@@ -392,7 +394,13 @@ fn nats_remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> Option<
             "{name}: its agent was busy or at its runs-per-minute bound: run again when the refusal says (or raise --runs-per-minute in its unit)"
         ),
         UnreachedKind::TooLarge => format!(
-            "{name}: its report does not fit the NATS server's max_payload: run fewer checks there (--check), or reach it with --via ssh"
+            "{name}: its report does not fit the NATS server's max_payload: raise `max_payload` in nats.conf above the size said (Spinifex's template sets 1MB) and restart nats-server, or run fewer checks there (--check), or reach it with --via ssh"
+        ),
+        UnreachedKind::AgentSilent => format!(
+            "{name}: something holds its agent's subscription on NATS but answers nothing: `systemctl status spx-doctor-agent` and `journalctl -u spx-doctor-agent` on {name} (a stopped or hung agent is restarted with `systemctl restart spx-doctor-agent`; one overloaded logs its runs), or reach it with --via ssh"
+        ),
+        UnreachedKind::DuplicateNode => format!(
+            "{name}: two agents answer as {name}, so neither report is taken as its own: cluster.bus names them and the fix"
         ),
         UnreachedKind::Deadline => format!(
             "{name}: its agent took the request but had no report by the deadline: raise --timeout, and see `journalctl -u spx-doctor-agent` on {name}"
@@ -558,7 +566,9 @@ fn remedy(facts: &ClusterFacts, n: &NodeAnswer, why: &Unreached) -> String {
         | UnreachedKind::AgentBusy
         | UnreachedKind::TooLarge
         | UnreachedKind::Stale
-        | UnreachedKind::NoReport => nats_remedy(facts, n, why).unwrap_or_default(),
+        | UnreachedKind::NoReport
+        | UnreachedKind::AgentSilent
+        | UnreachedKind::DuplicateNode => nats_remedy(facts, n, why).unwrap_or_default(),
     }
 }
 

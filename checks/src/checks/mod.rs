@@ -2,6 +2,7 @@
 //! facts, compare them with what the config implies, and say what was
 //! measured and what to type to fix it.
 
+pub mod cluster_bus;
 pub mod cluster_chassis;
 pub mod cluster_config_drift;
 pub mod cluster_ipsec;

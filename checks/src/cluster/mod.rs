@@ -112,6 +112,13 @@ pub enum UnreachedKind {
     /// From the doctor's JetStream bucket: the node is in the config but
     /// its agent never wrote a report there.
     NoReport,
+    /// Over NATS: someone holds the node's subscription (the server said
+    /// nothing of "no responders") but no answer came by the deadline: its
+    /// agent is stopped, hung or overloaded.
+    AgentSilent,
+    /// Two agents answer as the node (two machines, or two processes):
+    /// neither report is taken as the node's (`cluster.bus` names them).
+    DuplicateNode,
 }
 
 impl UnreachedKind {
@@ -145,6 +152,8 @@ impl UnreachedKind {
             UnreachedKind::TooLarge => "the report does not fit NATS",
             UnreachedKind::Stale => "stale: no report for two of its intervals",
             UnreachedKind::NoReport => "unknown: its agent never wrote a report",
+            UnreachedKind::AgentSilent => "its agent did not answer",
+            UnreachedKind::DuplicateNode => "two agents answer as this node",
         }
     }
 
@@ -206,6 +215,57 @@ pub struct NodeAnswer {
     /// What ssh made of its configuration for this node (`ssh -G`), when
     /// it was asked: the user, host, port and known_hosts the fixes name.
     pub ssh: Option<SshTarget>,
+    /// Over the bus: every agent that answered as this node in the gather
+    /// window (or wrote its bucket entries in turn), each once, in the
+    /// order first heard. More than one is a duplicate node. Empty over ssh.
+    pub agents: Vec<AgentIdentity>,
+}
+
+/// One agent process, as it says who it is on the bus: the machine
+/// (`/etc/machine-id`), this boot of it (`/proc/sys/kernel/random/boot_id`),
+/// when the process started, and the host's addresses. A machine re-imaged
+/// from another keeps the other's `/etc/spinifex` (node name and token) but
+/// not its boot, and rarely its addresses: two identities answering as one
+/// node are two agents.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AgentIdentity {
+    pub machine_id: Option<String>,
+    pub boot_id: Option<String>,
+    /// When the agent process started (RFC 3339).
+    pub started_at: Option<String>,
+    /// The host's own unicast addresses (no loopback, no link-local).
+    #[serde(default)]
+    pub addresses: Vec<IpAddr>,
+}
+
+impl AgentIdentity {
+    /// The same agent process: the same machine, boot and start (its
+    /// addresses may change under it).
+    pub fn same_agent(&self, other: &AgentIdentity) -> bool {
+        self.machine_id == other.machine_id
+            && self.boot_id == other.boot_id
+            && self.started_at == other.started_at
+    }
+
+    /// On the same running machine (the same machine id and boot): two such
+    /// agents are two processes there, not two machines.
+    pub fn same_machine(&self, other: &AgentIdentity) -> bool {
+        self.machine_id == other.machine_id && self.boot_id == other.boot_id
+    }
+
+    /// Its addresses as a finding names them (`198.19.0.3, 198.18.0.3`),
+    /// or `an unknown address`.
+    pub fn addresses_said(&self) -> String {
+        if self.addresses.is_empty() {
+            "an unknown address".to_owned()
+        } else {
+            self.addresses
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
 }
 
 /// A node as ssh reaches it, after the ssh_config (`ssh -G`).
@@ -252,6 +312,7 @@ impl NodeAnswer {
             report,
             typed,
             ssh: None,
+            agents: Vec::new(),
         }
     }
 
@@ -698,6 +759,7 @@ mod tests {
             ids,
             [
                 "cluster.reachable",
+                "cluster.bus",
                 "cluster.config-drift",
                 "cluster.path-matrix",
                 "cluster.sa-pairs",
