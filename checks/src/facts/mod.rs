@@ -13,6 +13,7 @@ pub mod ethtool;
 pub mod icmp;
 pub mod journal;
 pub mod links;
+pub mod neighbours;
 pub mod ovsdb;
 pub mod peers;
 pub mod process;
