@@ -149,6 +149,17 @@ pub fn persist_sysctls(lines: &[(String, u64)]) -> [String; 2] {
     ]
 }
 
+/// The one wording of a neighbour table's thresholds raised to `[t1, t2,
+/// t3]` (`prefix`: `net.ipv4.neigh.default`): the three lines added to
+/// [`SYSCTL_FILE`], then loaded.
+pub fn raise_neigh_thresholds(prefix: &str, [t1, t2, t3]: [u32; 3]) -> [String; 2] {
+    persist_sysctls(&[
+        (format!("{prefix}.gc_thresh1"), u64::from(t1)),
+        (format!("{prefix}.gc_thresh2"), u64::from(t2)),
+        (format!("{prefix}.gc_thresh3"), u64::from(t3)),
+    ])
+}
+
 /// Restarting the daemon, which applies a config change.
 pub fn restart_daemon() -> String {
     format!("systemctl restart {DAEMON_UNIT}")

@@ -23,7 +23,7 @@ use crate::ctx::Ctx;
 use crate::evidence::Evidence;
 use crate::expect::{neighbour_thresholds, Family};
 use crate::facts::links::{self, Link};
-use crate::facts::neighbours::{table_of, NeighbourTable, AF_INET, AF_INET6};
+use crate::facts::neighbours::{table_of, NeighbourTable, TableSeen, AF_INET, AF_INET6};
 use crate::facts::ProbeError;
 use crate::finding::Finding;
 use crate::kind::most_severe;
@@ -64,16 +64,8 @@ pub struct PlaneSeen {
 /// One neighbour table against what the config implies of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableNeed {
-    /// `arp_cache` or `ndisc_cache`.
-    pub table: String,
-    /// Where its thresholds are set: `net.ipv4.neigh.default`.
-    pub sysctl: String,
-    pub gc_thresh1: u32,
-    pub gc_thresh2: u32,
-    pub gc_thresh3: u32,
-    /// Entries it holds now, every network namespace's together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entries: Option<u32>,
+    #[serde(flatten)]
+    pub seen: TableSeen,
     /// Times it was full when an entry was to be added, since boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_fulls: Option<u64>,
@@ -125,13 +117,13 @@ impl Evidence for NeighEvidence {
     fn series(&self) -> Vec<Series> {
         let mut out = Vec::new();
         for t in &self.tables {
-            let label = || vec![t.table.clone()];
+            let label = || vec![t.seen.table.clone()];
             out.push(Series::labelled(
                 &GC_THRESH3,
                 label(),
-                f64::from(t.gc_thresh3),
+                f64::from(t.seen.gc_thresh3),
             ));
-            if let Some(e) = t.entries {
+            if let Some(e) = t.seen.entries {
                 out.push(Series::labelled(&ENTRIES, label(), f64::from(e)));
             }
             out.push(Series::labelled(&NEEDED, label(), t.needed as f64));
@@ -283,12 +275,7 @@ fn needs(facts: &NeighFacts) -> Vec<TableNeed> {
             }
             let t = table_of(&facts.tables, family_number(fam))?;
             Some(TableNeed {
-                table: t.name.clone(),
-                sysctl: t.sysctl_prefix()?.to_owned(),
-                gc_thresh1: t.gc_thresh1,
-                gc_thresh2: t.gc_thresh2,
-                gc_thresh3: t.gc_thresh3,
-                entries: t.entries,
+                seen: t.seen()?,
                 table_fulls: t.table_fulls,
                 planes,
                 needed: (facts.node_count as u64).saturating_mul(planes as u64),
@@ -321,22 +308,23 @@ fn planes_text(planes: &[PlaneSeen], family: Family) -> String {
 pub fn judge(facts: &NeighFacts) -> Finding {
     let tables = needs(facts);
     let family = |t: &TableNeed| {
-        if t.sysctl.contains("ipv6") {
+        if t.seen.sysctl.contains("ipv6") {
             Family::Ipv6
         } else {
             Family::Ipv4
         }
     };
     let holds = |t: &TableNeed| {
-        t.entries
-            .map_or(String::new(), |e| format!(" ({} holds {e} now)", t.table))
+        t.seen.entries.map_or(String::new(), |e| {
+            format!(" ({} holds {e} now)", t.seen.table)
+        })
     };
     let short: Vec<&TableNeed> = tables
         .iter()
-        .filter(|t| u64::from(t.gc_thresh3) < t.needed)
+        .filter(|t| u64::from(t.seen.gc_thresh3) < t.needed)
         .collect();
     let kind = most_severe(tables.iter().map(|t| {
-        if u64::from(t.gc_thresh3) < t.needed {
+        if u64::from(t.seen.gc_thresh3) < t.needed {
             NeighKind::TooSmall
         } else {
             NeighKind::Ok
@@ -352,15 +340,15 @@ pub fn judge(facts: &NeighFacts) -> Finding {
                 facts.node_count,
                 planes_text(&facts.planes, family(t))
             );
-            if u64::from(t.gc_thresh3) < t.needed {
+            if u64::from(t.seen.gc_thresh3) < t.needed {
                 format!(
                     "{}.gc_thresh3 is {}, below {need}: once {} is full{} the kernel drops what it sends to every next hop it cannot add, and sendto still says sent (mtu.path then names neighbour-table-full)",
-                    t.sysctl, t.gc_thresh3, t.table, holds(t)
+                    t.seen.sysctl, t.seen.gc_thresh3, t.seen.table, holds(t)
                 )
             } else {
                 format!(
                     "{}.gc_thresh3 {} holds {need}{}",
-                    t.sysctl, t.gc_thresh3, holds(t)
+                    t.seen.sysctl, t.seen.gc_thresh3, holds(t)
                 )
             }
         })
@@ -375,13 +363,10 @@ pub fn judge(facts: &NeighFacts) -> Finding {
         let mut fixes: Vec<String> = short
             .iter()
             .map(|t| {
-                let [t1, t2, t3] =
-                    neighbour_thresholds(t.needed, [t.gc_thresh1, t.gc_thresh2, t.gc_thresh3]);
-                let [add, _] = spinifex::persist_sysctls(&[
-                    (format!("{}.gc_thresh1", t.sysctl), u64::from(t1)),
-                    (format!("{}.gc_thresh2", t.sysctl), u64::from(t2)),
-                    (format!("{}.gc_thresh3", t.sysctl), u64::from(t3)),
-                ]);
+                let [add, _] = spinifex::raise_neigh_thresholds(
+                    &t.seen.sysctl,
+                    neighbour_thresholds(t.needed, t.seen.thresholds()),
+                );
                 format!(
                     "on the host (the table is the whole kernel's: its initial network namespace's values apply to every namespace), {add}"
                 )
@@ -480,7 +465,7 @@ mod tests {
             "no IPv6 plane: the ND table is not judged"
         );
         assert_eq!(e.tables[0].needed, 2048);
-        assert_eq!(e.tables[0].entries, Some(6));
+        assert_eq!(e.tables[0].seen.entries, Some(6));
     }
 
     #[test]
@@ -538,7 +523,7 @@ mod tests {
         let mut x = facts(1500, planes(&links, Family::Ipv6, Family::Ipv4));
         let f = judge(&x);
         let e = f.evidence_as::<NeighEvidence>().unwrap();
-        let names: Vec<&str> = e.tables.iter().map(|t| t.table.as_str()).collect();
+        let names: Vec<&str> = e.tables.iter().map(|t| t.seen.table.as_str()).collect();
         assert_eq!(names, ["arp_cache", "ndisc_cache"]);
         assert!(e.tables.iter().all(|t| t.needed == 1500 && t.planes == 1));
         assert_eq!(f.status, Status::Warn);

@@ -102,6 +102,46 @@ impl NeighbourTable {
     pub fn sysctl_prefix(&self) -> Option<&'static str> {
         sysctl_prefix(self.family)
     }
+
+    /// `gc_thresh1`, `gc_thresh2`, `gc_thresh3`.
+    pub fn thresholds(&self) -> [u32; 3] {
+        [self.gc_thresh1, self.gc_thresh2, self.gc_thresh3]
+    }
+
+    /// As the checks' evidence shows it; none for a family that has no
+    /// sysctls of its own.
+    pub fn seen(&self) -> Option<TableSeen> {
+        Some(TableSeen {
+            table: self.name.clone(),
+            sysctl: self.sysctl_prefix()?.to_owned(),
+            gc_thresh1: self.gc_thresh1,
+            gc_thresh2: self.gc_thresh2,
+            gc_thresh3: self.gc_thresh3,
+            entries: self.entries,
+        })
+    }
+}
+
+/// A table as the checks' evidence names it: which, where its thresholds
+/// are set, the thresholds and what it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableSeen {
+    /// `arp_cache` or `ndisc_cache`.
+    pub table: String,
+    /// Where its thresholds are set: `net.ipv4.neigh.default`.
+    pub sysctl: String,
+    pub gc_thresh1: u32,
+    pub gc_thresh2: u32,
+    pub gc_thresh3: u32,
+    /// Entries it holds, every network namespace's together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u32>,
+}
+
+impl TableSeen {
+    pub fn thresholds(&self) -> [u32; 3] {
+        [self.gc_thresh1, self.gc_thresh2, self.gc_thresh3]
+    }
 }
 
 /// `net.ipv4.neigh.default` or `net.ipv6.neigh.default`: where the
@@ -326,25 +366,10 @@ fn walk(
 pub(crate) mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
     /// A capture in `checks/testdata/neigh/` (provenance in its `#` lines):
     /// every `recv()` of the dump, joined.
     pub(crate) fn capture(name: &str) -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("testdata/neigh")
-            .join(name);
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("capture {}: {e}", path.display()));
-        text.lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .flat_map(|l| hex(l.trim()))
-            .collect()
+        crate::facts::hex_capture("neigh", name)
     }
 
     #[test]

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{PathFacts, PeerFacts};
 use crate::expect::neighbour_thresholds;
 use crate::facts::neighbours::{
-    entry_for, family_of, table_of, Neighbour, NeighbourTable, AF_INET, AF_INET6,
+    entry_for, family_of, table_of, Neighbour, NeighbourTable, TableSeen, AF_INET, AF_INET6,
 };
 use crate::spinifex;
 
@@ -44,19 +44,12 @@ pub struct NeighbourReadings {
     pub unread: Vec<String>,
 }
 
-/// One neighbour table as mtu.path read it around its probes.
+/// One neighbour table as mtu.path read it around its probes (what it
+/// holds: after them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableReading {
-    /// `arp_cache` or `ndisc_cache`.
-    pub table: String,
-    /// Where its thresholds are set: `net.ipv4.neigh.default`.
-    pub sysctl: String,
-    pub gc_thresh1: u32,
-    pub gc_thresh2: u32,
-    pub gc_thresh3: u32,
-    /// Entries it held after the probes, every namespace's together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entries: Option<u32>,
+    #[serde(flatten)]
+    pub seen: TableSeen,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_fulls_before: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,12 +162,7 @@ pub(super) fn readings(facts: &PathFacts) -> Vec<TableReading> {
                 .as_deref()
                 .and_then(|b| table_of(b, f));
             Some(TableReading {
-                table: t.name.clone(),
-                sysctl: t.sysctl_prefix()?.to_owned(),
-                gc_thresh1: t.gc_thresh1,
-                gc_thresh2: t.gc_thresh2,
-                gc_thresh3: t.gc_thresh3,
-                entries: t.entries,
+                seen: t.seen()?,
                 table_fulls_before: before.and_then(|b| b.table_fulls),
                 table_fulls_after: t.table_fulls,
             })
@@ -207,13 +195,10 @@ pub(super) fn fixes(facts: &PathFacts, full: &[&TableFull]) -> Vec<String> {
             continue;
         };
         let need = needed(facts, family);
-        let [t1, t2, t3] =
-            neighbour_thresholds(need, [table.gc_thresh1, table.gc_thresh2, table.gc_thresh3]);
-        let [add, load] = spinifex::persist_sysctls(&[
-            (format!("{}.gc_thresh1", f.sysctl), u64::from(t1)),
-            (format!("{}.gc_thresh2", f.sysctl), u64::from(t2)),
-            (format!("{}.gc_thresh3", f.sysctl), u64::from(t3)),
-        ]);
+        let [add, load] = spinifex::raise_neigh_thresholds(
+            f.sysctl,
+            neighbour_thresholds(need, table.thresholds()),
+        );
         steps.push(format!(
             "the kernel's {} table is full ({} of gc_thresh3 {}, every network namespace's entries together), so it dropped probes to next hops it could not add: raise its thresholds above the {need} next hops this run needs, on the host (the table is the whole kernel's, set in its initial network namespace): {add}, then `{load}`; `spx doctor --check sysctl.neigh` checks them against the whole cluster",
             table.name,

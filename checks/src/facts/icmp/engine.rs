@@ -577,9 +577,9 @@ mod tests {
         assert_eq!(r.rounds, 1);
     }
 
-    #[test]
-    fn a_reported_mtu_is_probed_at_once_and_a_wrong_size_reply_ignored() {
-        let t0 = Instant::now();
+    /// An engine for [`PEER`] alone, a 9000-byte target, rounds of 500 ms,
+    /// the deadline a minute after `t0`.
+    fn one_peer(t0: Instant) -> Engine {
         let settings = Settings {
             round_timeout: Duration::from_millis(500),
             deadline: t0 + Duration::from_secs(60),
@@ -590,7 +590,13 @@ mod tests {
             scope_id: 0,
             target_mtu: 9000,
         };
-        let mut e = Engine::new(std::slice::from_ref(&target), &settings, |_| None);
+        Engine::new(std::slice::from_ref(&target), &settings, |_| None)
+    }
+
+    #[test]
+    fn a_reported_mtu_is_probed_at_once_and_a_wrong_size_reply_ignored() {
+        let t0 = Instant::now();
+        let mut e = one_peer(t0);
         let sends = e.begin_round(1, t0).unwrap();
         let mut sent = Vec::new();
         for (peer, size) in sends {
@@ -635,17 +641,7 @@ mod tests {
             (Sent::Dropped, None),
         ] {
             let t0 = Instant::now();
-            let settings = Settings {
-                round_timeout: Duration::from_millis(500),
-                deadline: t0 + Duration::from_secs(60),
-                max_rounds: 3,
-            };
-            let target = Target {
-                addr: PEER.parse().unwrap(),
-                scope_id: 0,
-                target_mtu: 9000,
-            };
-            let mut e = Engine::new(std::slice::from_ref(&target), &settings, |_| None);
+            let mut e = one_peer(t0);
             for (peer, size) in e.begin_round(1, t0).unwrap() {
                 let (to, seq, size) = e.next_probe(peer, size).unwrap();
                 e.sent(peer, to, seq, size, how.clone(), t0);
