@@ -305,3 +305,83 @@ fn a_full_neighbour_table_is_named_and_a_black_hole_is_still_one() {
     let n = check(&doc, "sysctl.neigh");
     assert_eq!(n["status"], "pass", "{n:#}");
 }
+
+/// mtu.path toward 1,000 peer addresses on one segment, which the host
+/// cannot hold safely (1,001 of its 1,024 entries, shared with every lab):
+/// the guest's own table, raised to 2048/4096/8192. A benchmark, not a test
+/// of a verdict (`bench/mtu_path_scale.sh` runs it): emulated (TCG), so its
+/// wall time is the guest's, not a host's; it prints the doctor's own
+/// duration, the echo requests and frames the prober sent, and the entries
+/// it needed.
+#[test]
+#[ignore = "a benchmark: bench/mtu_path_scale.sh runs it with --ignored"]
+fn bench_mtu_path_toward_1000_on_link_peers() {
+    assert!(
+        crate::support::root::is_root(),
+        "the kernel lab needs root (QEMU, namespaces)"
+    );
+    let image = vm::image().unwrap_or_else(|why| panic!("the kernel lab: {why}"));
+    let vm = Vm::boot(image, VmOptions::default().modules(&["veth", "bridge"]));
+    const N: usize = 1000;
+    let mut script = String::from(
+        "set -e; sysctl -qw net.ipv4.neigh.default.gc_thresh1=2048 net.ipv4.neigh.default.gc_thresh2=4096 net.ipv4.neigh.default.gc_thresh3=8192\n\
+         ip netns add sw; ip -n sw link add br0 type bridge; ip -n sw link set br0 mtu 9000 up\n\
+         for ns in src many; do ip netns add $ns; ip -n $ns link set lo up; \
+           ip -n $ns link add eth0 type veth peer name p$ns netns sw; ip -n $ns link set eth0 mtu 9000 up; \
+           ip -n sw link set p$ns mtu 9000 master br0 up; done\n\
+         ip -n src addr add 198.18.0.1/16 dev eth0\n\
+         mac=$(ip netns exec src cat /sys/class/net/eth0/address)\n\
+         ip -n many neigh replace 198.18.0.1 lladdr $mac dev eth0 nud permanent\n\
+         ip -n many -batch - <<'EOF'\n",
+    );
+    let peers: Vec<String> = (0..N)
+        .map(|i| format!("198.18.{}.{}", 1 + i / 250, 1 + i % 250))
+        .collect();
+    for p in &peers {
+        script.push_str(&format!("addr add {p}/16 dev eth0\n"));
+    }
+    script.push_str("EOF\n");
+    vm.ok(&script);
+    let mut args: Vec<&str> = vec!["--check", "mtu.path", "--mtu", "9000", "--timeout", "60s"];
+    for p in &peers {
+        args.extend(["--peer", p.as_str()]);
+    }
+    let echoes = |vm: &Vm| -> u64 {
+        let out = vm.ok("ip netns exec src cat /proc/net/snmp");
+        let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("Icmp:")).collect();
+        let names: Vec<&str> = lines[0].split_whitespace().collect();
+        let values: Vec<&str> = lines[1].split_whitespace().collect();
+        let i = names.iter().position(|n| *n == "OutEchos").unwrap();
+        values[i].parse().unwrap()
+    };
+    let frames = |vm: &Vm| -> u64 {
+        vm.ok("ip netns exec src cat /sys/class/net/eth0/statistics/tx_packets")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    for run in 1..=3 {
+        vm.ok("ip -n src neigh flush all");
+        let (e0, f0) = (echoes(&vm), frames(&vm));
+        let started = std::time::Instant::now();
+        let (_, doc) = vm.spx(Some("src"), &args);
+        let wall = started.elapsed();
+        let c = check(&doc, "mtu.path");
+        let ok = c["evidence"]["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["verdict"] == "ok")
+            .count();
+        let entries = vm.ok("ip -n src neigh show dev eth0 | wc -l");
+        vm::note(&format!(
+            "neigh bench (guest, TCG) run {run}: {N} on-link peers, {ok} ok; mtu.path {} ms, the guest command {:.2} s; {} echo requests, {} frames; {} neighbour entries in src",
+            c["duration_ms"],
+            wall.as_secs_f64(),
+            echoes(&vm) - e0,
+            frames(&vm) - f0,
+            entries.trim()
+        ));
+        assert_eq!(ok, N, "{}", c["summary"]);
+    }
+}
