@@ -9,12 +9,14 @@ fn no_config_runs_host_checks_and_validates() {
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["profile"], "default");
     assert_eq!(doc["node"], serde_json::Value::Null);
-    assert_eq!(doc["checks"].as_array().unwrap().len(), 2);
+    // sysctl.udp-buffers, sysctl.neigh (a skip without a config) and
+    // udp.rcvbuf-errors.
+    assert_eq!(doc["checks"].as_array().unwrap().len(), 3);
     let sum: u64 = ["pass", "warn", "fail", "skip", "error"]
         .iter()
         .map(|k| doc["summary"][k].as_u64().unwrap())
         .sum();
-    assert_eq!(sum, 2);
+    assert_eq!(sum, 3);
 }
 
 #[test]
@@ -143,7 +145,7 @@ fn list_and_explain_come_from_the_check_list() {
 fn table_output_has_counts_and_no_color_when_piped() {
     let (_, out, _) = run(spx().args(["--check", "sysctl", "--color", "auto"]));
     assert!(
-        out.contains("1 checks:") && out.contains("sysctl.udp-buffers"),
+        out.contains("2 checks:") && out.contains("sysctl.udp-buffers"),
         "{out}"
     );
     assert!(!out.contains('\u{1b}'), "no escape codes when piped");

@@ -15,6 +15,7 @@ mod kernel_lab;
 mod monitoring;
 mod mtu_path;
 mod nats;
+mod neigh;
 pub mod nic;
 mod overlay;
 mod ovn_cluster;

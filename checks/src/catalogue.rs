@@ -13,6 +13,7 @@ use crate::metrics::{MetricDef, Series};
 pub static CHECKS: &[&dyn Check] = &[
     &checks::sysctl_udp_buffers::UdpBuffers,
     &checks::udp_rcvbuf_errors::RcvbufErrors,
+    &checks::sysctl_neigh::SysctlNeigh,
     &checks::mtu_path::PathMtu,
     &checks::mtu_overlay::OverlayMtu,
     &checks::underlay_on_link::UnderlayOnLink,

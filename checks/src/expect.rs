@@ -145,6 +145,26 @@ pub fn guest_mtu(underlay_mtu: u32, ipsec: bool, ipv6_underlay: bool) -> u32 {
     underlay - overhead
 }
 
+/// The kernel's own neighbour table thresholds (`gc_thresh1/2/3`), what a
+/// table with fewer needs is never lowered below.
+pub const DEFAULT_NEIGHBOUR_THRESHOLDS: [u32; 3] = [128, 512, 1024];
+
+/// `gc_thresh1`, `gc_thresh2` and `gc_thresh3` for a neighbour table that
+/// must hold `needed` entries: all three above it, so that the garbage
+/// collector leaves them alone (`gc_thresh1`, the next power of two above
+/// the need) and twice and four times that for the gateways, the guests'
+/// neighbours and a node that joins (the kernel's defaults keep 1:4:8);
+/// never below the kernel's defaults nor `current`.
+pub fn neighbour_thresholds(needed: u64, current: [u32; 3]) -> [u32; 3] {
+    let t1 = u32::try_from(needed.saturating_add(1).next_power_of_two()).unwrap_or(u32::MAX);
+    let want = [t1, t1.saturating_mul(2), t1.saturating_mul(4)];
+    let mut out = [0; 3];
+    for i in 0..3 {
+        out[i] = want[i].max(DEFAULT_NEIGHBOUR_THRESHOLDS[i]).max(current[i]);
+    }
+    out
+}
+
 /// The floor of ESP SAs a node holds when IPsec is up with every peer: one
 /// per peer per direction, 2×(N−1). ovs-monitor-ipsec's layout holds
 /// twice that ([`ovs_sa_layout`]).

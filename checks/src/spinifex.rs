@@ -28,6 +28,11 @@ pub const ENCAP_PEERS_DEFINE: &str = "spinifex_encap_peers";
 /// The `peers.nft` define holding the other nodes' wan-plane addresses.
 pub const WAN_PEERS_DEFINE: &str = "spinifex_peers";
 
+/// The sysctl.d file setup.sh's sysctl stage writes (`net.core.rmem_max`,
+/// `net.core.wmem_max`): where every kernel setting the doctor asks for
+/// belongs, so that it survives a reboot.
+pub const SYSCTL_FILE: &str = "/etc/sysctl.d/99-spinifex-net.conf";
+
 /// The daemon's systemd unit.
 pub const DAEMON_UNIT: &str = "spinifex-daemon";
 
@@ -120,6 +125,41 @@ pub fn set_network_key(key: &str, value: impl std::fmt::Display, file: &str) -> 
     format!("set `{key} = {value}` under [network] in {file}")
 }
 
+/// Loading every file of /etc/sysctl.d (the second step after a change).
+pub const LOAD_SYSCTLS: &str = "sysctl --system";
+
+/// The one wording of a kernel setting made to last: add these `KEY =
+/// VALUE` lines to [`SYSCTL_FILE`], then load them (`sysctl --system`, the
+/// second step).
+pub fn persist_sysctls(lines: &[(String, u64)]) -> [String; 2] {
+    let count = match lines.len() {
+        1 => "this line".to_owned(),
+        2 => "these two lines".to_owned(),
+        3 => "these three lines".to_owned(),
+        n => format!("these {n} lines"),
+    };
+    let quoted: Vec<String> = lines.iter().map(|(k, v)| format!("`{k} = {v}`")).collect();
+    let listed = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    };
+    [
+        format!("add {count} to {SYSCTL_FILE} (setup.sh's sysctl stage writes them): {listed}"),
+        LOAD_SYSCTLS.to_owned(),
+    ]
+}
+
+/// The one wording of a neighbour table's thresholds raised to `[t1, t2,
+/// t3]` (`prefix`: `net.ipv4.neigh.default`): the three lines added to
+/// [`SYSCTL_FILE`], then loaded.
+pub fn raise_neigh_thresholds(prefix: &str, [t1, t2, t3]: [u32; 3]) -> [String; 2] {
+    persist_sysctls(&[
+        (format!("{prefix}.gc_thresh1"), u64::from(t1)),
+        (format!("{prefix}.gc_thresh2"), u64::from(t2)),
+        (format!("{prefix}.gc_thresh3"), u64::from(t3)),
+    ])
+}
+
 /// Restarting the daemon, which applies a config change.
 pub fn restart_daemon() -> String {
     format!("systemctl restart {DAEMON_UNIT}")
@@ -138,6 +178,17 @@ mod tests {
         }
         assert!(is_guest_tap("tapeni-0abc") && is_guest_tap("mgi-0abc"));
         assert!(!is_guest_tap("enp65s0f0"));
+    }
+
+    #[test]
+    fn sysctls_are_added_to_setup_sh_s_file_then_loaded() {
+        let [add, load] = persist_sysctls(&[
+            ("net.ipv4.neigh.default.gc_thresh1".into(), 2048),
+            ("net.ipv4.neigh.default.gc_thresh2".into(), 4096),
+            ("net.ipv4.neigh.default.gc_thresh3".into(), 8192),
+        ]);
+        assert_eq!(add, "add these three lines to /etc/sysctl.d/99-spinifex-net.conf (setup.sh's sysctl stage writes them): `net.ipv4.neigh.default.gc_thresh1 = 2048`, `net.ipv4.neigh.default.gc_thresh2 = 4096` and `net.ipv4.neigh.default.gc_thresh3 = 8192`");
+        assert_eq!(load, "sysctl --system");
     }
 
     #[test]

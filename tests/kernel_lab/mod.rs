@@ -12,6 +12,7 @@ use spx_test_harness::root_test;
 
 mod cluster;
 mod ipsec;
+mod neigh;
 mod nic;
 mod partial_enable;
 mod qemu;

@@ -125,8 +125,9 @@ pub fn lab_or_skip(test: &str) -> Option<&'static Image> {
     }
 }
 
+/// A line for the test log (timings, what a kernel did).
 #[allow(clippy::disallowed_macros)] // timings belong in the test log
-fn note(line: &str) {
+pub fn note(line: &str) {
     eprintln!("{line}");
 }
 

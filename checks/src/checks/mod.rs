@@ -24,6 +24,7 @@ pub mod nic_rings;
 pub mod nic_tso;
 pub mod ovn_cluster;
 pub mod qemu_tuning;
+pub mod sysctl_neigh;
 pub mod sysctl_udp_buffers;
 pub mod tcp_reordering;
 pub mod udp_rcvbuf_errors;

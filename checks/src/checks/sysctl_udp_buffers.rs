@@ -16,12 +16,12 @@ use crate::evidence::Evidence;
 use crate::finding::Finding;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::read::kernel_files::sysctl_u64;
+use crate::spinifex;
 
 /// `net.core.rmem_max` and `wmem_max` Spinifex requires: 16 MiB.
 pub const REQUIRED: u64 = 16_777_216;
 /// The receive buffer quic-go requests.
 pub const QUIC_WANTS: u64 = 7 * 1024 * 1024;
-pub const SYSCTL_FILE: &str = "/etc/sysctl.d/99-spinifex-net.conf";
 
 pub struct UdpBuffers;
 
@@ -174,12 +174,10 @@ fn too_low(low: &[String], rmem_max: u64) -> Finding {
 
 /// The fix, shared with udp.rcvbuf-errors.
 pub fn remediation() -> [String; 2] {
-    [
-        format!(
-            "add these two lines to {SYSCTL_FILE} (setup.sh's sysctl stage writes them): `net.core.rmem_max = {REQUIRED}` and `net.core.wmem_max = {REQUIRED}`"
-        ),
-        "sysctl --system".to_owned(),
-    ]
+    spinifex::persist_sysctls(&[
+        ("net.core.rmem_max".to_owned(), REQUIRED),
+        ("net.core.wmem_max".to_owned(), REQUIRED),
+    ])
 }
 
 #[cfg(test)]

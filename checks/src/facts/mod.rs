@@ -13,6 +13,7 @@ pub mod ethtool;
 pub mod icmp;
 pub mod journal;
 pub mod links;
+pub mod neighbours;
 pub mod ovsdb;
 pub mod peers;
 pub mod process;
@@ -152,4 +153,29 @@ pub fn sysctl_path(name: &str) -> PathBuf {
     let mut path = PathBuf::from("/proc/sys");
     path.extend(name.split('.'));
     path
+}
+
+/// Hex text as bytes (test captures of netlink dumps).
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A netlink capture in `checks/testdata/DIR/NAME`: every `recv()` of the
+/// dump as a line of hex, joined; `#` lines are its provenance.
+#[cfg(test)]
+pub(crate) fn hex_capture(dir: &str, name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(dir)
+        .join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("capture {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .flat_map(|l| hex(l.trim()))
+        .collect()
 }

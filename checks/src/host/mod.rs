@@ -50,6 +50,7 @@ use crate::facts::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
 use crate::facts::icmp::{PathProbe, Settings, SocketKind, Target};
 use crate::facts::journal::JournalLookup;
 use crate::facts::links::{Link, Route};
+use crate::facts::neighbours::{Neighbour, NeighbourTable};
 use crate::facts::ovsdb::{Answer, Budget, Row};
 use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
@@ -267,6 +268,22 @@ impl<'a> HostRef<'a> {
     /// Every address configured on this host (loopback included).
     pub fn addresses(&self) -> Result<Vec<IpAddr>, ProbeError> {
         ask!(self, Request::Addresses, self.netlink(), Addresses)
+    }
+
+    /// The kernel's neighbour tables ([`crate::facts::neighbours`]): one
+    /// for the whole kernel whatever the namespace asking.
+    pub fn neighbour_tables(&self) -> Result<Vec<NeighbourTable>, ProbeError> {
+        ask!(
+            self,
+            Request::NeighbourTables,
+            self.netlink(),
+            NeighbourTables
+        )
+    }
+
+    /// Every neighbour entry of this network namespace.
+    pub fn neighbours(&self) -> Result<Vec<Neighbour>, ProbeError> {
+        ask!(self, Request::Neighbours, self.netlink(), Neighbours)
     }
 
     /// Every IPsec security association (no keys), larval ACQUIRE states

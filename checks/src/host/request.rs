@@ -23,6 +23,7 @@ use crate::facts::ethtool::{Channels, DrvInfo, Feature, Reported, Rings};
 use crate::facts::icmp::{PathProbe, SocketKind, Target};
 use crate::facts::journal::JournalLookup;
 use crate::facts::links::{Link, Route};
+use crate::facts::neighbours::{Neighbour, NeighbourTable};
 use crate::facts::ovsdb::{Answer, Row};
 use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
@@ -63,6 +64,11 @@ pub enum Request {
     Links,
     /// `RTM_GETADDR` dump: every address of this host.
     Addresses,
+    /// `RTM_GETNEIGHTBL` dump: the kernel's neighbour tables (ARP, IPv6
+    /// ND), whole-kernel: thresholds, entries, statistics.
+    NeighbourTables,
+    /// `RTM_GETNEIGH` dump: every neighbour entry of this network namespace.
+    Neighbours,
     /// `XFRM_MSG_GETSA` dump: every security association (never a key).
     XfrmStates,
     /// `XFRM_MSG_GETPOLICY` dump: every IPsec policy.
@@ -165,6 +171,8 @@ pub enum Fact {
     Link(Link),
     Links(Vec<Link>),
     Addresses(Vec<IpAddr>),
+    NeighbourTables(Vec<NeighbourTable>),
+    Neighbours(Vec<Neighbour>),
     Xfrm(Vec<SecurityAssociation>),
     XfrmPolicies(Vec<XfrmPolicy>),
     Drvinfo(Reported<DrvInfo>),
@@ -201,6 +209,8 @@ impl Fact {
             Fact::Link(_) => "link",
             Fact::Links(_) => "links",
             Fact::Addresses(_) => "addresses",
+            Fact::NeighbourTables(_) => "neighbour-tables",
+            Fact::Neighbours(_) => "neighbours",
             Fact::Xfrm(_) => "xfrm",
             Fact::XfrmPolicies(_) => "xfrm-policies",
             Fact::Drvinfo(_) => "drvinfo",
@@ -245,6 +255,8 @@ impl Request {
             Request::LinkByIndex { index } => format!("link index {index}"),
             Request::Links => "link dump".into(),
             Request::Addresses => "address dump".into(),
+            Request::NeighbourTables => "neighbour table dump".into(),
+            Request::Neighbours => "neighbour dump".into(),
             Request::XfrmStates => "xfrm state dump".into(),
             Request::XfrmPolicies => "xfrm policy dump".into(),
             Request::Ethtool { ioctl, interface } => {

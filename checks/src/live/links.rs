@@ -264,7 +264,7 @@ fn is_no_route(e: &io::Error) -> bool {
     )
 }
 
-fn io_err(what: &str, e: io::Error) -> ProbeError {
+pub(super) fn io_err(what: &str, e: io::Error) -> ProbeError {
     match e.kind() {
         io::ErrorKind::PermissionDenied => {
             return ProbeError::PermissionDenied {
@@ -296,7 +296,7 @@ fn answer_by(deadline: Option<Instant>) -> Instant {
 /// and collect the answers: one message, or every message of a dump up to
 /// NLMSG_DONE, all by [`answer_by`] (`TimedOut` past it). A netlink error
 /// answer becomes the matching `io::Error`.
-fn request(
+pub(super) fn request(
     inner: RouteNetlinkMessage,
     dump: bool,
     deadline: Option<Instant>,

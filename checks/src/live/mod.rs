@@ -8,6 +8,7 @@ pub mod ethtool;
 pub mod icmp;
 pub mod journal;
 pub mod links;
+pub mod neighbours;
 pub mod ovsdb;
 pub mod peers;
 pub mod process;
@@ -79,6 +80,8 @@ impl Host for LiveHost {
             }
             Request::Links => Fact::Links(links::links(limit.deadline)?),
             Request::Addresses => Fact::Addresses(links::local_addresses(limit.deadline)?),
+            Request::NeighbourTables => Fact::NeighbourTables(neighbours::tables(limit.deadline)?),
+            Request::Neighbours => Fact::Neighbours(neighbours::entries(limit.deadline)?),
             Request::XfrmStates => Fact::Xfrm(xfrm::states(bound)?),
             Request::XfrmPolicies => Fact::XfrmPolicies(xfrm::policies(bound)?),
             Request::Ethtool { ioctl, interface } => {

@@ -12,6 +12,7 @@
 mod cpu_tcp;
 mod ipsec;
 mod mtu;
+mod neigh;
 mod nic;
 mod ovn;
 mod qemu;

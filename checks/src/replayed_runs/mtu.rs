@@ -69,6 +69,7 @@ fn probe(addr: &str, largest: u32, refused: Option<u32>, rounds: u32) -> PathPro
         other_error: None,
         rounds,
         probes_sent: 200,
+        refused_at_send: 0,
         cut_short: false,
     }
 }
@@ -101,6 +102,8 @@ fn a_switch_port_at_1500_is_a_black_hole_measured_to_the_byte() {
             ..link(2, "enp65s0f0np0", 9000)
         },
     ])
+    // The neighbour tables before and after the probes: no overflow.
+    .ok(Request::NeighbourTables, Fact::NeighbourTables(Vec::new()))
     .ok(
         Request::Icmp {
             targets,

@@ -189,6 +189,9 @@ fn cell_kind(c: &Cell, cut_off: &[&str], cells: &[Cell]) -> PathMatrixKind {
     if c.verdict == CellVerdict::Ok {
         return PathMatrixKind::Ok;
     }
+    if c.verdict == CellVerdict::NeighbourTableFull {
+        return PathMatrixKind::NeighbourTableFull;
+    }
     if !c.verdict.measured() {
         return PathMatrixKind::NotMeasured;
     }

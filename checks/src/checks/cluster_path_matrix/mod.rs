@@ -44,7 +44,9 @@ crate::kinds! {
         Asymmetric = fail("asymmetric"),
         /// A path between two nodes does not carry the target (blackhole, too-big or local-mtu, as the row's node measured it).
         PathTooSmall = fail("path-too-small"),
-        /// A pair was not measured (a node that did not answer, a peer that answered no echo, a node whose peers did not include the other): the matrix is incomplete.
+        /// The row node's kernel dropped its probes toward the other: its neighbour table (gc_thresh3, one for the whole kernel) was full, so the pair was not measured, and that node's own traffic to next hops it cannot add is dropped the same way.
+        NeighbourTableFull = error("neighbour-table-full"),
+        /// A pair was not measured (a node that did not answer, a peer that answered no echo, a node whose kernel dropped the probes because its neighbour table was full, a node whose peers did not include the other): the matrix is incomplete.
         NotMeasured = error("not-measured"),
     }
 }
@@ -134,6 +136,9 @@ pub enum CellVerdict {
     LocalMtu,
     /// The peer answered no echo request at all.
     Unreachable,
+    /// The row node's kernel dropped the probes: its neighbour table was
+    /// full (mtu.path's `neighbour-table-full`). Never "no echo".
+    NeighbourTableFull,
     /// The row's node did not probe this one (not among its peers).
     NotProbed,
     /// The row's node has no mtu.path result to read, or it was cut short.
@@ -148,6 +153,7 @@ impl CellVerdict {
             CellVerdict::TooBig => "too-big",
             CellVerdict::LocalMtu => "local-mtu",
             CellVerdict::Unreachable => "unreachable",
+            CellVerdict::NeighbourTableFull => "neighbour-table-full",
             CellVerdict::NotProbed => "not-probed",
             CellVerdict::NotMeasured => "not-measured",
         }
@@ -171,10 +177,11 @@ impl CellVerdict {
             CellVerdict::Ok => 0,
             CellVerdict::NotProbed => 1,
             CellVerdict::NotMeasured => 2,
-            CellVerdict::Unreachable => 3,
-            CellVerdict::BlackHole => 4,
-            CellVerdict::TooBig => 5,
-            CellVerdict::LocalMtu => 6,
+            CellVerdict::NeighbourTableFull => 3,
+            CellVerdict::Unreachable => 4,
+            CellVerdict::BlackHole => 5,
+            CellVerdict::TooBig => 6,
+            CellVerdict::LocalMtu => 7,
         }
     }
 
@@ -185,6 +192,7 @@ impl CellVerdict {
             PeerVerdict::TooBig => CellVerdict::TooBig,
             PeerVerdict::LocalMtu => CellVerdict::LocalMtu,
             PeerVerdict::Unreachable => CellVerdict::Unreachable,
+            PeerVerdict::NeighbourTableFull => CellVerdict::NeighbourTableFull,
         }
     }
 }
@@ -538,5 +546,111 @@ mod tests {
         let mut f = lab(|_, _| ("ok", 9000));
         f.node_checks.clear();
         assert_eq!(judge(&f).status, Status::Skip);
+    }
+
+    /// n0's kernel dropped its probes to n2 and n3 (a full neighbour
+    /// table) while n0->n1 carries the target; n1 black-holes toward n3.
+    fn n0_table_full() -> ClusterFacts {
+        const FULL: &str = "the kernel dropped the probes: its neighbour table is full (net.ipv4.neigh.default.gc_thresh3 = 16, 3 peers on this segment)";
+        let mut f = lab(|i, j| {
+            if (i, j) == (1, 3) {
+                ("blackhole", 1500)
+            } else {
+                ("ok", 9000)
+            }
+        });
+        let peers: Vec<Value> = (1..4)
+            .map(|j| {
+                if j == 1 {
+                    json!({"address": addr(j), "source": "config", "verdict": "ok", "path_mtu": 9000, "rounds": 1})
+                } else {
+                    json!({"address": addr(j), "source": "config", "verdict": "neighbour-table-full", "path_mtu": null, "rounds": 1, "detail": FULL})
+                }
+            })
+            .collect();
+        let checks = json!([{
+            "id": "mtu.path", "title": "t", "status": "error", "summary": "s",
+            "evidence": {"target_mtu": 9000, "peers": peers}, "remediation": ["x"], "duration_ms": 1
+        }]);
+        f.nodes[0] = answer(
+            NAMES[0],
+            report(
+                "0.1.0",
+                config(NAMES[0], true, 9000, &NAMES),
+                &[&addr(0)],
+                checks,
+            ),
+        );
+        f
+    }
+
+    #[test]
+    fn probes_a_full_neighbour_table_dropped_are_its_own_error_cells_never_no_echo() {
+        let out = judge(&n0_table_full());
+        crate::snapshot::snapshot!("cluster.path-matrix", out);
+        // The black hole elsewhere still fails the matrix.
+        assert_eq!(out.status, Status::Fail, "{}", out.summary);
+        assert_eq!(out.evidence["failing"], json!(["n1->n3"]));
+        let cells = out.evidence["matrix"].as_array().unwrap();
+        for to in ["n2", "n3"] {
+            let c = cells
+                .iter()
+                .find(|c| c["from"] == "n0" && c["to"] == to)
+                .unwrap();
+            assert_eq!(c["verdict"], "neighbour-table-full", "{c}");
+            assert!(
+                c["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the kernel dropped the probes: its neighbour table is full"),
+                "{c}"
+            );
+        }
+        let codes: Vec<(String, String)> = out
+            .findings
+            .iter()
+            .filter(|s| s.subject.starts_with("n0->"))
+            .map(|s| (s.subject.clone(), s.kind.code("cluster.path-matrix")))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                ("n0->n1".to_owned(), "cluster.path-matrix/ok".to_owned()),
+                (
+                    "n0->n2".to_owned(),
+                    "cluster.path-matrix/neighbour-table-full".to_owned()
+                ),
+                (
+                    "n0->n3".to_owned(),
+                    "cluster.path-matrix/neighbour-table-full".to_owned()
+                ),
+            ]
+        );
+        assert!(
+            !out.findings.iter().any(|s| s.summary.contains("no echo")),
+            "{:#?}",
+            out.findings
+        );
+        assert!(
+            out.remediation.iter().any(|r| r.starts_with(
+                "n0: its kernel's neighbour table is full, so it dropped its probes toward n2 and n3"
+            )),
+            "{:#?}",
+            out.remediation
+        );
+        // Without the black hole: the check's error is the table's.
+        let mut f = n0_table_full();
+        f.nodes[1] = node(1, |_| ("ok", 9000));
+        let out = judge(&f);
+        assert_eq!(out.status, Status::Error, "{}", out.summary);
+        assert_eq!(
+            out.kind.code("cluster.path-matrix"),
+            "cluster.path-matrix/neighbour-table-full"
+        );
+        assert!(
+            out.summary.contains("the kernel dropped the probes: its neighbour table is full (net.ipv4.neigh.default.gc_thresh3 = 16, 3 peers on this segment) (n0->n2, n0->n3)"),
+            "{}",
+            out.summary
+        );
     }
 }

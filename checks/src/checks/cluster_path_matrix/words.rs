@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use super::analyse::{Analysis, CutOff, Gate, OwnLink};
 use super::placement::outcome;
-use super::{Cell, PathMatrixEvidence, PathMatrixKind, Unplaced};
+use super::{Cell, CellVerdict, PathMatrixEvidence, PathMatrixKind, Unplaced};
 use crate::cluster::{and_list, pair};
 use crate::finding::{Finding, SkipReason, Subject};
 use crate::kind::most_severe;
@@ -251,12 +251,15 @@ pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
         if let Some(l) = a.largest {
             fixes.push(stay_fix(l));
         }
+        fixes.extend(table_full_fixes(&a.cells));
         let kind = most_severe(a.kinds.iter().copied().filter(|k| *k != PathMatrixKind::Ok))
             .unwrap_or(PathMatrixKind::PathTooSmall);
         Finding::new(kind, summary).fixes(fixes)
     } else if !unproven.is_empty() {
+        let kind = most_severe(a.kinds.iter().copied().filter(|k| *k != PathMatrixKind::Ok))
+            .unwrap_or(PathMatrixKind::NotMeasured);
         Finding::new(
-            PathMatrixKind::NotMeasured,
+            kind,
             format!(
                 "{} of {} paths were not measured, so the matrix is incomplete: {}; the {measured} measured carry {target_text}{}",
                 unproven.len(),
@@ -265,6 +268,7 @@ pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
                 unplaced_summary(&a.unplaced)
             ),
         )
+        .fixes(table_full_fixes(&a.cells))
     } else {
         Finding::new(
             PathMatrixKind::Ok,
@@ -295,6 +299,30 @@ pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
     .subjects(subjects)
 }
 
+/// For each node whose kernel dropped its probes (a full neighbour
+/// table): the fix is on that node, as its own mtu.path names it.
+fn table_full_fixes(cells: &[Cell]) -> Vec<String> {
+    let mut rows: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for c in cells
+        .iter()
+        .filter(|c| c.verdict == CellVerdict::NeighbourTableFull)
+    {
+        rows.entry(&c.from).or_default().push(&c.to);
+    }
+    rows.iter()
+        .map(|(from, to)| {
+            let toward = if to.len() > 4 {
+                format!("{} nodes", to.len())
+            } else {
+                and_list(to)
+            };
+            format!(
+                "{from}: its kernel's neighbour table is full, so it dropped its probes toward {toward}: on {from}, raise the table's gc_thresh1/2/3 as its own mtu.path says (`spx doctor --check sysctl.neigh` there checks them against the cluster)"
+            )
+        })
+        .collect()
+}
+
 /// Nothing measured anywhere: why, from the first node's view.
 fn nothing_measured(a: &Analysis, unproven: &[&Cell]) -> Finding {
     let why = unproven
@@ -308,10 +336,12 @@ fn nothing_measured(a: &Analysis, unproven: &[&Cell]) -> Finding {
             "no node measured a path ({why})"
         )))
     } else {
+        let kind = most_severe(a.kinds.iter().copied()).unwrap_or(PathMatrixKind::NotMeasured);
         Finding::new(
-            PathMatrixKind::NotMeasured,
+            kind,
             format!("no path between the nodes was measured ({why})"),
         )
+        .fixes(table_full_fixes(&a.cells))
     }
 }
 

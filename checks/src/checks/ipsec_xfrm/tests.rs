@@ -13,7 +13,7 @@ use crate::check::Check;
 use crate::facts::xfrm::{
     parse_dump, parse_policy_dump, PolicyDir, SecurityAssociation, XfrmPolicy,
 };
-use crate::facts::ProbeError;
+use crate::facts::{hex, ProbeError};
 use crate::finding::{Finding, Status};
 
 /// One `XFRM_MSG_NEWSA` as the kernel sends it in a dump, laid out by
@@ -93,24 +93,9 @@ pub(crate) const DONE: &str = "1400000003000200010000004b5d000000000000";
 // captured on the same host as uid 65534: the kernel's EPERM answer.
 const EPERM: &str = "240000000200000001000000845d0000ffffffff10000000120001030100000000000000";
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 /// A capture in `checks/testdata/xfrm/`: every recv() of the dump, joined.
 pub(crate) fn capture(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/xfrm")
-        .join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("capture {}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .flat_map(|l| hex(l.trim()))
-        .collect()
+    crate::facts::hex_capture("xfrm", name)
 }
 
 /// A lab situation: node `node`'s states and policies, captured.

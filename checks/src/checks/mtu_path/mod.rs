@@ -14,6 +14,9 @@
 //! Every word that depends on the peer's family follows it: IPv4 speaks of
 //! "fragmentation needed" and `net.ipv4.icmp_echo_ignore_all`, IPv6 of
 //! "packet too big" and `net.ipv6.icmp.echo_ignore_all`.
+//!
+//! A peer nothing came back from because this kernel's neighbour table was
+//! full is not a silent peer: see [`neighbour`].
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -33,12 +36,15 @@ use crate::kind::most_severe;
 use crate::metrics::{MetricDef, MetricType, Series};
 use crate::targets::peers::{self, Excluded, Peer, PeerSet, SourceNote};
 
+mod neighbour;
 mod remediation;
 mod text;
 mod verdict;
 
+use self::neighbour::TableFull;
+pub use self::neighbour::{NeighbourReadings, NextHop, TableReading};
 use self::remediation::{below_target, remediation, same_size_black_hole, unreachable_fixes};
-use self::text::{describe, labels, peer_text};
+use self::text::{describe, few, labels, peer_text};
 use self::verdict::{peer_kind, report};
 pub use self::verdict::{peer_verdict, usable_mtu};
 
@@ -55,6 +61,8 @@ crate::kinds! {
         TooBig = fail("too-big"),
         /// This host's own egress interface, or a port of its bridge, is below the target, so the probe cannot leave; what drops less beyond it is named too.
         LocalMtu = fail("local-mtu"),
+        /// The kernel dropped the probes before they left: its neighbour table (gc_thresh3, one for the whole kernel) was full, so no entry could be made for the peer's next hop. Nothing about the path is proven, and the node's own traffic to such peers is dropped the same way.
+        NeighbourTableFull = error("neighbour-table-full"),
         /// Not even a minimal probe was answered (the peer's firewall or echo_ignore_all, or no route): nothing about its path is proven.
         Unreachable = error("unreachable"),
         /// The run's --timeout ended probing before the peer answered or proved silent: nothing is concluded for it.
@@ -96,6 +104,10 @@ pub struct PathMtuEvidence {
     /// The underlay_mtu every failing path allows, as a setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_underlay_mtu: Option<u32>,
+    /// The kernel's neighbour tables of the peers' families, read before
+    /// and after the probes (thresholds, entries, `table_fulls`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neighbour_tables: Vec<TableReading>,
 }
 
 static PATH_MTU_TARGET: MetricDef = MetricDef {
@@ -180,6 +192,9 @@ pub enum PeerVerdict {
     /// This host's own egress interface (or a port of its bridge) is below
     /// the target: the probe cannot leave.
     LocalMtu,
+    /// The kernel dropped the probes before they left: its neighbour table
+    /// was full and the peer's next hop had no entry.
+    NeighbourTableFull,
 }
 
 impl PeerVerdict {
@@ -191,6 +206,7 @@ impl PeerVerdict {
             PeerVerdict::TooBig => "too-big",
             PeerVerdict::Unreachable => "unreachable",
             PeerVerdict::LocalMtu => "local-mtu",
+            PeerVerdict::NeighbourTableFull => "neighbour-table-full",
         }
     }
 }
@@ -259,6 +275,8 @@ pub struct PeerFacts {
     pub peer: Peer,
     /// The egress interface, or why there is none ("no route").
     pub egress: Result<LocalLink, String>,
+    /// What the probes need a neighbour entry for (none without a route).
+    pub next_hop: Option<NextHop>,
     pub probe: PathProbe,
 }
 
@@ -274,6 +292,8 @@ pub struct PathFacts {
     pub probe_timeout: Duration,
     /// The Spinifex config remediation names (the one this run read).
     pub config_file: String,
+    /// The kernel's neighbour tables around the probes.
+    pub neighbour: NeighbourReadings,
 }
 
 /// One row of the `peers` evidence.
@@ -321,8 +341,15 @@ pub struct PeerReport {
     /// The run's deadline cut probing short: silence proves nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+    /// Probes the kernel refused at `sendto` with ENOBUFS or EINVAL.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused_at_send: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PeerReport {
@@ -441,7 +468,8 @@ impl Check for PathMtu {
     }
 }
 
-/// Route lookups, local links and the probes themselves.
+/// Route lookups, local links, the neighbour tables around the probes and
+/// the probes themselves.
 pub fn gather(
     ctx: &Ctx,
     target_mtu: u32,
@@ -449,25 +477,7 @@ pub fn gather(
     discovery: PeerSet,
 ) -> Result<PathFacts, ProbeError> {
     let host = ctx.host();
-    let mut local: BTreeMap<u32, Result<LocalLink, String>> = BTreeMap::new();
-    // Every egress link and its ports from one link dump, read at the first
-    // route that has an egress.
-    let mut dump: Option<Result<Vec<Link>, String>> = None;
-    let mut egress = Vec::with_capacity(discovery.peers.len());
-    for peer in &discovery.peers {
-        let e = match host.route(peer.address, peer.scope.as_ref().map(|s| s.index)) {
-            Ok(route) => local
-                .entry(route.oif)
-                .or_insert_with(|| {
-                    let dump = dump.get_or_insert_with(|| host.links().map_err(|e| e.to_string()));
-                    local_link(dump, route.oif)
-                })
-                .clone(),
-            Err(ProbeError::NotFound(_)) => Err("no route".to_owned()),
-            Err(e) => Err(e.to_string()),
-        };
-        egress.push(e);
-    }
+    let (egress, next_hops) = egress_of(&host, &discovery);
     let targets: Vec<Target> = discovery
         .peers
         .iter()
@@ -488,16 +498,25 @@ pub fn gather(
         deadline,
         max_rounds: MAX_ROUNDS,
     };
+    let mut neighbour = NeighbourReadings::default();
+    neighbour.before = noted(&mut neighbour.unread, "before", host.neighbour_tables());
     let (probes, socket) = host.icmp(&targets, &settings)?;
+    neighbour.after = noted(&mut neighbour.unread, "after", host.neighbour_tables());
+    // Whose silence the table may explain: only then are the entries read.
+    if probes.iter().any(|p| !p.reachable()) {
+        neighbour.entries = noted(&mut neighbour.unread, "entries", host.neighbours());
+    }
     let peers = discovery
         .peers
         .iter()
         .cloned()
         .zip(egress)
+        .zip(next_hops)
         .zip(probes)
-        .map(|((peer, egress), probe)| PeerFacts {
+        .map(|(((peer, egress), next_hop), probe)| PeerFacts {
             peer,
             egress,
+            next_hop,
             probe,
         })
         .collect();
@@ -509,7 +528,47 @@ pub fn gather(
         discovery,
         probe_timeout: ctx.opts.probe_timeout,
         config_file: ctx.config_file(),
+        neighbour,
     })
+}
+
+/// A neighbour reading, or why it is missing (noted in `unread`): the
+/// probes do not depend on it.
+fn noted<T>(unread: &mut Vec<String>, when: &str, r: Result<T, ProbeError>) -> Option<T> {
+    r.map_err(|e| unread.push(format!("neighbour {when}: {e}")))
+        .ok()
+}
+
+/// Each peer's egress interface (or why there is none) and the next hop its
+/// probes need a neighbour entry for: one route each, every egress link
+/// and its ports from one link dump, read at the first route that has an
+/// egress.
+type Egress = (Vec<Result<LocalLink, String>>, Vec<Option<NextHop>>);
+
+fn egress_of(host: &crate::host::HostRef<'_>, discovery: &PeerSet) -> Egress {
+    let mut local: BTreeMap<u32, Result<LocalLink, String>> = BTreeMap::new();
+    let mut dump: Option<Result<Vec<Link>, String>> = None;
+    let mut egress = Vec::with_capacity(discovery.peers.len());
+    let mut hops = Vec::with_capacity(discovery.peers.len());
+    for peer in &discovery.peers {
+        let route = host.route(peer.address, peer.scope.as_ref().map(|s| s.index));
+        hops.push(route.as_ref().ok().filter(|r| !r.local).map(|r| NextHop {
+            address: r.gateway.unwrap_or(peer.address),
+            ifindex: r.oif,
+        }));
+        egress.push(match route {
+            Ok(route) => local
+                .entry(route.oif)
+                .or_insert_with(|| {
+                    let dump = dump.get_or_insert_with(|| host.links().map_err(|e| e.to_string()));
+                    local_link(dump, route.oif)
+                })
+                .clone(),
+            Err(ProbeError::NotFound(_)) => Err("no route".to_owned()),
+            Err(e) => Err(e.to_string()),
+        });
+    }
+    (egress, hops)
 }
 
 /// Interface `oif` and, for a bridge, its ports (`IFLA_MASTER`), from the
@@ -527,43 +586,154 @@ fn local_link(dump: &Result<Vec<Link>, String>, oif: u32) -> Result<LocalLink, S
     Ok(LocalLink::from_link(link, &ports))
 }
 
+/// The peers nothing was concluded for, each with its reason: the kernel
+/// dropped their probes (a full neighbour table), silent to the end, or cut
+/// short by the run's deadline. Every one is named, with its own fix,
+/// whatever else is found.
+struct Open<'a> {
+    dropped: Vec<&'a PeerReport>,
+    /// The tables that dropped them, once each.
+    tables: Vec<&'a TableFull>,
+    silent: Vec<&'a PeerReport>,
+    cut: Vec<&'a PeerReport>,
+}
+
+/// At most this many table-full peers are named in a summary: at scale
+/// they are hundreds.
+const DROPPED_SHOWN: usize = 3;
+
+impl<'a> Open<'a> {
+    fn of(reports: &'a [PeerReport], full: &'a [Option<TableFull>]) -> Open<'a> {
+        let mut tables: Vec<&TableFull> = Vec::new();
+        for f in full.iter().flatten() {
+            if !tables.iter().any(|t| t.sysctl == f.sysctl) {
+                tables.push(f);
+            }
+        }
+        Open {
+            dropped: reports
+                .iter()
+                .filter(|r| r.verdict == PeerVerdict::NeighbourTableFull)
+                .collect(),
+            tables,
+            silent: reports
+                .iter()
+                .filter(|r| r.verdict == PeerVerdict::Unreachable && r.concluded())
+                .collect(),
+            cut: reports.iter().filter(|r| !r.concluded()).collect(),
+        }
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = PathMtuKind> + '_ {
+        self.dropped
+            .iter()
+            .chain(&self.silent)
+            .chain(&self.cut)
+            .map(|r| peer_kind(r))
+    }
+
+    /// `the kernel dropped the probes: its neighbour table is full (…)`,
+    /// for each table that did.
+    fn table_said(&self) -> String {
+        let said: Vec<String> = self.tables.iter().map(|t| t.said()).collect();
+        said.join("; ")
+    }
+
+    /// What the failing branch appends: `; not concluded: …`.
+    fn tail(&self) -> String {
+        let mut open: Vec<String> = Vec::new();
+        if !self.dropped.is_empty() {
+            open.push(format!(
+                "{} ({})",
+                few(&self.dropped, DROPPED_SHOWN),
+                self.table_said()
+            ));
+        }
+        open.extend(
+            self.silent
+                .iter()
+                .map(|r| format!("{} (no echo reply)", r.label())),
+        );
+        open.extend(
+            self.cut
+                .iter()
+                .map(|r| format!("{} (probing cut short by --timeout)", r.label())),
+        );
+        if open.is_empty() {
+            String::new()
+        } else {
+            format!("; not concluded: {}", open.join(", "))
+        }
+    }
+
+    /// The error branch's parts, one per reason.
+    fn parts(&self, total: usize) -> Vec<String> {
+        let mut parts = Vec::new();
+        if !self.dropped.is_empty() {
+            parts.push(format!(
+                "{} of {total} peers ({}): {}, so their path MTU is unproven",
+                self.dropped.len(),
+                few(&self.dropped, DROPPED_SHOWN),
+                self.table_said()
+            ));
+        }
+        if !self.silent.is_empty() {
+            parts.push(format!(
+                "{} of {total} peers answered no echo request ({}), so their path MTU is unproven",
+                self.silent.len(),
+                labels(&self.silent)
+            ));
+        }
+        if !self.cut.is_empty() {
+            parts.push(format!(
+                "the run's --timeout ended probing before {} answered or proved silent, so nothing is concluded for {}",
+                labels(&self.cut),
+                if self.cut.len() == 1 { "it" } else { "them" }
+            ));
+        }
+        parts
+    }
+
+    /// Each reason's fix: the table's thresholds first (it drops this
+    /// node's own traffic too), then each silent peer's, then more time.
+    fn fixes(&self, facts: &PathFacts) -> Vec<String> {
+        let mut fixes = neighbour::fixes(facts, &self.tables);
+        fixes.extend(unreachable_fixes(&self.silent));
+        if !self.cut.is_empty() {
+            fixes.push(format!(
+                "{}: re-run with more time, `spx doctor --check mtu.path --timeout {}s` (each of up to {MAX_ROUNDS} rounds takes --probe-timeout)",
+                labels(&self.cut),
+                (facts.probe_timeout.as_secs_f64() * f64::from(MAX_ROUNDS) + 2.0)
+                    .ceil()
+                    .max(10.0)
+            ));
+        }
+        fixes
+    }
+}
+
 /// The verdict on everything measured.
 pub fn judge(facts: &PathFacts) -> Finding {
     let target = facts.target_mtu;
-    let reports: Vec<PeerReport> = facts.peers.iter().map(|p| report(p, target)).collect();
+    let full: Vec<Option<TableFull>> = facts
+        .peers
+        .iter()
+        .map(|p| neighbour::table_full(p, facts))
+        .collect();
+    let reports: Vec<PeerReport> = facts
+        .peers
+        .iter()
+        .zip(&full)
+        .map(|(p, f)| report(p, target, f.as_ref()))
+        .collect();
     let mut local: Vec<&LocalLink> = Vec::new();
     for l in facts.peers.iter().filter_map(|p| p.egress.as_ref().ok()) {
         if !local.iter().any(|x| x.interface == l.interface) {
             local.push(l);
         }
     }
-
-    let count = |v: PeerVerdict| {
-        reports
-            .iter()
-            .filter(|r| r.verdict == v && r.concluded())
-            .count()
-    };
     let failing: Vec<&PeerReport> = reports.iter().filter(|r| r.failing()).collect();
-    // Peers nothing was concluded for: silent to the end, or cut short by
-    // the run's deadline. Every one is named, with its own fix, whatever
-    // else is found.
-    let silent: Vec<&PeerReport> = reports
-        .iter()
-        .filter(|r| r.verdict == PeerVerdict::Unreachable && r.concluded())
-        .collect();
-    let cut: Vec<&PeerReport> = reports.iter().filter(|r| !r.concluded()).collect();
-    let mut open_fixes = unreachable_fixes(&silent);
-    if !cut.is_empty() {
-        open_fixes.push(format!(
-            "{}: re-run with more time, `spx doctor --check mtu.path --timeout {}s` (each of up to {MAX_ROUNDS} rounds takes --probe-timeout)",
-            labels(&cut),
-            (facts.probe_timeout.as_secs_f64() * f64::from(MAX_ROUNDS) + 2.0)
-                .ceil()
-                .max(10.0)
-        ));
-    }
-
+    let open = Open::of(&reports, &full);
     let subjects: Vec<Subject> = reports
         .iter()
         .map(|r| Subject::new(peer_kind(r), r.label(), peer_text(r, target)))
@@ -589,49 +759,26 @@ pub fn judge(facts: &PathFacts) -> Finding {
                 hole.peers, hole.size
             ));
         }
-        let open: Vec<String> = silent
-            .iter()
-            .map(|r| format!("{} (no echo reply)", r.label()))
-            .chain(
-                cut.iter()
-                    .map(|r| format!("{} (probing cut short by --timeout)", r.label())),
-            )
-            .collect();
-        if !open.is_empty() {
-            summary.push_str(&format!("; not concluded: {}", open.join(", ")));
-        }
+        summary.push_str(&open.tail());
         let mut fixes = remediation(facts, &reports, &local);
         // The re-check stays last.
         let recheck = fixes.pop();
-        fixes.extend(open_fixes);
+        fixes.extend(open.fixes(facts));
         fixes.extend(recheck);
         Finding::new(kind, summary).fixes(fixes)
-    } else if let Some(kind) = most_severe(silent.iter().chain(&cut).map(|r| peer_kind(r))) {
-        let mut parts = Vec::new();
-        if !silent.is_empty() {
-            parts.push(format!(
-                "{} of {} peers answered no echo request ({}), so their path MTU is unproven",
-                silent.len(),
-                reports.len(),
-                labels(&silent)
-            ));
-        }
-        if !cut.is_empty() {
-            parts.push(format!(
-                "the run's --timeout ended probing before {} answered or proved silent, so nothing is concluded for {}",
-                labels(&cut),
-                if cut.len() == 1 { "it" } else { "them" }
-            ));
-        }
+    } else if let Some(kind) = most_severe(open.kinds()) {
+        let ok = reports
+            .iter()
+            .filter(|r| r.verdict == PeerVerdict::Ok)
+            .count();
         Finding::new(
             kind,
             format!(
-                "{}; {} reachable peers carry {target} bytes",
-                parts.join("; "),
-                count(PeerVerdict::Ok)
+                "{}; {ok} reachable peers carry {target} bytes",
+                open.parts(reports.len()).join("; ")
             ),
         )
-        .fixes(open_fixes)
+        .fixes(open.fixes(facts))
     } else {
         let slowest = reports
             .iter()
@@ -661,6 +808,7 @@ pub fn judge(facts: &PathFacts) -> Finding {
         local: local.into_iter().cloned().collect(),
         plane: facts.discovery.plane().map(str::to_owned),
         suggested_underlay_mtu: suggested,
+        neighbour_tables: neighbour::readings(facts),
         peers: reports,
         ..PathMtuEvidence::unprobed(target, facts.target_source, &facts.discovery)
     };
@@ -671,6 +819,7 @@ pub fn judge(facts: &PathFacts) -> Finding {
 mod tests {
     use super::*;
     use crate::facts::icmp::TooBig;
+    use crate::facts::neighbours::{Neighbour, NeighbourTable};
     use crate::finding::Status;
     use crate::targets::peers::PeerSource;
 
@@ -705,6 +854,7 @@ mod tests {
             other_error: None,
             rounds: 1,
             probes_sent: 4,
+            refused_at_send: 0,
             cut_short: false,
         }
     }
@@ -718,6 +868,10 @@ mod tests {
                 node: None,
             },
             egress: Ok(egress),
+            next_hop: Some(NextHop {
+                address: ip(addr),
+                ifindex: 2,
+            }),
             probe,
         }
     }
@@ -731,6 +885,7 @@ mod tests {
             discovery: PeerSet::default(),
             probe_timeout: Duration::from_secs(1),
             config_file: "/etc/spinifex/spinifex.toml".into(),
+            neighbour: NeighbourReadings::default(),
         }
     }
 
@@ -1304,5 +1459,227 @@ mod tests {
         let back = f.evidence_as::<PathMtuEvidence>().unwrap();
         assert_eq!(back.peers[1].verdict, PeerVerdict::Unreachable);
         assert_eq!(back.target_source, Some(TargetSource::Config));
+    }
+
+    /// The ARP table as the kernel reports it: `gc_thresh3`, what it
+    /// holds, and `table_fulls` so far.
+    fn arp(gc_thresh3: u32, entries: u32, table_fulls: u64) -> Vec<NeighbourTable> {
+        vec![NeighbourTable {
+            name: "arp_cache".into(),
+            family: crate::facts::neighbours::AF_INET,
+            gc_thresh1: 4,
+            gc_thresh2: 8,
+            gc_thresh3,
+            entries: Some(entries),
+            table_fulls: Some(table_fulls),
+            forced_gc_runs: Some(0),
+        }]
+    }
+
+    fn entry(addr: &str, state: u16) -> Neighbour {
+        Neighbour {
+            ifindex: 2,
+            address: ip(addr),
+            state,
+        }
+    }
+
+    /// The kernel lab's overflow: gc_thresh3 16, a black hole answered
+    /// early, a firewalled peer whose ARP was answered, and three peers
+    /// the kernel made no entry for while table_fulls went from 0 to 24.
+    fn overflowed() -> PathFacts {
+        let mut x = facts(vec![
+            peer(
+                "198.18.0.3",
+                br_vpc(),
+                probe("198.18.0.3", Some(1500), Some(1501)),
+            ),
+            peer("198.18.0.4", br_vpc(), probe("198.18.0.4", None, Some(84))),
+            peer(
+                "198.18.0.20",
+                br_vpc(),
+                probe("198.18.0.20", None, Some(84)),
+            ),
+            peer(
+                "198.18.0.21",
+                br_vpc(),
+                probe("198.18.0.21", None, Some(84)),
+            ),
+            peer(
+                "198.18.0.22",
+                br_vpc(),
+                probe("198.18.0.22", None, Some(84)),
+            ),
+        ]);
+        x.neighbour = NeighbourReadings {
+            before: Some(arp(16, 3, 0)),
+            after: Some(arp(16, 16, 24)),
+            entries: Some(vec![
+                entry("198.18.0.3", crate::facts::neighbours::NUD_REACHABLE),
+                entry("198.18.0.4", crate::facts::neighbours::NUD_REACHABLE),
+            ]),
+            unread: Vec::new(),
+        };
+        x
+    }
+
+    #[test]
+    fn a_full_neighbour_table_is_named_never_no_echo_and_a_black_hole_stays_one() {
+        let f = judge(&overflowed());
+        crate::snapshot::snapshot!("mtu.path", f);
+        assert_eq!(f.status, Status::Fail);
+        let codes: Vec<String> = f.findings.iter().map(|s| s.kind.code("mtu.path")).collect();
+        assert_eq!(
+            codes,
+            [
+                "mtu.path/black-hole",
+                "mtu.path/unreachable",
+                "mtu.path/neighbour-table-full",
+                "mtu.path/neighbour-table-full",
+                "mtu.path/neighbour-table-full"
+            ]
+        );
+        let full = &f.evidence["peers"][2];
+        assert_eq!(full["verdict"], "neighbour-table-full");
+        assert_eq!(
+            full["detail"],
+            "the kernel dropped the probes: its neighbour table is full (net.ipv4.neigh.default.gc_thresh3 = 16, 5 peers on this segment)"
+        );
+        assert_eq!(f.evidence["peers"][1]["verdict"], "unreachable");
+        assert_eq!(f.evidence["peers"][0]["verdict"], "blackhole");
+        assert!(
+            f.summary.ends_with("; not concluded: 198.18.0.20, 198.18.0.21, 198.18.0.22 (the kernel dropped the probes: its neighbour table is full (net.ipv4.neigh.default.gc_thresh3 = 16, 5 peers on this segment)), 198.18.0.4 (no echo reply)"),
+            "{}",
+            f.summary
+        );
+        assert!(!f.summary.contains("198.18.0.20 (no echo"), "{}", f.summary);
+        let fixes = f.remediation.join("\n");
+        assert!(
+            fixes.contains("the kernel's arp_cache table is full (16 entries of gc_thresh3 16"),
+            "{fixes}"
+        );
+        assert!(
+            fixes.contains("`net.ipv4.neigh.default.gc_thresh1 = 128`, `net.ipv4.neigh.default.gc_thresh2 = 512` and `net.ipv4.neigh.default.gc_thresh3 = 1024`"),
+            "{fixes}"
+        );
+        assert!(
+            fixes.contains("/etc/sysctl.d/99-spinifex-net.conf"),
+            "{fixes}"
+        );
+        assert!(f.remediation.last().unwrap().starts_with("re-check"));
+        let e = f.evidence_as::<PathMtuEvidence>().unwrap();
+        assert_eq!(e.neighbour_tables.len(), 1);
+        assert_eq!(e.neighbour_tables[0].table_fulls_before, Some(0));
+        assert_eq!(e.neighbour_tables[0].table_fulls_after, Some(24));
+    }
+
+    #[test]
+    fn silence_is_the_peers_unless_the_table_overflowed_and_no_entry_was_made() {
+        // The counter did not grow: silence is the peers' own.
+        let mut x = overflowed();
+        x.neighbour.after = Some(arp(16, 16, 0));
+        let f = judge(&x);
+        assert!(
+            f.evidence["peers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["verdict"] != "neighbour-table-full"),
+            "{:#?}",
+            f.evidence
+        );
+        // It grew, but an entry was made (ARP went out and nobody answered,
+        // or it is still being asked): the peer's silence, not the table's.
+        for state in [
+            crate::facts::neighbours::NUD_INCOMPLETE,
+            crate::facts::neighbours::NUD_FAILED,
+        ] {
+            let mut x = overflowed();
+            x.neighbour
+                .entries
+                .as_mut()
+                .unwrap()
+                .push(entry("198.18.0.20", state));
+            let f = judge(&x);
+            assert_eq!(f.evidence["peers"][2]["verdict"], "unreachable", "{state}");
+            assert_eq!(f.evidence["peers"][3]["verdict"], "neighbour-table-full");
+        }
+        // No neighbour reading at all: nothing is blamed on the table.
+        let mut x = overflowed();
+        x.neighbour = NeighbourReadings::default();
+        let f = judge(&x);
+        assert_eq!(f.evidence["peers"][2]["verdict"], "unreachable");
+        assert!(f.evidence.get("neighbour_tables").is_none());
+    }
+
+    #[test]
+    fn a_send_refused_for_want_of_a_neighbour_says_the_same() {
+        // sendto refused the probes (ENOBUFS on Debian's 6.1 when no entry
+        // can be made, EINVAL elsewhere), the counter unread before: the
+        // socket's word is enough.
+        let mut x = overflowed();
+        x.neighbour.before = None;
+        for p in &mut x.peers[2..] {
+            p.probe.refused_at_send = 2;
+            p.probe.other_error =
+                Some("sending a 84-byte probe: Invalid argument (os error 22)".into());
+        }
+        let f = judge(&x);
+        assert_eq!(f.evidence["peers"][2]["verdict"], "neighbour-table-full");
+        // A reachable peer is never the table's, whatever the socket said.
+        let mut x = overflowed();
+        x.peers[0].probe.refused_at_send = 5;
+        assert_eq!(judge(&x).evidence["peers"][0]["verdict"], "blackhole");
+    }
+
+    #[test]
+    fn only_dropped_probes_make_an_error_that_names_the_table_first() {
+        let mut x = overflowed();
+        x.peers.remove(0);
+        x.peers.remove(0);
+        let f = judge(&x);
+        assert_eq!(f.status, Status::Error);
+        assert_eq!(f.kind.code("mtu.path"), "mtu.path/neighbour-table-full");
+        assert!(
+            f.summary.starts_with("3 of 3 peers (198.18.0.20, 198.18.0.21, 198.18.0.22): the kernel dropped the probes: its neighbour table is full (net.ipv4.neigh.default.gc_thresh3 = 16, 3 peers on this segment), so their path MTU is unproven"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.remediation[0].starts_with("the kernel's arp_cache table is full"),
+            "{:#?}",
+            f.remediation
+        );
+        // Hundreds of them are counted, not listed.
+        let many: Vec<PeerFacts> = (0..300)
+            .map(|i| {
+                let a = format!("198.18.{}.{}", 1 + i / 250, 2 + i % 250);
+                peer(&a, br_vpc(), probe(&a, None, Some(84)))
+            })
+            .collect();
+        let mut x = facts(many);
+        x.neighbour = overflowed().neighbour;
+        x.neighbour.entries = Some(Vec::new());
+        let f = judge(&x);
+        assert!(
+            f.summary.starts_with(
+                "300 of 300 peers (198.18.1.2, 198.18.1.3, 198.18.1.4 and 297 more): "
+            ),
+            "{}",
+            f.summary
+        );
+        assert!(
+            f.summary.contains("300 peers on this segment"),
+            "{}",
+            f.summary
+        );
+        assert!(f.summary.len() < 400, "{}", f.summary);
+        assert!(
+            f.remediation[0]
+                .contains("raise its thresholds above the 300 next hops this run needs")
+                && f.remediation[0].contains("gc_thresh1 = 512`"),
+            "{:#?}",
+            f.remediation
+        );
     }
 }

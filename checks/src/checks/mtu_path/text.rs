@@ -50,6 +50,12 @@ pub(super) fn peer_text(r: &PeerReport, target: u32) -> String {
             "no echo reply ({}): path MTU unproven",
             r.detail.as_deref().unwrap_or("silent")
         ),
+        PeerVerdict::NeighbourTableFull => format!(
+            "{}: path MTU unproven",
+            r.detail
+                .as_deref()
+                .unwrap_or("the kernel dropped the probes: its neighbour table is full")
+        ),
         _ => {
             let said = describe(r, target);
             let label = r.label();
@@ -58,6 +64,17 @@ pub(super) fn peer_text(r: &PeerReport, target: u32) -> String {
                 .unwrap_or(said)
         }
     }
+}
+
+/// The first `shown` labels and how many more: `a, b, c and 9 more`.
+pub(super) fn few(reports: &[&PeerReport], shown: usize) -> String {
+    let mut out: Vec<String> = reports.iter().take(shown).map(|r| r.label()).collect();
+    if reports.len() > shown {
+        out.push(format!("and {} more", reports.len() - shown));
+        let last = out.pop().unwrap_or_default();
+        return format!("{} {last}", out.join(", "));
+    }
+    out.join(", ")
 }
 
 pub(super) fn labels(reports: &[&PeerReport]) -> String {

@@ -1,6 +1,7 @@
 //! One peer's verdict from what was measured: the path MTU, exact or
 //! not, and what the local link allows.
 
+use super::neighbour::TableFull;
 use super::text::ms;
 use super::{LocalLink, PathMtuKind, PeerFacts, PeerReport, PeerVerdict, VLAN_SLACK};
 use crate::facts::icmp::{self, COMMON_MTUS};
@@ -68,8 +69,12 @@ pub fn usable_mtu(measured: u32, reported: bool) -> u32 {
         .unwrap_or(measured)
 }
 
-pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
-    let (verdict, path_mtu, inexact) = peer_verdict(p, target);
+/// One peer's row; `full` when its silence was a full neighbour table's.
+pub(super) fn report(p: &PeerFacts, target: u32, full: Option<&TableFull>) -> PeerReport {
+    let (mut verdict, path_mtu, inexact) = peer_verdict(p, target);
+    if verdict == PeerVerdict::Unreachable && full.is_some() {
+        verdict = PeerVerdict::NeighbourTableFull;
+    }
     let local = (verdict == PeerVerdict::LocalMtu)
         .then(|| local_mtu(p))
         .flatten();
@@ -79,7 +84,7 @@ pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
         _ => None,
     };
     let usable = path_mtu.and_then(|m| match (verdict, beyond) {
-        (PeerVerdict::Ok | PeerVerdict::Unreachable, _) => None,
+        (PeerVerdict::Ok | PeerVerdict::Unreachable | PeerVerdict::NeighbourTableFull, _) => None,
         (PeerVerdict::TooBig, _) | (_, Some(PeerVerdict::TooBig)) => Some(usable_mtu(m, true)),
         (PeerVerdict::LocalMtu, None) => Some(local.map_or(m, |l| l.min(m))),
         _ => Some(usable_mtu(m, false)),
@@ -93,6 +98,7 @@ pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
                 icmp::min_probe(p.peer.address).min(target)
             ),
         }),
+        PeerVerdict::NeighbourTableFull => full.map(TableFull::said),
         _ => None,
     };
     PeerReport {
@@ -111,6 +117,7 @@ pub(super) fn report(p: &PeerFacts, target: u32) -> PeerReport {
         beyond,
         usable_mtu: usable,
         cut_short: p.probe.cut_short,
+        refused_at_send: p.probe.refused_at_send,
         detail,
     }
 }
@@ -127,5 +134,6 @@ pub(super) fn peer_kind(r: &PeerReport) -> PathMtuKind {
         PeerVerdict::TooBig => PathMtuKind::TooBig,
         PeerVerdict::LocalMtu => PathMtuKind::LocalMtu,
         PeerVerdict::Unreachable => PathMtuKind::Unreachable,
+        PeerVerdict::NeighbourTableFull => PathMtuKind::NeighbourTableFull,
     }
 }

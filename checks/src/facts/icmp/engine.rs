@@ -45,6 +45,7 @@ struct PeerState {
     other_error: Option<String>,
     rounds: u32,
     probes_sent: u32,
+    refused_at_send: u32,
     /// Round 1: when to send the ladder (after the minimal probe answered).
     ladder_at: Option<Instant>,
     ladder_sent: bool,
@@ -60,8 +61,15 @@ pub(crate) enum Sent {
     /// which the error queue may have named.
     TooLarge { local_limit: Option<u32> },
     /// Dropped by the device after every retry (ENOBUFS): for the path, a
-    /// frame that did not arrive, judged like silence on the wire.
+    /// frame that did not arrive, judged like silence on the wire. Linux
+    /// says so too when the neighbour table has no room for the next hop
+    /// (measured on Debian's 6.1, on a socket with IP_RECVERR; without it a
+    /// raw or UDP socket hides ENOBUFS and reports success).
     Dropped,
+    /// Refused with EINVAL: what other kernels' output says when no
+    /// neighbour entry can be made for the next hop (the table is full);
+    /// the probe never left. Described, like any refused send.
+    NoNeighbour(String),
     /// Any other send error, described.
     Failed(String),
 }
@@ -247,7 +255,15 @@ impl Engine {
             }
             Sent::Dropped => {
                 probe.outcome = Outcome::Dropped;
+                state.refused_at_send += 1;
                 *state.silent.entry(size).or_insert(0) += 1;
+            }
+            Sent::NoNeighbour(why) => {
+                probe.outcome = Outcome::Refused;
+                state.refused_at_send += 1;
+                if state.other_error.is_none() {
+                    state.other_error = Some(format!("sending a {size}-byte probe: {why}"));
+                }
             }
             Sent::Failed(why) => {
                 probe.outcome = Outcome::Refused;
@@ -436,6 +452,7 @@ impl Engine {
                     other_error: p.other_error.clone(),
                     rounds: p.rounds,
                     probes_sent: p.probes_sent,
+                    refused_at_send: p.refused_at_send,
                     cut_short: p.cut_short,
                 }
             })
@@ -560,9 +577,9 @@ mod tests {
         assert_eq!(r.rounds, 1);
     }
 
-    #[test]
-    fn a_reported_mtu_is_probed_at_once_and_a_wrong_size_reply_ignored() {
-        let t0 = Instant::now();
+    /// An engine for [`PEER`] alone, a 9000-byte target, rounds of 500 ms,
+    /// the deadline a minute after `t0`.
+    fn one_peer(t0: Instant) -> Engine {
         let settings = Settings {
             round_timeout: Duration::from_millis(500),
             deadline: t0 + Duration::from_secs(60),
@@ -573,7 +590,13 @@ mod tests {
             scope_id: 0,
             target_mtu: 9000,
         };
-        let mut e = Engine::new(std::slice::from_ref(&target), &settings, |_| None);
+        Engine::new(std::slice::from_ref(&target), &settings, |_| None)
+    }
+
+    #[test]
+    fn a_reported_mtu_is_probed_at_once_and_a_wrong_size_reply_ignored() {
+        let t0 = Instant::now();
+        let mut e = one_peer(t0);
         let sends = e.begin_round(1, t0).unwrap();
         let mut sent = Vec::new();
         for (peer, size) in sends {
@@ -604,5 +627,31 @@ mod tests {
         e.reply(min_to, min_seq, min, t0);
         assert!(e.begin_round(2, t0 + Duration::from_secs(61)).is_none());
         assert!(e.results()[0].cut_short);
+    }
+
+    #[test]
+    fn sends_refused_for_want_of_a_neighbour_are_counted_and_prove_nothing() {
+        // EINVAL and ENOBUFS (Debian's 6.1 when no neighbour entry can be
+        // made): the probe never left, so the peer answered nothing.
+        for (how, error) in [
+            (
+                Sent::NoNeighbour("Invalid argument (os error 22)".into()),
+                Some("sending a 84-byte probe: Invalid argument (os error 22)"),
+            ),
+            (Sent::Dropped, None),
+        ] {
+            let t0 = Instant::now();
+            let mut e = one_peer(t0);
+            for (peer, size) in e.begin_round(1, t0).unwrap() {
+                let (to, seq, size) = e.next_probe(peer, size).unwrap();
+                e.sent(peer, to, seq, size, how.clone(), t0);
+            }
+            e.close_round(false);
+            assert!(e.begin_round(2, t0 + Duration::from_secs(1)).is_none());
+            let r = &e.results()[0];
+            assert!(!r.reachable());
+            assert_eq!(r.refused_at_send, 4, "{r:?}");
+            assert_eq!(r.other_error.as_deref(), error);
+        }
     }
 }

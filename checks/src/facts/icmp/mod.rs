@@ -113,9 +113,19 @@ pub struct PathProbe {
     /// Rounds this target took part in.
     pub rounds: u32,
     pub probes_sent: u32,
+    /// Probes the kernel would not send, with ENOBUFS or EINVAL: a device
+    /// queue that stayed full, or no room in the neighbour table for the
+    /// next hop (Debian's 6.1 says ENOBUFS then, to a socket with
+    /// IP_RECVERR as the probes' are; other kernels EINVAL).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused_at_send: u32,
     /// The run's deadline ended a round early (or prevented one) while
     /// probes to this target were unanswered: silence proves nothing then.
     pub cut_short: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PathProbe {

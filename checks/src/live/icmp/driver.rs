@@ -140,6 +140,9 @@ impl Driver {
             // The device dropped it after all retries (a veth whose other
             // end, a switch port, is below the size; a full queue).
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Sent::Dropped,
+            // No neighbour entry could be made for the next hop (a full
+            // table), on kernels that say EINVAL for it (6.1 says ENOBUFS).
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Sent::NoNeighbour(e.to_string()),
             Err(e) => Sent::Failed(e.to_string()),
         };
         self.engine.sent(peer, to, seq, size, how, Instant::now());

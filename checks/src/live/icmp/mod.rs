@@ -135,6 +135,7 @@ mod tests {
             other_error: None,
             rounds: 1,
             probes_sent: 3,
+            refused_at_send: 0,
             cut_short: false,
         };
         assert_eq!(p.exact_path_mtu(), Some(1500));
