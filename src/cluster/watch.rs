@@ -37,7 +37,8 @@ use super::Gathered;
 use crate::bus::bucket::{self, Entry};
 use crate::bus::events::{self, NodeState, Seen, Transition};
 use crate::bus::{backoff, one_line, NatsConfig};
-use crate::cli::{ColorChoice, RunArgs, WatchArgs, WatchFormat};
+use crate::cli::{RunArgs, WatchArgs, WatchFormat};
+use crate::render::term::Term;
 use crate::render::{self, Style};
 use crate::report::cluster::ClusterReport;
 use crate::settings::UsageError;
@@ -189,15 +190,8 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     let to_terminal = std::io::stdout().is_terminal();
     let style = Style {
         verbose: args.verbose,
-        color: match args.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        },
-        width: crate::terminal_width(),
         strict: false,
+        term: Term::detect(args.term, to_terminal),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
