@@ -29,7 +29,7 @@ use async_nats::jetstream::kv;
 use futures_util::StreamExt;
 use serde_json::Value;
 use spx_checks::cluster::{NodeAnswer, Transport, Unreached, UnreachedKind};
-use spx_checks::ConfigState;
+use spx_checks::{natural, ConfigState};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::Plan;
@@ -38,6 +38,7 @@ use crate::bus::bucket::{self, Entry};
 use crate::bus::events::{self, NodeState, Seen, Transition};
 use crate::bus::{backoff, one_line, NatsConfig};
 use crate::cli::{RunArgs, WatchArgs, WatchFormat};
+use crate::render::inert::{Lead, Screen};
 use crate::render::term::Term;
 use crate::render::{self, Style};
 use crate::report::cluster::ClusterReport;
@@ -364,8 +365,10 @@ fn screen(
     now: SystemTime,
     rows: Option<usize>,
 ) -> String {
-    let mut out = format!(
-        "spx-doctor watch · {} nodes from the {} bucket · {} UTC{}\n",
+    let term = &style.term;
+    let mut top = Screen::new();
+    let headline = format!(
+        "spx-doctor watch · {} nodes from the {} bucket · {} UTC{}",
         report.nodes.len(),
         bucket::BUCKET,
         clock(now),
@@ -375,9 +378,12 @@ fn screen(
             format!(" · {status}")
         }
     );
-    let states: Vec<String> = memory
-        .states
-        .iter()
+    top.wrap(term, &Lead::default(), &headline, 2);
+    // The nodes in natural order (c2 before c10), as every list.
+    let mut states: Vec<(&String, &(&str, SystemTime))> = memory.states.iter().collect();
+    states.sort_by(|a, b| natural::cmp(a.0, b.0));
+    let states: Vec<String> = states
+        .into_iter()
         .map(|(n, (s, since))| match *s {
             "ok" => format!(
                 "{n} ok ({} s old)",
@@ -386,15 +392,21 @@ fn screen(
             other => format!("{n} {other} since {}", clock(*since)),
         })
         .collect();
-    out.push_str(&format!("nodes: {}\n", states.join(" · ")));
-    out.push_str("changes (newest last):\n");
+    top.wrap(
+        term,
+        &Lead::default(),
+        &format!("nodes: {}", states.join(" · ")),
+        2,
+    );
+    top.line("changes (newest last):");
     if memory.changes.is_empty() {
-        out.push_str("  none since the watch began\n");
+        top.line("  none since the watch began");
     }
     for c in &memory.changes {
-        out.push_str(&format!("  {c}\n"));
+        top.wrap(term, &Lead::indent(2), c, 4);
     }
-    out.push('\n');
+    top.line("");
+    let mut out = top.into_string();
     out.push_str(&render::cluster::table(report, style));
     match rows {
         Some(rows) if out.lines().count() > rows && rows > 2 => {
