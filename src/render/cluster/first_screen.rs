@@ -235,6 +235,7 @@ fn failing_groups<'a>(
     term: &Term,
     order: &[&str],
 ) -> Vec<(Vec<&'a str>, Vec<&'a str>, String)> {
+    let cells = super::full::Cells::of(r);
     let mut by_row: Vec<(&str, Vec<&str>, String)> = Vec::new();
     for from in order {
         for c in r
@@ -242,7 +243,7 @@ fn failing_groups<'a>(
             .iter()
             .filter(|c| c.from == *from && c.verdict.fails())
         {
-            let text = super::full::cell_text(r, term, &c.from, &c.to);
+            let text = cells.text(term, &c.from, &c.to);
             match by_row
                 .iter_mut()
                 .find(|(f, _, t)| *f == c.from.as_str() && *t == text)

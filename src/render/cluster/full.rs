@@ -7,7 +7,9 @@
 
 use comfy_table::{Attribute, Cell, Color};
 use serde_json::Value;
-use spx_checks::checks::cluster_path_matrix::CellVerdict;
+use std::collections::{HashMap, HashSet};
+
+use spx_checks::checks::cluster_path_matrix::{Cell as MatrixCell, CellVerdict};
 use spx_checks::{Scope, Status, CHECKS};
 
 use crate::render::inert::{cell, cell_lines, Lead, Screen};
@@ -214,7 +216,7 @@ fn cluster_checks(out: &mut Screen, r: &ClusterReport, style: &Style) {
         }
         detail.push(format!("  code: {}", c.code));
         for (k, v) in &c.evidence {
-            detail.push(format!("  {k}: {v}"));
+            detail.push(format!("  {k}: {}", evidence_text(v)));
         }
         t.add_row(vec![
             marked(style, c.status),
@@ -225,27 +227,66 @@ fn cluster_checks(out: &mut Screen, r: &ClusterReport, style: &Style) {
     out.table(&t);
 }
 
-/// A matrix cell as drawn: its path MTU (`+` when more was not ruled
-/// out), `✘` below the target, or why there is none.
-pub fn cell_text(r: &ClusterReport, term: &Term, from: &str, to: &str) -> String {
-    if from == to {
-        return term.sym(Sym::Itself).into();
+/// Evidence longer than a screen holds is not drawn: a table cell of it
+/// costs minutes (64 nodes: the matrix's 4,032 cells are 265 KB, drawn
+/// above as the matrix), and the JSON carries all of it.
+const EVIDENCE_DRAWN: usize = 4096;
+
+/// An evidence value as the table prints it, or its size and where it is.
+fn evidence_text(v: &Value) -> String {
+    let text = v.to_string();
+    if text.len() <= EVIDENCE_DRAWN {
+        text
+    } else {
+        format!("({} bytes of JSON: all of it in --format json)", text.len())
     }
-    let Some(c) = r.path_matrix.iter().find(|c| c.from == from && c.to == to) else {
-        return String::new();
-    };
-    let from_answered = r.nodes.iter().any(|n| n.name == from && n.report.is_some());
-    let mut mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
-    if c.path_mtu_inexact {
-        mtu.push('+');
+}
+
+/// The path matrix looked up by (from, to), and who answered: 64 nodes
+/// are 4,032 cells, each drawn once.
+pub struct Cells<'a> {
+    by_pair: HashMap<(&'a str, &'a str), &'a MatrixCell>,
+    answered: HashSet<&'a str>,
+}
+
+impl<'a> Cells<'a> {
+    pub fn of(r: &'a ClusterReport) -> Cells<'a> {
+        Cells {
+            by_pair: r
+                .path_matrix
+                .iter()
+                .map(|c| ((c.from.as_str(), c.to.as_str()), c))
+                .collect(),
+            answered: r
+                .nodes
+                .iter()
+                .filter(|n| n.report.is_some())
+                .map(|n| n.name.as_str())
+                .collect(),
+        }
     }
-    match c.verdict {
-        CellVerdict::Ok => mtu,
-        v if v.fails() => format!("{mtu}{}", term.sym(Sym::Below)),
-        CellVerdict::Unreachable => "no-echo".into(),
-        CellVerdict::NotProbed => "n/p".into(),
-        _ if !from_answered => term.sym(Sym::NoReport).into(),
-        _ => "?".into(),
+
+    /// A cell as drawn: its path MTU (`+` when more was not ruled out),
+    /// `✘` below the target, or why there is none.
+    pub fn text(&self, term: &Term, from: &str, to: &str) -> String {
+        if from == to {
+            return term.sym(Sym::Itself).into();
+        }
+        let Some(c) = self.by_pair.get(&(from, to)) else {
+            return String::new();
+        };
+        let mut mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
+        if c.path_mtu_inexact {
+            mtu.push('+');
+        }
+        match c.verdict {
+            CellVerdict::Ok => mtu,
+            v if v.fails() => format!("{mtu}{}", term.sym(Sym::Below)),
+            CellVerdict::Unreachable => "no-echo".into(),
+            CellVerdict::NotProbed => "n/p".into(),
+            _ if !self.answered.contains(from) => term.sym(Sym::NoReport).into(),
+            _ => "?".into(),
+        }
     }
 }
 
@@ -257,12 +298,13 @@ fn matrix(out: &mut Screen, r: &ClusterReport, style: &Style) {
     let term = &style.term;
     let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
     let below = term.sym(Sym::Below);
-    let widest_cell = names
+    let cells = Cells::of(r);
+    let texts: HashMap<(&str, &str), String> = names
         .iter()
-        .flat_map(|to| names.iter().map(move |from| (from, to)))
-        .map(|(from, to)| cell_text(r, term, from, to).chars().count())
-        .max()
-        .unwrap_or(1);
+        .flat_map(|to| names.iter().map(move |from| (*from, *to)))
+        .map(|(from, to)| ((from, to), cells.text(term, from, to)))
+        .collect();
+    let widest_cell = texts.values().map(|t| t.chars().count()).max().unwrap_or(1);
     let first = names.iter().map(|n| n.len()).max().unwrap_or(4).max(9);
     let (heads, note) = headers(&names, first, widest_cell, term.width);
     let cell_widths: Vec<usize> = heads
@@ -284,8 +326,8 @@ fn matrix(out: &mut Screen, r: &ClusterReport, style: &Style) {
             .map(|from| {
                 let mut row = vec![cell(from)];
                 for to in &names[block.clone()] {
-                    let text = cell_text(r, term, from, to);
-                    let c = cell(&text);
+                    let text = &texts[&(*from, *to)];
+                    let c = cell(text);
                     row.push(if term.color && text.ends_with(below) {
                         c.fg(Color::Red).add_attribute(Attribute::Bold)
                     } else {

@@ -36,7 +36,7 @@ pub fn table(r: &ClusterReport, style: &Style) -> String {
 }
 
 /// `16 nodes (15 answered, 1 did not: n7); OVN NB/SB read once, by n0 ·
-/// ssh · 3.1 s · 271 results: 17 fail, …`.
+/// over ssh`, then `271 results in 3.1 s: 17 fail, …`.
 fn headline(out: &mut Screen, r: &ClusterReport, term: &Term) {
     let order: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
     let silent: Vec<&str> = r
@@ -65,20 +65,24 @@ fn headline(out: &mut Screen, r: &ClusterReport, term: &Term) {
         None => String::new(),
     };
     let dot = term.sym(Sym::Dot);
-    let lead = Lead::default().push(term, &format!("{} nodes", sm.nodes), Some(Paint::Bold));
-    let text = format!(
-        " ({answered}); {ovn}{preflight} {dot} {} {dot} {} {dot} {} results: {} fail, {} warn, {} error, {} pass, {} skip",
-        r.via,
-        seconds(r.duration_ms),
+    let lead = Lead::default()
+        .push(term, &format!("{} nodes", sm.nodes), Some(Paint::Bold))
+        .push(term, " ", None);
+    let nodes = format!("({answered}); {ovn}{preflight} {dot} over {}", r.via);
+    out.wrap(term, &lead, &nodes, 2);
+    // The counts on a line of their own: where the first line breaks
+    // never depends on how long the run took.
+    let counts = format!(
+        "{} results in {}: {} fail, {} warn, {} error, {} pass, {} skip",
         sm.pass + sm.warn + sm.fail + sm.skip + sm.error,
+        seconds(r.duration_ms),
         sm.fail,
         sm.warn,
         sm.error,
         sm.pass,
         sm.skip
     );
-    let lead = lead.push(term, " ", None);
-    out.wrap(term, &lead, text.trim_start(), 2);
+    out.wrap(term, &Lead::default(), &counts, 2);
 }
 
 /// The exit code and why, the last line.
