@@ -17,6 +17,7 @@ pub mod qemu;
 pub mod root;
 pub mod sshd;
 pub mod strongswan;
+pub mod tmux;
 pub mod vm;
 
 use std::path::{Path, PathBuf};
