@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_spx_doctor_global_optspecs
-    string join \n check= skip= config= format= o/output= v/verbose strict color= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster via= nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
+    string join \n check= skip= config= format= o/output= v/verbose strict color= width= timeout= sample= peer= mtu= probe-timeout= interface= ovs-db= nb-db= sb-db= for= record= replay= cluster via= nodes= ssh-config= ssh-user= remote-bin= parallel= ovn-read-by= allow= deny= h/help V/version
 end
 
 function __fish_spx_doctor_needs_command
@@ -107,9 +107,10 @@ prometheus\t''
 junit\t''
 otlp\t''"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s o -l output -d 'Write the report to FILE (atomically: a temporary file in the same directory, then rename)' -r -F
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l width -d 'Wrap text to N columns [default: the terminal\'s width; off a terminal, $COLUMNS, else 100]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l timeout -d 'Global deadline: a check still running then is reported as an error' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l sample -d 'The one sample window every sampling check shares' -r
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l peer -d 'A peer to probe (address or name); repeatable. Overrides discovery' -r
@@ -123,7 +124,7 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l for -d 'Run a pre
 disable-ipsec\t'Before setting ipsec_enabled = false'
 enable-ipsec\t'Before setting ipsec_enabled = true'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l record -d 'Run as usual and also write everything read from the host (with the time and the source) to FILE: a bundle for --replay and for support (gzip JSON lines; keys are never recorded; written atomically)' -r -F
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l replay -d 'Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict, --color and --width apply' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l via -d 'How to reach the nodes: nats (each node\'s agent, on Spinifex\'s bus) or ssh [default: nats when the config has this node\'s [nodes.NODE.nats], else ssh]' -r -f -a "nats\t'Every node\'s agent, over Spinifex\'s NATS'
 ssh\t'This node in-process, the others over OpenSSH'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l nodes -d 'Only these nodes, in this order: comma-separated [nodes.*] names [default: every node, by name]' -r
@@ -279,7 +280,7 @@ ovn.cluster/lagging\t'warn: A connected member has not applied, by the end of th
 ovn.cluster/member-count\t'warn: The list is not the raft Spinifex runs: not three members for a cluster of three nodes or more, two members, or one server named twice'
 cluster.reachable/other-version\t'warn: A node runs another version of the doctor: its findings may differ'
 cluster.config-drift/version-drift\t'warn: The configs agree, but the nodes run different versions of the doctor'"
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Show each check\'s evidence in the table'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Every check in catalogue order, with its code, findings and evidence, instead of the problems first'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*] (their agents over NATS, or this node in-process and the others over ssh), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -291,9 +292,17 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Ru
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "watch" -d 'The whole cluster, live, from the agents\' reports in the doctor\'s JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l width -d 'Wrap text to N columns [default: the terminal\'s width; off a terminal, $COLUMNS, else 100]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -l width -d 'Wrap text to N columns [default: the terminal\'s width; off a terminal, $COLUMNS, else 100]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand completions" -s h -l help -d 'Print help'
@@ -306,12 +315,13 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand agent" -s V -l ver
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l config -d 'The Spinifex config, found as a run finds it: its [nodes.*] are the cluster, its `node`\'s [nodes.NODE.nats] says where the bus is' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l format -d 'table: a live view redrawn on a terminal; json: one JSON object per line (check transitions and node states), never redrawn' -r -f -a "table\t''
 json\t''"
-complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l color -d 'When to colour the table; NO_COLOR in the environment means never for auto' -r -f -a "auto\t''
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l width -d 'Wrap text to N columns [default: the terminal\'s width; off a terminal, $COLUMNS, else 100]' -r
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l timeout -d 'With --once: how long to wait for NATS and the bucket' -r
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l once -d 'One cluster report from what the bucket holds now, then exit: 0 ok, 1 a failure, 2 inconclusive (a node stale or unknown), as --cluster'
-complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s v -l verbose -d 'Show each check\'s evidence in the table'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s v -l verbose -d 'Every node check of every node and the whole path matrix, with the evidence, instead of the problems first'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'

@@ -41,11 +41,15 @@ pub enum Action {
         /// List every code (CHECK-ID/KIND) instead: its status and what it means.
         #[arg(long)]
         codes: bool,
+        #[command(flatten)]
+        term: TermArgs,
     },
     /// Explain one check (what it measures, why it matters, how to fix it) or one code.
     Explain {
         #[arg(value_name = "ID|CODE", value_parser = CheckIdParser { categories: false })]
         id: String,
+        #[command(flatten)]
+        term: TermArgs,
     },
     /// Print a shell completion script.
     Completions {
@@ -105,13 +109,12 @@ pub struct WatchArgs {
     #[arg(long)]
     pub once: bool,
 
-    /// Show each check's evidence in the table.
+    /// Every node check of every node and the whole path matrix, with the evidence, instead of the problems first.
     #[arg(long, short = 'v')]
     pub verbose: bool,
 
-    /// When to colour the table; NO_COLOR in the environment means never for auto.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
+    #[command(flatten)]
+    pub term: TermArgs,
 
     /// With --once: how long to wait for NATS and the bucket.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
@@ -176,7 +179,7 @@ pub struct RunArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Show each check's evidence in the table.
+    /// Every check in catalogue order, with its code, findings and evidence, instead of the problems first.
     #[arg(long, short = 'v')]
     pub verbose: bool,
 
@@ -184,9 +187,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// When to colour the table; NO_COLOR in the environment means never for auto.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
+    #[command(flatten)]
+    pub term: TermArgs,
 
     /// Global deadline: a check still running then is reported as an error.
     #[arg(
@@ -247,7 +249,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath, help_heading = "Record and replay")]
     pub record: Option<PathBuf>,
 
-    /// Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict and --color apply.
+    /// Judge a bundle taken with --record, on any machine, without touching it: the report of the recorded run (its host, node, config and settings); only --check, --skip, --format, --output, -v, --strict, --color and --width apply.
     #[arg(
         long,
         value_name = "FILE",
@@ -279,6 +281,19 @@ pub enum Format {
     Junit,
     // OTLP metrics: the series of prometheus as one binary ExportMetricsServiceRequest (protobuf).
     Otlp,
+}
+
+/// How text reaches the screen: `--color` and `--width`, the same on every
+/// command that prints text ([`crate::render::term`]).
+#[derive(Args, Debug, Default, Clone, Copy)]
+pub struct TermArgs {
+    /// When to colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Wrap text to N columns [default: the terminal's width; off a terminal, $COLUMNS, else 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(20..=1000))]
+    pub width: Option<u16>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]

@@ -26,7 +26,8 @@ use spx_checks::host::{Bundle, Header, Host, HostRef, Recorder, Replay, RUNBOOK_
 use spx_checks::live::LiveHost;
 use spx_checks::{Ctx, CHECKS};
 
-use crate::cli::{Action, Cli, ColorChoice, Format, Shell};
+use crate::cli::{Action, Cli, Format, Shell};
+use crate::render::term::Term;
 use crate::render::Style;
 use crate::settings::{Settings, UsageError};
 
@@ -56,25 +57,28 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             render::to_stdout(&complete(words)?)?;
             Ok(0)
         }
-        Some(Action::List { codes: false }) => {
-            render::to_stdout(&render::catalog::list(CHECKS, terminal_width()))?;
+        Some(Action::List { codes, term }) => {
+            let term = Term::detect(term, Term::stdout_is_terminal());
+            render::to_stdout(&if codes {
+                render::catalog::list_codes(&term)
+            } else {
+                render::catalog::list(CHECKS, &term)
+            })?;
             Ok(0)
         }
-        Some(Action::List { codes: true }) => {
-            render::to_stdout(&render::catalog::list_codes(terminal_width()))?;
-            Ok(0)
-        }
-        Some(Action::Explain { id }) if id.contains('/') => {
+        Some(Action::Explain { id, term }) if id.contains('/') => {
             let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
-            render::to_stdout(&render::catalog::explain_code(&code))?;
+            let term = Term::detect(term, Term::stdout_is_terminal());
+            render::to_stdout(&render::catalog::explain_code(&code, &term))?;
             Ok(0)
         }
-        Some(Action::Explain { id }) => {
+        Some(Action::Explain { id, term }) => {
             let check = spx_checks::select::select(CHECKS, std::slice::from_ref(&id), &[])
                 .map_err(|e| UsageError(e.to_string()))?;
             match check.as_slice() {
                 [one] if one.id() == id => {
-                    render::to_stdout(&render::catalog::explain(*one))?;
+                    let term = Term::detect(term, Term::stdout_is_terminal());
+                    render::to_stdout(&render::catalog::explain(*one, &term))?;
                     Ok(0)
                 }
                 _ => Err(UsageError(format!(
@@ -244,27 +248,14 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
     report
 }
 
-/// How the table is drawn: colour, width, evidence.
+/// How the table is drawn: the screen (colour, width, symbols), and
+/// evidence or not.
 pub fn style(settings: &Settings) -> Style {
-    let to_file = settings.output.is_some();
-    let color = match settings.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            !to_file
-                && std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    };
+    let to_terminal = settings.output.is_none() && Term::stdout_is_terminal();
     Style {
         verbose: settings.verbose,
-        color,
-        width: if settings.format == Format::Table {
-            terminal_width()
-        } else {
-            None
-        },
         strict: settings.strict,
+        term: Term::detect(settings.term, to_terminal),
     }
 }
 
@@ -287,16 +278,6 @@ fn binary_not_to_a_terminal(args: &cli::RunArgs) -> Result<(), UsageError> {
         ));
     }
     Ok(())
-}
-
-/// The terminal's width when stdout is one, else `COLUMNS`, else none.
-pub(crate) fn terminal_width() -> Option<u16> {
-    if std::io::stdout().is_terminal() {
-        if let Some((w, _)) = terminal_size::terminal_size() {
-            return Some(w.0);
-        }
-    }
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok())
 }
 
 /// The completion script for the installed binary, `spx-doctor`. Through

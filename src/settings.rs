@@ -16,7 +16,7 @@ use spx_checks::profile::Profile;
 use spx_checks::settings::Preflight;
 use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
 
-use crate::cli::{Change, ColorChoice, Format, RunArgs};
+use crate::cli::{Change, Format, RunArgs, TermArgs};
 use crate::levels::{self, Levels};
 
 /// A refusal of the command line or the config: exit 2.
@@ -54,7 +54,8 @@ pub struct Settings {
     pub output: Option<PathBuf>,
     pub verbose: bool,
     pub strict: bool,
-    pub color: ColorChoice,
+    /// `--color` and `--width`.
+    pub term: TermArgs,
     pub profile: Option<&'static Profile>,
     /// `--allow`/`--deny` and the config's `[doctor]`, resolved.
     pub levels: Levels,
@@ -198,7 +199,7 @@ impl Settings {
             output: args.output,
             verbose: args.verbose,
             strict: args.strict,
-            color: args.color,
+            term: args.term,
             profile,
             levels,
             record: args.record,
@@ -265,7 +266,7 @@ impl Settings {
             output: args.output,
             verbose: args.verbose,
             strict: policy.strict,
-            color: args.color,
+            term: args.term,
             profile,
             levels,
             record: None,

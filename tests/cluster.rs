@@ -167,8 +167,13 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
         std::fs::read_to_string(&trace).unwrap()
     );
 
-    // The table fits a 100-column terminal and shows both matrices.
-    let (code, text, err) = run(lab.coordinator(0).args(CHECKS).env("COLUMNS", "100"));
+    // The table (-v: every result) fits a 100-column terminal and shows
+    // both matrices.
+    let (code, text, err) = run(lab
+        .coordinator(0)
+        .args(CHECKS)
+        .arg("-v")
+        .env("COLUMNS", "100"));
     assert_eq!(code, 0, "{err}");
     for line in text.lines() {
         assert!(
@@ -494,17 +499,18 @@ fn cluster_names_every_way_a_node_does_not_answer() {
         .collect();
     assert_eq!(order, ["n1", "n0"], "--nodes order");
 
-    // The table names them too.
-    let (code, text, _) = run(lab
-        .coordinator(0)
-        .args(["--check", "mtu.path", "--timeout", "4s"]));
+    // The table names them too (wide enough that no line breaks).
+    let (code, text, _) =
+        run(lab
+            .coordinator(0)
+            .args(["--check", "mtu.path", "--timeout", "4s", "--width", "1000"]));
     assert_eq!(code, 2);
     assert!(
         text.contains("n3 (host key changed: Host key for"),
         "{text}"
     );
     assert!(
-        text.contains("6 nodes (2 answered, 4 did not: n2, n3, n4, n5);"),
+        text.contains("6 nodes (2 answered, 4 did not: n2–n5);"),
         "{text}"
     );
 }
@@ -1068,6 +1074,8 @@ fn nodes_still_queued_behind_parallel_at_the_deadline_say_so() {
         "3s",
         "--nodes",
         "n0,n1,n2,n3,n4,n5,n6,n7",
+        "--width",
+        "1000",
     ]));
     assert_eq!(code, 2, "{text}");
     assert!(
@@ -1132,8 +1140,13 @@ fn a_node_report_of_terminal_control_is_shown_inert() {
     assert_eq!(node(&doc, "n2")["report"], forged);
     assert_eq!(cluster_check(&doc, "cluster.reachable")["status"], "warn");
 
-    // The table, plain and in colour: data, never control.
-    let (code, text, _) = run(lab.coordinator(0).args(args).env("COLUMNS", "250"));
+    // The table (-v: the forged pass too), plain and in colour: data,
+    // never control.
+    let (code, text, _) = run(lab
+        .coordinator(0)
+        .args(args)
+        .arg("-v")
+        .env("COLUMNS", "250"));
     assert_eq!(code, 1);
     assert_inert(&text);
     assert!(

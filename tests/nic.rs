@@ -201,10 +201,17 @@ fn every_nic_check_chooses_the_default_routes_interface_alike() {
     for id in FOUR {
         let c = support::check(&doc, id);
         let summary = c["summary"].as_str().unwrap();
-        assert!(
-            summary.contains("nicdr is the default route's interface: no --interface, underlay bridge or peer route named the underlay"),
+        // How it chose is a note of its own (JSON v1 `notes`), shared by
+        // the four and never repeated in the summary.
+        assert_eq!(
+            c["notes"],
+            serde_json::json!([{
+                "code": "underlay-nic-from-default-route",
+                "text": "nicdr is the default route's interface: nothing named the underlay; pass --interface IF to judge another"
+            }]),
             "{id} names how it chose: {c:#}"
         );
+        assert!(!summary.contains("default route"), "{c:#}");
         assert!(!summary.contains("no underlay interface found"), "{c:#}");
         if let Some(source) = c["evidence"].get("interface_source") {
             assert_eq!(source, "default route", "{c:#}");

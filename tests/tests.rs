@@ -24,5 +24,6 @@ mod preflight;
 mod qemu;
 mod record_replay;
 mod root_test;
+mod screen;
 mod spinifex_hook;
 mod udp;

@@ -58,6 +58,45 @@ pub struct Finding {
     pub findings: Vec<Subject>,
     /// For a skip that needs a privilege: which one.
     pub needs: Option<String>,
+    /// Remarks this check shares with others (how a target was chosen),
+    /// kept out of [`Finding::summary`] so that a reader of several
+    /// checks is told once.
+    pub notes: Vec<Note>,
+}
+
+/// A remark several checks make alike about how they chose what they
+/// judged. It is typed and coded, not glued to a summary: the first
+/// screen says it once under the checks it concerns, and a script
+/// matches its code, never its English.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Note {
+    /// In JSON v1, `code`: [`NoteKind::code`].
+    #[serde(rename = "code")]
+    pub kind: NoteKind,
+    pub text: String,
+}
+
+/// The kinds of [`Note`]; [`NoteKind::code`] is the code JSON v1 carries.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoteKind {
+    /// Nothing named the underlay (no `--interface`, underlay bridge or
+    /// peer route), so the NIC checks judged the default route's
+    /// interface.
+    UnderlayNicFromDefaultRoute,
+}
+
+impl NoteKind {
+    /// Every kind, in the order the schema lists their codes.
+    pub const ALL: [NoteKind; 1] = [NoteKind::UnderlayNicFromDefaultRoute];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            NoteKind::UnderlayNicFromDefaultRoute => "underlay-nic-from-default-route",
+        }
+    }
 }
 
 /// One subject's outcome within a check's answer.
@@ -112,6 +151,7 @@ impl Finding {
             remediation: Vec::new(),
             findings: Vec::new(),
             needs: None,
+            notes: Vec::new(),
         }
     }
 
@@ -163,6 +203,15 @@ impl Finding {
     /// Add subjects' outcomes, in order.
     pub fn subjects(mut self, subjects: impl IntoIterator<Item = Subject>) -> Finding {
         self.findings.extend(subjects);
+        self
+    }
+
+    /// Add a remark this check shares with others ([`Note`]).
+    pub fn note(mut self, kind: NoteKind, text: impl Into<String>) -> Finding {
+        self.notes.push(Note {
+            kind,
+            text: text.into(),
+        });
         self
     }
 

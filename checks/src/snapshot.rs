@@ -33,6 +33,9 @@ pub fn check_json(id: &str, f: &Finding) -> Value {
     if let Some(n) = &f.needs {
         doc["needs"] = json!(n);
     }
+    if !f.notes.is_empty() {
+        doc["notes"] = json!(f.notes);
+    }
     doc["evidence"] = json!(f.evidence);
     doc["remediation"] = json!(f.remediation);
     doc["findings"] = f

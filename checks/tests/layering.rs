@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "validate.rs",
             "endpoint.rs",
             "spinifex.rs",
+            "natural.rs",
             "hw_captures.rs",
         ],
     ),

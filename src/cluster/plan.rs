@@ -13,15 +13,17 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use spx_checks::config::Config;
+use spx_checks::config::{Config, NodeEntry};
 use spx_checks::live::peers;
 use spx_checks::profile::Profile;
 use spx_checks::validate::{self, shown};
 use spx_checks::{select, Check, ConfigState, Scope, CHECKS};
 
 use crate::cli::RunArgs;
+use crate::cluster::args::ClusterArgs;
 use crate::levels::Source;
 use crate::settings::{Settings, UsageError};
 
@@ -97,200 +99,22 @@ pub fn ssh_allowance(timeout: Duration) -> Duration {
 }
 
 impl Plan {
+    /// The plan of a `--cluster` run, every refusal made here: the flags
+    /// of its own, the config, the nodes, the checks, the time each node
+    /// gets, the words every node is run with, and how each is reached.
     pub fn from_args(args: RunArgs) -> Result<Plan, UsageError> {
         let cl = args.cluster.clone();
-        let include_given = args.check.iter().any(|s| !s.trim().is_empty());
-        let exclude: Vec<String> = args
-            .skip
-            .iter()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect();
-        let explicit_mtu = args.mtu;
-        let timeout_text = args.timeout.trim().to_owned();
-
+        let asked = Asked::of(&args);
         // Flags of our own first: refused before the config is even read.
-        let ssh_user = cl
-            .ssh_user
-            .as_deref()
-            .map(|u| user_name(u).map(|()| u.to_owned()))
-            .transpose()?;
-        let remote_bin = cl
-            .remote_bin
-            .clone()
-            .unwrap_or_else(|| DEFAULT_REMOTE_BIN.to_owned());
-        remote_bin_ok(&remote_bin)?;
-        if let Some(f) = &cl.ssh_config {
-            std::fs::File::open(f)
-                .map_err(|e| UsageError(format!("--ssh-config {}: {e}", f.display())))?;
-        }
-
+        let (ssh_user, remote_bin) = own_flags(&cl)?;
         let mut settings = Settings::from_args(args)?;
-        let (config_path, config) = match &settings.config {
-            ConfigState::Loaded { path, config } => (path.clone(), (**config).clone()),
-            ConfigState::Missing { looked_at } => {
-                return Err(UsageError(format!(
-                    "--cluster needs the config's [nodes.*]: none found at {} (pass --config PATH)",
-                    looked_at
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                )))
-            }
-            ConfigState::Unreadable { path, reason } => {
-                return Err(UsageError(format!(
-                    "--cluster needs the config: cannot read {} ({reason})",
-                    path.display()
-                )))
-            }
-        };
-        if config.nodes.is_empty() {
-            return Err(UsageError(format!(
-                "--cluster: {} has no [nodes.*] tables",
-                config_path.display()
-            )));
-        }
-        let known: Vec<&str> = config.nodes.keys().map(String::as_str).collect();
-        let mut names: Vec<String> = Vec::new();
-        if cl.nodes.iter().all(|n| n.trim().is_empty()) {
-            names = known.iter().map(|s| s.to_string()).collect();
-        } else {
-            for n in cl.nodes.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-                if !config.nodes.contains_key(n) {
-                    return Err(UsageError(format!(
-                        "--nodes: unknown node {}; the config's nodes: {}",
-                        shown(n),
-                        known.join(", ")
-                    )));
-                }
-                if !names.iter().any(|x| x == n) {
-                    names.push(n.to_owned());
-                }
-            }
-        }
-
-        // Checks: --check/--skip choose the node checks; the cluster checks
-        // always run unless skipped.
-        let not_skipped =
-            select::select(CHECKS, &[], &exclude).map_err(|e| UsageError(e.to_string()))?;
-        let cluster_checks: Vec<&'static dyn Check> = not_skipped
-            .into_iter()
-            .filter(|c| c.scope() == Scope::Cluster)
-            .collect();
-        settings.checks.retain(|c| c.scope() == Scope::Node);
+        let (config_path, config) = loaded(&settings)?;
+        let names = node_names(&config, &cl.nodes)?;
+        let cluster_checks = split_checks(&mut settings, &asked.exclude)?;
         let node_checks: Vec<&'static str> = settings.checks.iter().map(|c| c.id()).collect();
-
-        // The nodes report by the run's deadline, ssh included.
         let timeout = settings.options.timeout;
-        let allowance = ssh_allowance(timeout);
-        let node_timeout = timeout - allowance;
-        let fmt = |d: Duration| humantime::format_duration(d).to_string();
-        if settings.options.sample >= node_timeout || settings.options.probe_timeout > node_timeout
-        {
-            return Err(UsageError(format!(
-                "--timeout {timeout_text}: in a cluster run the nodes get {} of it (ssh may take {}), which must be longer than --sample {} and at least --probe-timeout {}",
-                fmt(node_timeout),
-                fmt(allowance),
-                fmt(settings.options.sample),
-                fmt(settings.options.probe_timeout)
-            )));
-        }
-        settings.options.timeout = node_timeout;
-
-        let remote_config = if config_path.is_absolute() {
-            config_path.clone()
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(&config_path))
-                .unwrap_or_else(|_| config_path.clone())
-        };
-        let remote_config = remote_config.to_str().map(str::to_owned).ok_or_else(|| {
-            UsageError(format!(
-                "--config {}: the path is not UTF-8, so it cannot be passed to the other nodes",
-                config_path.display()
-            ))
-        })?;
-
-        let mut words: Vec<(&str, String)> = vec![
-            ("", "--format".into()),
-            ("", "json".into()),
-            ("", "--config".into()),
-            ("--config", remote_config),
-        ];
-        if let Some(p) = settings.profile {
-            words.push(("", "--for".into()));
-            words.push(("", p.name.into()));
-        }
-        if include_given || !exclude.is_empty() {
-            words.push(("", "--check".into()));
-            // No node check selected: the nodes still answer with what they
-            // ran with (a cluster check id selects nothing on a node).
-            words.push((
-                "",
-                if node_checks.is_empty() {
-                    "cluster".to_owned()
-                } else {
-                    node_checks.join(",")
-                },
-            ));
-        }
-        if settings.strict {
-            words.push(("", "--strict".into()));
-        }
-        // Levels from flags go along; those from the config's [doctor]
-        // table the nodes read from the same file.
-        for (flag, entries) in [
-            ("--allow", &settings.levels.allow),
-            ("--deny", &settings.levels.deny),
-        ] {
-            for e in entries.iter().filter(|e| e.source == Source::Flag) {
-                words.push(("", flag.into()));
-                words.push(("", e.code.clone()));
-            }
-        }
-        let ms = |d: Duration| format!("{}ms", d.as_millis());
-        for (flag, d) in [
-            ("--timeout", node_timeout),
-            ("--sample", settings.options.sample),
-            ("--probe-timeout", settings.options.probe_timeout),
-        ] {
-            words.push(("", flag.into()));
-            words.push(("", ms(d)));
-        }
-        if let Some(m) = explicit_mtu {
-            words.push(("", "--mtu".into()));
-            words.push(("", m.to_string()));
-        }
-        for p in &settings.options.peers {
-            words.push(("", "--peer".into()));
-            words.push(("--peer", p.to_string()));
-        }
-        for i in &settings.options.interfaces {
-            words.push(("", "--interface".into()));
-            words.push(("--interface", i.clone()));
-        }
-        for (flag, v) in [
-            ("--ovs-db", &settings.options.ovs_db),
-            ("--nb-db", &settings.options.nb_db),
-            ("--sb-db", &settings.options.sb_db),
-        ] {
-            if let Some(v) = v {
-                words.push(("", flag.into()));
-                words.push((flag, spx_checks::endpoint::join(v)));
-            }
-        }
-        let mut quoted = Vec::with_capacity(words.len());
-        for (flag, w) in &words {
-            quoted.push(remote_word(
-                if flag.is_empty() {
-                    "a forwarded flag"
-                } else {
-                    flag
-                },
-                w,
-            )?);
-        }
+        settings.options.timeout = node_timeout(&settings, &asked.timeout_text)?;
+        let words = remote_words(&settings, &config_path, &asked, &node_checks)?;
 
         let local = config.node.clone().filter(|n| names.iter().any(|x| x == n));
         let reader = local.clone().unwrap_or_else(|| names[0].clone());
@@ -298,66 +122,21 @@ impl Plan {
             Some(u) => u != "root",
             None => !nix::unistd::geteuid().is_root(),
         };
-        let connect_timeout = node_timeout.as_secs_f64().div_euclid(2.0).max(1.0) as u64;
-        let mut nodes = Vec::with_capacity(names.len());
-        for name in &names {
-            let entry = &config.nodes[name];
-            let host = entry.host.clone().or_else(|| entry.advertise.clone());
-            let via = if local.as_deref() == Some(name.as_str()) {
-                Via::InProcess
-            } else if let Some(h) = &host {
-                let mut options: Vec<OsString> = vec![
-                    "-o".into(),
-                    "BatchMode=yes".into(),
-                    "-o".into(),
-                    format!("ConnectTimeout={connect_timeout}").into(),
-                    "-T".into(),
-                ];
-                if let Some(f) = &cl.ssh_config {
-                    options.push("-F".into());
-                    options.push(f.clone().into_os_string());
-                }
-                if let Some(u) = &ssh_user {
-                    options.push("-l".into());
-                    options.push(u.into());
-                }
-                let mut remote: Vec<OsString> = Vec::new();
-                if sudo {
-                    remote.push(quote("sudo").into());
-                    remote.push(quote("-n").into());
-                }
-                remote.push(quote(&remote_bin).into());
-                remote.extend(quoted.iter().map(OsString::from));
-                if *name != reader {
-                    remote.push(quote("--ovn-read-by").into());
-                    remote.push(remote_word("a node name", &reader)?.into());
-                }
-                // The config validated it as an address or a DNS name: it
-                // cannot start with '-' or carry a user@ or an option.
-                Via::Ssh(SshCommand {
-                    options,
-                    host: h.clone(),
-                    remote,
-                })
-            } else {
-                Via::NoAddress
-            };
-            nodes.push(PlannedNode {
-                name: name.clone(),
-                host,
-                via,
-            });
-        }
-        let mut config_addresses: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
-        let mut names_to_resolve = Vec::new();
-        for (name, entry) in &config.nodes {
-            for h in [&entry.host, &entry.advertise].into_iter().flatten() {
-                match h.parse::<IpAddr>() {
-                    Ok(ip) => config_addresses.entry(name.clone()).or_default().push(ip),
-                    Err(_) => names_to_resolve.push((name.clone(), h.clone())),
-                }
-            }
-        }
+        let reach = Reach {
+            local: local.as_deref(),
+            reader: &reader,
+            sudo,
+            ssh_user: ssh_user.as_deref(),
+            ssh_config: cl.ssh_config.as_deref(),
+            remote_bin: &remote_bin,
+            words: &words,
+            node_timeout: settings.options.timeout,
+        };
+        let nodes = names
+            .iter()
+            .map(|name| reach.node(name, &config.nodes[name]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (config_addresses, names_to_resolve) = config_addresses(&config);
 
         Ok(Plan {
             profile: settings.profile,
@@ -395,6 +174,359 @@ impl Plan {
         }
         out
     }
+}
+
+/// What the command line asked, kept before [`Settings::from_args`]
+/// takes it.
+struct Asked {
+    include_given: bool,
+    exclude: Vec<String>,
+    explicit_mtu: Option<u32>,
+    timeout_text: String,
+}
+
+impl Asked {
+    fn of(args: &RunArgs) -> Asked {
+        Asked {
+            include_given: args.check.iter().any(|s| !s.trim().is_empty()),
+            exclude: args
+                .skip
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            explicit_mtu: args.mtu,
+            timeout_text: args.timeout.trim().to_owned(),
+        }
+    }
+}
+
+/// `--ssh-user`, `--remote-bin` and `--ssh-config`, checked.
+fn own_flags(cl: &ClusterArgs) -> Result<(Option<String>, String), UsageError> {
+    let ssh_user = cl
+        .ssh_user
+        .as_deref()
+        .map(|u| user_name(u).map(|()| u.to_owned()))
+        .transpose()?;
+    let remote_bin = cl
+        .remote_bin
+        .clone()
+        .unwrap_or_else(|| DEFAULT_REMOTE_BIN.to_owned());
+    remote_bin_ok(&remote_bin)?;
+    if let Some(f) = &cl.ssh_config {
+        std::fs::File::open(f)
+            .map_err(|e| UsageError(format!("--ssh-config {}: {e}", f.display())))?;
+    }
+    Ok((ssh_user, remote_bin))
+}
+
+/// The config a cluster run needs, with its `[nodes.*]`.
+fn loaded(settings: &Settings) -> Result<(PathBuf, Config), UsageError> {
+    let (config_path, config) = match &settings.config {
+        ConfigState::Loaded { path, config } => (path.clone(), (**config).clone()),
+        ConfigState::Missing { looked_at } => {
+            return Err(UsageError(format!(
+                "--cluster needs the config's [nodes.*]: none found at {} (pass --config PATH)",
+                looked_at
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )))
+        }
+        ConfigState::Unreadable { path, reason } => {
+            return Err(UsageError(format!(
+                "--cluster needs the config: cannot read {} ({reason})",
+                path.display()
+            )))
+        }
+    };
+    if config.nodes.is_empty() {
+        return Err(UsageError(format!(
+            "--cluster: {} has no [nodes.*] tables",
+            config_path.display()
+        )));
+    }
+    Ok((config_path, config))
+}
+
+/// The nodes to run: `--nodes` in its order, else every config node in
+/// natural order (c2 before c10), the order every list of the run keeps.
+fn node_names(config: &Config, asked: &[String]) -> Result<Vec<String>, UsageError> {
+    let mut known: Vec<&str> = config.nodes.keys().map(String::as_str).collect();
+    spx_checks::natural::sort(&mut known);
+    if asked.iter().all(|n| n.trim().is_empty()) {
+        return Ok(known.iter().map(|s| s.to_string()).collect());
+    }
+    let mut names: Vec<String> = Vec::new();
+    for n in asked.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if !config.nodes.contains_key(n) {
+            return Err(UsageError(format!(
+                "--nodes: unknown node {}; the config's nodes: {}",
+                shown(n),
+                known.join(", ")
+            )));
+        }
+        if !names.iter().any(|x| x == n) {
+            names.push(n.to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// The cluster checks (all but the skipped); `settings` keeps the node
+/// checks `--check`/`--skip` chose.
+fn split_checks(
+    settings: &mut Settings,
+    exclude: &[String],
+) -> Result<Vec<&'static dyn Check>, UsageError> {
+    let not_skipped =
+        select::select(CHECKS, &[], exclude).map_err(|e| UsageError(e.to_string()))?;
+    settings.checks.retain(|c| c.scope() == Scope::Node);
+    Ok(not_skipped
+        .into_iter()
+        .filter(|c| c.scope() == Scope::Cluster)
+        .collect())
+}
+
+/// The time each node gets: the run's --timeout less ssh's allowance,
+/// which must still hold the sample window and a probe round.
+fn node_timeout(settings: &Settings, timeout_text: &str) -> Result<Duration, UsageError> {
+    let timeout = settings.options.timeout;
+    let allowance = ssh_allowance(timeout);
+    let node_timeout = timeout - allowance;
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    if settings.options.sample >= node_timeout || settings.options.probe_timeout > node_timeout {
+        return Err(UsageError(format!(
+            "--timeout {timeout_text}: in a cluster run the nodes get {} of it (ssh may take {}), which must be longer than --sample {} and at least --probe-timeout {}",
+            fmt(node_timeout),
+            fmt(allowance),
+            fmt(settings.options.sample),
+            fmt(settings.options.probe_timeout)
+        )));
+    }
+    Ok(node_timeout)
+}
+
+/// A word for the remote command: the flag whose value it is (empty for
+/// a fixed word), and the word.
+type Word = (&'static str, String);
+
+/// The words every node's doctor is run with, each single-quoted: the
+/// report format, the config, the selection and levels, the options.
+fn remote_words(
+    settings: &Settings,
+    config_path: &Path,
+    asked: &Asked,
+    node_checks: &[&str],
+) -> Result<Vec<String>, UsageError> {
+    let mut words: Vec<Word> = vec![
+        ("", "--format".into()),
+        ("", "json".into()),
+        ("", "--config".into()),
+        ("--config", remote_config(config_path)?),
+    ];
+    selection_words(&mut words, settings, asked, node_checks);
+    option_words(&mut words, settings, asked);
+    words
+        .iter()
+        .map(|(flag, w)| {
+            let what = if flag.is_empty() {
+                "a forwarded flag"
+            } else {
+                flag
+            };
+            remote_word(what, w)
+        })
+        .collect()
+}
+
+/// The preflight, the node checks, `--strict` and the levels from flags
+/// (those of the config's `[doctor]` the nodes read from the same file).
+fn selection_words(
+    words: &mut Vec<Word>,
+    settings: &Settings,
+    asked: &Asked,
+    node_checks: &[&str],
+) {
+    if let Some(p) = settings.profile {
+        words.push(("", "--for".into()));
+        words.push(("", p.name.into()));
+    }
+    if asked.include_given || !asked.exclude.is_empty() {
+        words.push(("", "--check".into()));
+        // No node check selected: the nodes still answer with what they
+        // ran with (a cluster check id selects nothing on a node).
+        words.push((
+            "",
+            if node_checks.is_empty() {
+                "cluster".to_owned()
+            } else {
+                node_checks.join(",")
+            },
+        ));
+    }
+    if settings.strict {
+        words.push(("", "--strict".into()));
+    }
+    for (flag, entries) in [
+        ("--allow", &settings.levels.allow),
+        ("--deny", &settings.levels.deny),
+    ] {
+        for e in entries.iter().filter(|e| e.source == Source::Flag) {
+            words.push(("", flag.into()));
+            words.push(("", e.code.clone()));
+        }
+    }
+}
+
+/// The times (the nodes' own --timeout), the MTU, peers, interfaces and
+/// OVSDB endpoints.
+fn option_words(words: &mut Vec<Word>, settings: &Settings, asked: &Asked) {
+    let ms = |d: Duration| format!("{}ms", d.as_millis());
+    for (flag, d) in [
+        ("--timeout", settings.options.timeout),
+        ("--sample", settings.options.sample),
+        ("--probe-timeout", settings.options.probe_timeout),
+    ] {
+        words.push(("", flag.into()));
+        words.push(("", ms(d)));
+    }
+    if let Some(m) = asked.explicit_mtu {
+        words.push(("", "--mtu".into()));
+        words.push(("", m.to_string()));
+    }
+    for p in &settings.options.peers {
+        words.push(("", "--peer".into()));
+        words.push(("--peer", p.to_string()));
+    }
+    for i in &settings.options.interfaces {
+        words.push(("", "--interface".into()));
+        words.push(("--interface", i.clone()));
+    }
+    for (flag, v) in [
+        ("--ovs-db", &settings.options.ovs_db),
+        ("--nb-db", &settings.options.nb_db),
+        ("--sb-db", &settings.options.sb_db),
+    ] {
+        if let Some(v) = v {
+            words.push(("", flag.into()));
+            words.push((flag, spx_checks::endpoint::join(v)));
+        }
+    }
+}
+
+/// The config's path as the other nodes are told it: absolute, UTF-8.
+fn remote_config(config_path: &Path) -> Result<String, UsageError> {
+    let remote_config = if config_path.is_absolute() {
+        config_path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(config_path))
+            .unwrap_or_else(|_| config_path.to_path_buf())
+    };
+    remote_config.to_str().map(str::to_owned).ok_or_else(|| {
+        UsageError(format!(
+            "--config {}: the path is not UTF-8, so it cannot be passed to the other nodes",
+            config_path.display()
+        ))
+    })
+}
+
+/// How every node is reached: what its ssh command line is made of.
+struct Reach<'a> {
+    /// This node, run in this process.
+    local: Option<&'a str>,
+    /// The node that reads OVN for the cluster.
+    reader: &'a str,
+    sudo: bool,
+    ssh_user: Option<&'a str>,
+    ssh_config: Option<&'a Path>,
+    remote_bin: &'a str,
+    /// [`remote_words`].
+    words: &'a [String],
+    node_timeout: Duration,
+}
+
+impl Reach<'_> {
+    /// Node `name` of the config, planned.
+    fn node(&self, name: &str, entry: &NodeEntry) -> Result<PlannedNode, UsageError> {
+        let host = entry.host.clone().or_else(|| entry.advertise.clone());
+        let via = if self.local == Some(name) {
+            Via::InProcess
+        } else if let Some(h) = &host {
+            // The config validated it as an address or a DNS name: it
+            // cannot start with '-' or carry a user@ or an option.
+            Via::Ssh(SshCommand {
+                options: self.options(),
+                host: h.clone(),
+                remote: self.remote(name)?,
+            })
+        } else {
+            Via::NoAddress
+        };
+        Ok(PlannedNode {
+            name: name.to_owned(),
+            host,
+            via,
+        })
+    }
+
+    /// ssh's options before the host.
+    fn options(&self) -> Vec<OsString> {
+        let connect_timeout = self.node_timeout.as_secs_f64().div_euclid(2.0).max(1.0) as u64;
+        let mut options: Vec<OsString> = vec![
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            format!("ConnectTimeout={connect_timeout}").into(),
+            "-T".into(),
+        ];
+        if let Some(f) = self.ssh_config {
+            options.push("-F".into());
+            options.push(f.as_os_str().to_owned());
+        }
+        if let Some(u) = self.ssh_user {
+            options.push("-l".into());
+            options.push(u.into());
+        }
+        options
+    }
+
+    /// The remote command of node `name`.
+    fn remote(&self, name: &str) -> Result<Vec<OsString>, UsageError> {
+        let mut remote: Vec<OsString> = Vec::new();
+        if self.sudo {
+            remote.push(quote("sudo").into());
+            remote.push(quote("-n").into());
+        }
+        remote.push(quote(self.remote_bin).into());
+        remote.extend(self.words.iter().map(OsString::from));
+        if name != self.reader {
+            remote.push(quote("--ovn-read-by").into());
+            remote.push(remote_word("a node name", self.reader)?.into());
+        }
+        Ok(remote)
+    }
+}
+
+/// Node name → its addresses.
+type AddressesOf = BTreeMap<String, Vec<IpAddr>>;
+
+/// Each config node's host/advertise that is an IP address, and the host
+/// names still to resolve.
+fn config_addresses(config: &Config) -> (AddressesOf, Vec<(String, String)>) {
+    let mut config_addresses: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+    let mut names_to_resolve = Vec::new();
+    for (name, entry) in &config.nodes {
+        for h in [&entry.host, &entry.advertise].into_iter().flatten() {
+            match h.parse::<IpAddr>() {
+                Ok(ip) => config_addresses.entry(name.clone()).or_default().push(ip),
+                Err(_) => names_to_resolve.push((name.clone(), h.clone())),
+            }
+        }
+    }
+    (config_addresses, names_to_resolve)
 }
 
 /// Characters a remote word may hold: none that sh, bash, zsh, fish or csh

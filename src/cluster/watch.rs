@@ -36,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_util::StreamExt;
 use serde_json::Value;
 use spx_checks::cluster::{AgentIdentity, NodeAnswer, Transport, Unreached, UnreachedKind};
-use spx_checks::ConfigState;
+use spx_checks::{natural, ConfigState};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::Plan;
@@ -44,7 +44,9 @@ use super::Gathered;
 use crate::bus::bucket::{self, Entry, Revision};
 use crate::bus::events::{self, NodeState, Seen, Transition};
 use crate::bus::{backoff, identity, one_line, NatsConfig};
-use crate::cli::{ColorChoice, RunArgs, WatchArgs, WatchFormat};
+use crate::cli::{RunArgs, WatchArgs, WatchFormat};
+use crate::render::inert::{Lead, Screen};
+use crate::render::term::Term;
 use crate::render::{self, Style};
 use crate::report::cluster::ClusterReport;
 use crate::settings::UsageError;
@@ -283,15 +285,8 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     let to_terminal = std::io::stdout().is_terminal();
     let style = Style {
         verbose: args.verbose,
-        color: match args.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        },
-        width: crate::terminal_width(),
         strict: false,
+        term: Term::detect(args.term, to_terminal),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -459,8 +454,10 @@ fn screen(
     now: SystemTime,
     rows: Option<usize>,
 ) -> String {
-    let mut out = format!(
-        "spx-doctor watch · {} nodes from the {} bucket · {} UTC{}\n",
+    let term = &style.term;
+    let mut top = Screen::new();
+    let headline = format!(
+        "spx-doctor watch · {} nodes from the {} bucket · {} UTC{}",
         report.nodes.len(),
         bucket::BUCKET,
         clock(now),
@@ -470,9 +467,12 @@ fn screen(
             format!(" · {status}")
         }
     );
-    let states: Vec<String> = memory
-        .states
-        .iter()
+    top.wrap(term, &Lead::default(), &headline, 2);
+    // The nodes in natural order (c2 before c10), as every list.
+    let mut states: Vec<(&String, &(&str, SystemTime))> = memory.states.iter().collect();
+    states.sort_by(|a, b| natural::cmp(a.0, b.0));
+    let states: Vec<String> = states
+        .into_iter()
         .map(|(n, (s, since))| match *s {
             "ok" => format!(
                 "{n} ok ({} s old)",
@@ -481,15 +481,21 @@ fn screen(
             other => format!("{n} {other} since {}", clock(*since)),
         })
         .collect();
-    out.push_str(&format!("nodes: {}\n", states.join(" · ")));
-    out.push_str("changes (newest last):\n");
+    top.wrap(
+        term,
+        &Lead::default(),
+        &format!("nodes: {}", states.join(" · ")),
+        2,
+    );
+    top.line("changes (newest last):");
     if memory.changes.is_empty() {
-        out.push_str("  none since the watch began\n");
+        top.line("  none since the watch began");
     }
     for c in &memory.changes {
-        out.push_str(&format!("  {c}\n"));
+        top.wrap(term, &Lead::indent(2), c, 4);
     }
-    out.push('\n');
+    top.line("");
+    let mut out = top.into_string();
     out.push_str(&render::cluster::table(report, style));
     match rows {
         Some(rows) if out.lines().count() > rows && rows > 2 => {

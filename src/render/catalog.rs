@@ -1,56 +1,97 @@
 //! `spx-doctor list [--codes]` and `spx-doctor explain ID|CODE`, all from
 //! `CHECKS` and the catalog of codes built from it.
+//!
+//! Both follow the screen's width and colour ([`super::term`]): the tables
+//! fit the width, and explain's paragraphs are wrapped to it.
 
-use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::{Attribute, Table};
 use spx_checks::check::category;
 use spx_checks::codes::{self, Code, Level};
 use spx_checks::kind::{Origin, COMMON};
 use spx_checks::spinifex::{as_invoked, doctor_command};
 use spx_checks::Check;
 
-fn table(width: Option<u16>) -> Table {
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED);
-    table.set_content_arrangement(ContentArrangement::Dynamic);
-    table.force_no_tty();
-    if let Some(w) = width {
-        table.set_width(w);
-    }
+use super::inert::{cell, Lead, Screen};
+use super::term::{Paint, Term};
+
+/// A table of `columns`, its header bold when the screen takes colour.
+fn table(term: &Term, columns: [&str; 3]) -> Table {
+    let mut table = term.table();
+    table.set_header(columns.map(|c| {
+        let c = cell(c);
+        if term.color {
+            c.add_attribute(Attribute::Bold)
+        } else {
+            c
+        }
+    }));
     table
 }
 
-pub fn list(checks: &[&'static dyn Check], width: Option<u16>) -> String {
-    let mut table = table(width);
-    table.set_header(vec!["id", "category", "title"]);
-    for c in checks {
-        table.add_row(vec![c.id(), category(c.id()), c.title()]);
-    }
+fn drawn(table: &Table) -> String {
     let mut s = table.to_string();
     s.push('\n');
     s
 }
 
-pub fn explain(check: &dyn Check) -> String {
-    spx_checks::spinifex::as_invoked(&format!(
-        "{} — {}\n{}\n\n{}\n",
-        check.id(),
-        check.title(),
-        if check.scope() == spx_checks::Scope::Cluster {
-            "(judged by `spx doctor --cluster` from every node's report)"
-        } else if check.samples() {
-            "(samples counters over the shared --sample window)"
+pub fn list(checks: &[&'static dyn Check], term: &Term) -> String {
+    let mut table = table(term, ["id", "category", "title"]);
+    for c in checks {
+        table.add_row(vec![c.id(), category(c.id()), c.title()]);
+    }
+    drawn(&table)
+}
+
+pub fn explain(check: &dyn Check, term: &Term) -> String {
+    let scope = if check.scope() == spx_checks::Scope::Cluster {
+        "(judged by `spx doctor --cluster` from every node's report)"
+    } else if check.samples() {
+        "(samples counters over the shared --sample window)"
+    } else {
+        "(a single reading)"
+    };
+    let mut out = Screen::new();
+    heading(&mut out, term, check.id(), check.title());
+    paragraphs(
+        &mut out,
+        term,
+        &as_invoked(&format!("{scope}\n\n{}", check.explain())),
+    );
+    out.into_string()
+}
+
+/// `ID — TITLE`, the id bold.
+fn heading(out: &mut Screen, term: &Term, id: &str, title: &str) {
+    let dash = if term.unicode { "—" } else { "-" };
+    let lead =
+        Lead::default()
+            .push(term, id, Some(Paint::Bold))
+            .push(term, &format!(" {dash} "), None);
+    out.wrap(term, &lead, title, 2);
+}
+
+/// `text`'s lines wrapped to the width, each keeping its own indent (a
+/// `- ` item hanging under its text).
+fn paragraphs(out: &mut Screen, term: &Term, text: &str) {
+    for line in text.lines() {
+        let body = line.trim_start();
+        if body.is_empty() {
+            out.line("");
+            continue;
+        }
+        let indent = line.len() - body.len();
+        let hang = if body.starts_with("- ") {
+            indent + 2
         } else {
-            "(a single reading)"
-        },
-        check.explain()
-    ))
+            indent
+        };
+        out.wrap(term, &Lead::indent(indent), body, hang);
+    }
 }
 
 /// Every check's own codes, then the ones every check shares.
-pub fn list_codes(width: Option<u16>) -> String {
-    let mut table = table(width);
-    table.set_header(vec!["code", "status", "meaning"]);
+pub fn list_codes(term: &Term) -> String {
+    let mut table = table(term, ["code", "status", "meaning"]);
     for c in codes::all().filter(|c| c.kind.origin != Origin::Common) {
         table.add_row(vec![c.code(), c.kind.status.to_string(), c.kind.text()]);
     }
@@ -61,12 +102,10 @@ pub fn list_codes(width: Option<u16>) -> String {
             k.text(),
         ]);
     }
-    let mut s = table.to_string();
-    s.push('\n');
-    s
+    drawn(&table)
 }
 
-pub fn explain_code(code: &Code) -> String {
+pub fn explain_code(code: &Code, term: &Term) -> String {
     let c = code.check;
     let kind = code.kind;
     let mut levels = Vec::new();
@@ -86,9 +125,7 @@ pub fn explain_code(code: &Code) -> String {
         ));
     }
     let mut s = format!(
-        "{} — {}\n{}\n\nReported by {} — {} (`{} explain {}`).\n",
-        code.code(),
-        kind.status,
+        "{}\n\nReported by {} — {} (`{} explain {}`).\n",
         as_invoked(&kind.text()),
         c.id(),
         c.title(),
@@ -106,5 +143,8 @@ pub fn explain_code(code: &Code) -> String {
         s.push_str(&levels.join("\n"));
         s.push('\n');
     }
-    s
+    let mut out = Screen::new();
+    heading(&mut out, term, &code.code(), &kind.status.to_string());
+    paragraphs(&mut out, term, &s);
+    out.into_string()
 }

@@ -27,6 +27,8 @@ use std::fmt::Write;
 
 use comfy_table::{Cell, Table};
 
+use super::term::{self, Paint, Term};
+
 /// True for a character a terminal may act on rather than show.
 fn acts(c: char) -> bool {
     matches!(c,
@@ -78,6 +80,41 @@ pub fn cell_lines<S: AsRef<str>>(lines: &[S]) -> Cell {
     )
 }
 
+/// The start of a line: pieces of the renderer's own words and of
+/// outside text, each made inert as it is added, some painted, and the
+/// columns they take.
+#[derive(Clone, Debug, Default)]
+pub struct Lead {
+    text: String,
+    width: usize,
+}
+
+impl Lead {
+    /// `indent` spaces.
+    pub fn indent(indent: usize) -> Lead {
+        Lead {
+            text: " ".repeat(indent),
+            width: indent,
+        }
+    }
+
+    /// `piece`, made inert, in `paint` (when the screen takes colour).
+    pub fn push(mut self, term: &Term, piece: &str, paint: Option<Paint>) -> Lead {
+        let piece = inert(piece);
+        self.width += term::width(&piece);
+        match paint {
+            Some(p) => self.text.push_str(&term.paint(p, &piece)),
+            None => self.text.push_str(&piece),
+        }
+        self
+    }
+
+    /// Columns taken.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+}
+
 /// What the table format prints: lines, each made inert, and tables whose
 /// cells were made by [`cell`] and [`cell_lines`].
 #[derive(Default)]
@@ -96,28 +133,60 @@ impl Screen {
         self.out.push('\n');
     }
 
-    /// One line wrapped at `width` columns on spaces, continuation lines
-    /// indented two more than the line's own indent.
-    pub fn wrapped(&mut self, line: impl AsRef<str>, width: usize) {
-        let line = inert(line.as_ref());
-        let indent = line.len() - line.trim_start().len();
-        let pad = " ".repeat(indent + 2);
-        let mut current = String::new();
-        for word in line.trim_start().split(' ') {
-            let len = current.chars().count();
-            if len > 0 && len + 1 + word.chars().count() > width.max(40) {
-                self.out.push_str(&current);
-                self.out.push('\n');
-                current = format!("{pad}{word}");
-            } else if current.is_empty() {
-                current = format!("{}{word}", &line[..indent]);
-            } else {
-                current.push(' ');
-                current.push_str(word);
+    /// `lead`, then `text` made inert, wrapped to `term.width`: the lines
+    /// after the first start `hang` columns in. Returns the lines written.
+    pub fn wrap(&mut self, term: &Term, lead: &Lead, text: &str, hang: usize) -> usize {
+        self.wrap_at_most(term, lead, text, hang, usize::MAX)
+    }
+
+    /// [`Screen::wrap`] in at most `max` lines, the last one ending in `…`
+    /// when the text was cut.
+    pub fn wrap_at_most(
+        &mut self,
+        term: &Term,
+        lead: &Lead,
+        text: &str,
+        hang: usize,
+        max: usize,
+    ) -> usize {
+        let text = inert(text);
+        let hang = hang.min(term.width / 2);
+        let first = term.width.saturating_sub(lead.width);
+        let rest = term.width - hang;
+        let mut lines = if first == 0 {
+            let mut l = vec![String::new()];
+            l.extend(term.wrap(&text, rest, rest));
+            l
+        } else {
+            term.wrap(&text, first, rest)
+        };
+        if lines.len() > max.max(1) {
+            lines.truncate(max.max(1));
+            let more = term.sym(term::Sym::More);
+            let room = if lines.len() == 1 { first } else { rest };
+            let last = lines.last_mut().expect("at least one line");
+            // Cut at a space, else (one long word) at a character.
+            while !last.is_empty() && term::width(last) + 1 + term::width(more) > room {
+                match last.rfind(' ') {
+                    Some(at) => last.truncate(at),
+                    None => {
+                        last.pop();
+                    }
+                }
             }
+            last.push(' ');
+            last.push_str(more);
         }
-        self.out.push_str(&current);
-        self.out.push('\n');
+        for (i, line) in lines.iter().enumerate() {
+            if i == 0 {
+                self.out.push_str(&lead.text);
+            } else {
+                self.out.push_str(&" ".repeat(hang));
+            }
+            self.out.push_str(line);
+            self.out.push('\n');
+        }
+        lines.len()
     }
 
     /// A drawn table (its borders and the colours it was asked for).
@@ -148,23 +217,38 @@ mod tests {
     fn a_line_break_inside_a_field_stays_in_its_line() {
         let mut s = Screen::new();
         s.line("fix: a\r\nFORGED: cluster.path-matrix pass");
-        s.wrapped("  n1: one\ntwo", 80);
+        let t = Term::plain(80);
+        s.wrap(
+            &t,
+            &Lead::indent(2).push(&t, "n1\x1b[2J: ", None),
+            "one\ntwo",
+            4,
+        );
         assert_eq!(
             s.into_string(),
-            "fix: a\\r\\nFORGED: cluster.path-matrix pass\n  n1: one\\ntwo\n"
+            "fix: a\\r\\nFORGED: cluster.path-matrix pass\n  n1\\x1b[2J: one\\ntwo\n"
         );
         let c = cell_lines(&["summary\x1b[2J", "  fix: x\ny"]);
         assert_eq!(c.content(), "summary\\x1b[2J\n  fix: x\\ny");
     }
 
     #[test]
-    fn long_lines_wrap_with_a_hanging_indent() {
+    fn long_lines_wrap_with_a_hanging_indent_and_can_be_cut() {
+        let t = Term::plain(40);
         let mut s = Screen::new();
-        s.wrapped("  n1: one two three four five six seven eight nine ten", 40);
-        s.wrapped("short", 40);
+        let lead = Lead::indent(2).push(&t, "n1: ", None);
+        s.wrap(
+            &t,
+            &lead,
+            "one two three four five six seven eight nine ten",
+            4,
+        );
+        s.wrap(&t, &Lead::default(), "short", 2);
+        s.wrap_at_most(&t, &Lead::default(), &"word ".repeat(20), 2, 1);
         assert_eq!(
             s.into_string(),
-            "  n1: one two three four five six seven\n    eight nine ten\nshort\n"
+            "  n1: one two three four five six seven\n    eight nine ten\nshort\n\
+             word word word word word word word …\n"
         );
     }
 }

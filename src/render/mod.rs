@@ -5,12 +5,17 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod fixes;
+pub mod grouped;
 pub mod inert;
 pub mod journal;
 pub mod json;
 pub mod junit;
+pub mod problem;
 pub mod prometheus;
 pub mod table;
+pub mod term;
+pub mod verbose;
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -19,12 +24,13 @@ use crate::cli::Format;
 use crate::report::cluster::ClusterReport;
 use crate::report::Report;
 
+/// How a report is drawn: the screen, and what the flags ask of it.
 pub struct Style {
+    /// `-v`: every check, in catalogue order, with its evidence.
     pub verbose: bool,
-    pub color: bool,
-    pub width: Option<u16>,
     /// `--strict`: a warning is a failure (JUnit draws it as one).
     pub strict: bool,
+    pub term: term::Term,
 }
 
 pub fn render(report: &Report, format: Format, style: &Style) -> Vec<u8> {

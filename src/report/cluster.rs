@@ -65,11 +65,6 @@ impl ClusterSummary {
     }
 }
 
-/// True for a status that needs the operator.
-pub fn needs_attention(status: Status) -> bool {
-    matches!(status, Status::Fail | Status::Warn | Status::Error)
-}
-
 #[derive(Serialize, Debug)]
 pub struct NodeEntry {
     pub name: String,

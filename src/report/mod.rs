@@ -126,6 +126,10 @@ pub struct CheckReport {
     /// For a skip that needs a privilege: which one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub needs: Option<String>,
+    /// Remarks this check shares with others (how it chose what it
+    /// judged), each with its code; never repeated in `summary`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<spx_checks::finding::Note>,
     pub evidence: Map<String, Value>,
     pub remediation: Vec<String>,
     /// Per-subject outcomes (per peer, interface, instance).
@@ -288,6 +292,7 @@ pub fn check_report(o: Outcome) -> CheckReport {
         summary: as_invoked(&f.summary),
         skip_reason: f.kind.skip,
         needs: f.needs,
+        notes: f.notes,
         evidence: f.evidence,
         remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
         findings: f
@@ -322,6 +327,7 @@ pub(crate) mod tests {
             summary: String::new(),
             skip_reason: None,
             needs: None,
+            notes: vec![],
             evidence: Map::new(),
             remediation: vec![],
             findings: vec![],

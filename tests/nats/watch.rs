@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::support::nats::{Logged, NatsLab, Tail, BUS_ADDR, TOKEN};
 use crate::support::sshd::LabNode;
+use crate::support::tmux::Tmux;
 use crate::support::{self, otlp, run};
 use spx_test_harness::root_test;
 
@@ -125,68 +126,6 @@ impl Drop for Events {
     }
 }
 
-/// A tmux server of this test's own (its own socket), stopped on Drop.
-pub(super) struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(command: &[String]) -> Tmux {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let socket = format!("spx-watch-{}-{nanos}", std::process::id());
-        let t = Tmux { socket };
-        let mut cmd = Command::new("tmux");
-        cmd.args([
-            "-L",
-            &t.socket,
-            "new-session",
-            "-d",
-            "-s",
-            "w",
-            "-x",
-            "200",
-            "-y",
-            "80",
-        ])
-        .arg(command.join(" "))
-        .env("HOME", "/nonexistent-spx-test-home")
-        .env_remove("NO_COLOR");
-        let (code, _, err) = run(&mut cmd);
-        assert_eq!(code, 0, "tmux: {err}");
-        t
-    }
-
-    fn screen(&self) -> String {
-        run(Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "w"])).1
-    }
-
-    /// Wait until the screen shows every one of `needles`.
-    fn wait(&self, needles: &[&str], within: Duration, what: &str) -> String {
-        let t0 = Instant::now();
-        loop {
-            let s = self.screen();
-            if needles.iter().all(|n| s.contains(n)) {
-                return s;
-            }
-            assert!(
-                t0.elapsed() < within,
-                "{what}: the screen never showed {needles:?}:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
 /// `watch --once --format json` from node `i`: (exit code, report).
 pub(super) fn once(lab: &NatsLab, i: usize) -> (i32, Value) {
     let mut cmd = lab.ssh.fabric.node(i).spx();
@@ -259,9 +198,7 @@ fn is_transition(v: &Value, check: &str, to: impl Fn(&str) -> bool) -> bool {
 #[root_test]
 fn watch_sees_a_fault_its_mending_and_a_dead_agent_live() {
     let test = "watch_sees_a_fault_its_mending_and_a_dead_agent_live";
-    if !super::nats_or_skip(test)
-        || !support::tool_or_skip(test, "tmux", Path::new("/usr/bin/tmux").exists())
-    {
+    if !super::nats_or_skip(test) || !support::tool_or_skip(test, "tmux", Tmux::available()) {
         return;
     }
     let Some(python) = otlp::python_or_skip(test) else {
@@ -344,7 +281,7 @@ fn watch_sees_a_fault_its_mending_and_a_dead_agent_live() {
         "--config".into(),
         lab.etc(1).join("spinifex.toml").display().to_string(),
     ]);
-    let tmux = Tmux::start(&screen_cmd);
+    let tmux = Tmux::start(&screen_cmd, 200, 80, &[]);
     // The state found first: every node ok, every check first seen.
     for n in &lab.ssh.names {
         live.wait(t0, Duration::from_secs(10), "the live state found", |l| {

@@ -17,6 +17,7 @@ pub mod qemu;
 pub mod root;
 pub mod sshd;
 pub mod strongswan;
+pub mod tmux;
 pub mod vm;
 
 use std::path::{Path, PathBuf};
@@ -74,7 +75,7 @@ pub fn run_json(cmd: &mut Command) -> (i32, Value) {
 
 /// [`run`] a doctor command line in any `--format` (the report on
 /// stdout) with `--record`, replay the bundle with the same presentation
-/// (`--format`, `-v`, `--color`, `COLUMNS`, `SPX_DOCTOR_VIA`) and assert the
+/// (`--format`, `-v`, `--color`, `--width`, `COLUMNS`, `SPX_DOCTOR_VIA`) and assert the
 /// replay prints the same report, byte for byte (a table's closing lines
 /// that name the bundle aside).
 pub fn run_replayed(cmd: &mut Command) -> (i32, String, String) {
@@ -91,7 +92,7 @@ pub fn run_replayed(cmd: &mut Command) -> (i32, String, String) {
     let args: Vec<&std::ffi::OsStr> = cmd.get_args().collect();
     for (i, a) in args.iter().enumerate() {
         match a.to_str() {
-            Some("--format" | "--color") => {
+            Some("--format" | "--color" | "--width") => {
                 replay.arg(a).arg(args[i + 1]);
             }
             Some("-v" | "--verbose") => {
@@ -103,9 +104,17 @@ pub fn run_replayed(cmd: &mut Command) -> (i32, String, String) {
     replay.arg("--replay").arg(&bundle);
     let (rcode, rout, rerr) = run(&mut replay);
     assert_eq!(rcode, code, "{rerr}");
+    // The lines naming the bundle, each with the lines it wrapped onto
+    // (indented under it).
+    let mut naming = false;
     let rout: String = rout
         .lines()
-        .filter(|l| !l.starts_with("replayed from ") && !l.starts_with("replay: "))
+        .filter(|l| {
+            naming = l.starts_with("replayed from ")
+                || l.starts_with("replay: ")
+                || (naming && l.starts_with("  "));
+            !naming
+        })
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(rout, out, "the replay prints another report");

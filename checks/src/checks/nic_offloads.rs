@@ -120,7 +120,7 @@ impl Check for NicOffloads {
          (tx-tcp-segmentation), GSO, GRO (rx-gro), scatter-gather and checksumming. \
          Interfaces: as every NIC check (--interface IF, else the ports of br-vpc, else \
          br-lan, else br-wan, else the egress interfaces of the routes to the peers, else \
-         the default route's interface, which the summary then says), judged where the \
+         the default route's interface, which a note then says), judged where the \
          stack hands packets over (a VLAN or macvlan itself, not the devices beneath).\n\
          \n\
          Verdicts: a tunnel segmentation feature off, or off [fixed], fails: geneve is then \
@@ -429,7 +429,13 @@ pub fn judge_from(ifaces: &[InterfaceFeatures], source: Option<&str>) -> Finding
             )
         },
     );
-    let finding = if finding.status == Status::Fail {
+    // Only an `ethtool -K` sets something to keep: a feature the driver
+    // holds off [fixed] leaves nothing to make persistent.
+    let set_something = finding
+        .remediation
+        .iter()
+        .any(|r| r.starts_with("ethtool -K"));
+    let finding = if finding.status == Status::Fail && set_something {
         finding.fix("make the setting persistent in the interface's network configuration, then confirm with `spx doctor --check nic.offloads,nic.tso` under load")
     } else {
         finding

@@ -88,7 +88,7 @@ impl Check for NicQueues {
          Interfaces, chosen the same way by all four NIC checks: --interface IF, else the \
          underlay NICs (ports of br-vpc, else br-lan, else br-wan, else the egress of the \
          routes to the peers), else (no config yet, or inside a guest) the interface of \
-         the default route, which the summary then says. A VLAN, bond or macvlan is \
+         the default route, which a note then says. A VLAN, bond or macvlan is \
          followed down to the devices beneath it (sysfs lower_*), which own the queues.\n\
          \n\
          Verdict: fewer in use than offered warns, with the `ethtool -L` command that uses \

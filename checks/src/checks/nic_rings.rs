@@ -82,7 +82,7 @@ impl Check for NicRings {
     fn explain(&self) -> &'static str {
         "Reads ring sizes through the SIOCETHTOOL ioctl (what `ethtool -g IF` shows). \
          Interfaces: as every NIC check (--interface, else the underlay NICs, else the \
-         default route's interface, which the summary then says; VLANs and bonds followed \
+         default route's interface, which a note then says; VLANs and bonds followed \
          down to the devices beneath).\n\
          \n\
          Verdict: an rx ring below 1024 where the device's maximum allows 1024 warns, with \
@@ -201,7 +201,7 @@ pub fn judge_from(ifaces: &[InterfaceRings], source: Option<&str>) -> Finding {
         |fine| format!("receive rings hold a burst: {}", fine.join(", ")),
     );
     let finding = if finding.status == Status::Warn {
-        finding.fix("then watch the driver's drop counters stay still under load: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
+        finding.fix("then, under load, watch its drop counters stay still: `ethtool -S IF | grep -i -e drop -e discard -e missed`")
     } else {
         finding
     };

@@ -146,7 +146,7 @@ impl Check for NicTso {
          tx_tso_packets and tx_tso_inner_packets, mlx4_en tso_packets, sfc tx_tso_bursts, \
          vmxnet3 TSO pkts tx, igb and e1000e tx_tcp_seg_good) of the underlay NICs, \
          chosen as every NIC check chooses them (--interface, else the underlay NICs, else \
-         the default route's interface, which the summary then says; VLANs and bonds \
+         the default route's interface, which a note then says; VLANs and bonds \
          followed down to the devices beneath). The ratio is wire \
          packets per TSO descriptor. ice, i40e, ixgbe, bnxt_en, ena and virtio_net count \
          no TSO descriptors (only packets and bytes per queue).\n\

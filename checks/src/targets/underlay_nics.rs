@@ -14,8 +14,9 @@
 //! 4. The interface of the IPv4 default route: with nothing above naming
 //!    the underlay (no config yet, or inside a guest, whose NIC name is
 //!    distro-dependent: enp0s16, eth0…), the NIC this host's traffic
-//!    leaves by is the one an operator means. Every check says so in its
-//!    summary and evidence (`interface_source: "default route"`), so that a
+//!    leaves by is the one an operator means. Every check says so in a note
+//!    (`underlay-nic-from-default-route`) and its evidence
+//!    (`interface_source: "default route"`), so that a
 //!    verdict on it is never read as a verdict on a named underlay.
 //!
 //! Nothing found is a skip that says how to name one.
@@ -29,7 +30,7 @@
 use std::net::IpAddr;
 
 use crate::ctx::Ctx;
-use crate::finding::{Finding, SkipReason};
+use crate::finding::{Finding, NoteKind, SkipReason};
 use crate::host::HostRef;
 use crate::settings::Options;
 
@@ -57,17 +58,22 @@ impl Selection {
         self.source == DEFAULT_ROUTE
     }
 
-    /// `finding` with its summary saying how the interface was chosen when
+    /// `finding` with a note saying how the interface was chosen when
     /// nothing named the underlay: a verdict on the default route's NIC is
     /// not a verdict on a named underlay, and `--interface` corrects it.
-    pub fn annotate(&self, mut finding: Finding) -> Finding {
-        if self.by_default_route() {
-            finding.summary.push_str(&format!(
-                " ({} is the default route's interface: no --interface, underlay bridge or peer route named the underlay; pass --interface IF to judge another)",
-                self.interfaces.join(", ")
-            ));
+    /// Every NIC check says it alike, so it is a [`crate::finding::Note`], said once on
+    /// the first screen, never text in the summary.
+    pub fn annotate(&self, finding: Finding) -> Finding {
+        if !self.by_default_route() {
+            return finding;
         }
-        finding
+        finding.note(
+            NoteKind::UnderlayNicFromDefaultRoute,
+            format!(
+                "{} is the default route's interface: nothing named the underlay; pass --interface IF to judge another",
+                self.interfaces.join(", ")
+            ),
+        )
     }
 }
 

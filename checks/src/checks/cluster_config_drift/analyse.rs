@@ -57,7 +57,7 @@ impl Compared {
             Compared::UnderlayMtu => Some(json!(n.config()?.underlay_mtu)),
             Compared::Nodes => {
                 let mut names = n.config()?.nodes.clone();
-                names.sort();
+                crate::natural::sort(&mut names);
                 Some(json!(names))
             }
             Compared::Version => Some(json!(n.version()?)),

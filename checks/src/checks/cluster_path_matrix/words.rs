@@ -30,6 +30,10 @@ impl Cell {
     }
 }
 
+/// Pairs of a node cut off that its summary names before it counts the
+/// rest.
+const CUT_OFF_PAIRS_NAMED: usize = 10;
+
 /// `a<->b` for pairs failing both ways, `a->b` otherwise, in matrix order,
 /// each with the first cell it stands for.
 fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
@@ -37,7 +41,8 @@ fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
     for c in failing {
         let reverse = failing.iter().any(|r| r.from == c.to && r.to == c.from);
         let name = if reverse {
-            let (a, b) = if c.from <= c.to {
+            // Natural order: n2<->n12, never n12<->n2.
+            let (a, b) = if crate::natural::cmp(&c.from, &c.to).is_le() {
                 (&c.from, &c.to)
             } else {
                 (&c.to, &c.from)
@@ -85,10 +90,14 @@ impl CutOff {
             (None, Some(m)) => format!(" (carries {m}: {k}'s link or its switch port)"),
             (None, None) => String::new(),
         };
-        format!(
-            "every path to and from {k}{why}: {}",
-            names_only(&pair_names(through)).join(", ")
-        )
+        // Every pair has k at one end: past ten, the rest are counted.
+        let mut pairs = names_only(&pair_names(through));
+        if pairs.len() > CUT_OFF_PAIRS_NAMED {
+            let more = pairs.len() - CUT_OFF_PAIRS_NAMED;
+            pairs.truncate(CUT_OFF_PAIRS_NAMED);
+            pairs.push(format!("and {more} more"));
+        }
+        format!("every path to and from {k}{why}: {}", pairs.join(", "))
     }
 
     /// Its own link's command when its own report knows the devices, else

@@ -366,10 +366,16 @@ pub fn judge(
     let guests = if total == 1 { "guest" } else { "guests" };
     let worst = most_severe(bad.iter().flat_map(|a| a.kinds.iter().copied()));
     let finding = if let Some(kind) = worst {
-        let named: Vec<String> = bad
+        // Past NAMED, the summary counts the others (every one is in the
+        // findings and the evidence): 300 guests would be 300 names.
+        let mut named: Vec<String> = bad
             .iter()
+            .take(NAMED)
             .map(|a| format!("{}: {}", a.label(), a.tags.join(", ")))
             .collect();
+        if bad.len() > NAMED {
+            named.push(format!("and {} more, in the findings", bad.len() - NAMED));
+        }
         let mut summary = format!(
             "{} of {total} {guests} started without the required tuning ({}); each needs a stop/start after the daemon is updated",
             bad.len(),
@@ -437,6 +443,9 @@ pub fn judge(
     };
     finding.evidence(&evidence(audits)).subjects(subjects)
 }
+
+/// Guests the summary names before it counts the rest.
+const NAMED: usize = 10;
 
 fn remediation(bad: &[&InstanceAudit], vhost_net: bool) -> Vec<String> {
     let mut steps = Vec::new();
