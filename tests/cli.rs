@@ -145,7 +145,7 @@ fn list_and_explain_come_from_the_check_list() {
 fn table_output_has_counts_and_no_color_when_piped() {
     let (_, out, _) = run(spx().args(["--check", "sysctl", "--color", "auto"]));
     assert!(
-        out.contains(" · 1 check in ") && out.contains("sysctl.udp-buffers"),
+        out.contains(" · 2 checks in ") && out.contains("sysctl.udp-buffers"),
         "{out}"
     );
     assert!(!out.contains('\u{1b}'), "no escape codes when piped");
