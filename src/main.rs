@@ -24,7 +24,7 @@ use std::time::{Instant, SystemTime};
 use clap::CommandFactory;
 use spx_checks::host::{Bundle, Header, Host, HostRef, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE};
 use spx_checks::live::LiveHost;
-use spx_checks::{Ctx, CHECKS};
+use spx_checks::{catalogue, Ctx, CHECKS};
 
 use crate::cli::{Action, Cli, ColorChoice, Format, Shell};
 use crate::render::Style;
@@ -53,25 +53,38 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Some(Action::Complete { words }) => {
+            // The site's checks complete too, when their files read.
+            let _ = settings::install_catalogue(None);
             render::to_stdout(&complete(words)?)?;
             Ok(0)
         }
-        Some(Action::List { codes: false }) => {
-            render::to_stdout(&render::catalog::list(CHECKS, terminal_width()))?;
+        Some(Action::List {
+            codes: false,
+            config,
+        }) => {
+            settings::install_catalogue(config)?;
+            render::to_stdout(&render::catalog::list(&catalogue::all(), terminal_width()))?;
             Ok(0)
         }
-        Some(Action::List { codes: true }) => {
+        Some(Action::List {
+            codes: true,
+            config,
+        }) => {
+            settings::install_catalogue(config)?;
             render::to_stdout(&render::catalog::list_codes(terminal_width()))?;
             Ok(0)
         }
-        Some(Action::Explain { id }) if id.contains('/') => {
+        Some(Action::Explain { id, config }) if id.contains('/') => {
+            settings::install_catalogue(config)?;
             let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
             render::to_stdout(&render::catalog::explain_code(&code))?;
             Ok(0)
         }
-        Some(Action::Explain { id }) => {
-            let check = spx_checks::select::select(CHECKS, std::slice::from_ref(&id), &[])
-                .map_err(|e| UsageError(e.to_string()))?;
+        Some(Action::Explain { id, config }) => {
+            settings::install_catalogue(config)?;
+            let check =
+                spx_checks::select::select(&catalogue::all(), std::slice::from_ref(&id), &[])
+                    .map_err(|e| UsageError(e.to_string()))?;
             match check.as_slice() {
                 [one] if one.id() == id => {
                     render::to_stdout(&render::catalog::explain(*one))?;
@@ -115,6 +128,7 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
                 report.recorded.clone(),
             );
             header.policy = settings.policy.clone();
+            header.site_checks = catalogue::site_definitions();
             (report, Some((path, recorder.bundle(header))))
         }
     };
@@ -209,7 +223,7 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
         strict: settings.strict,
         required: settings
             .profile
-            .map(|p| p.required.to_vec())
+            .map(|p| p.required_ids())
             .unwrap_or_default(),
     };
     let mut checks: Vec<report::CheckReport> =

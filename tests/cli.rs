@@ -337,6 +337,22 @@ fn schema_check_blocks() -> String {
         }}"##
         ));
     }
+    // The site's own checks (doctor.d): ids and codes from files, so one
+    // block for all of them, by id.
+    let codes = r"[a-z0-9]+(-[a-z0-9]+)*";
+    let pattern = format!("^site\\\\.{codes}/{codes}$");
+    out.push(format!(
+        r##"        {{
+          "if": {{ "properties": {{ "id": {{ "pattern": "^site\\." }} }}, "required": ["id"] }},
+          "then": {{
+            "properties": {{
+              "id": {{ "pattern": "^site\\.{codes}$" }},
+              "code": {{ "pattern": "{pattern}" }},
+              "evidence": {{ "anyOf": [{{ "maxProperties": 0 }}, {{ "$ref": "#/$defs/evidence-site" }}] }}
+            }}
+          }}
+        }}"##
+    ));
     out.join(",\n") + "\n"
 }
 

@@ -19,7 +19,7 @@ use spx_checks::config::Config;
 use spx_checks::live::peers;
 use spx_checks::profile::Profile;
 use spx_checks::validate::{self, shown};
-use spx_checks::{select, Check, ConfigState, Scope, CHECKS};
+use spx_checks::{catalogue, select, Check, ConfigState, Scope};
 
 use crate::cli::RunArgs;
 use crate::levels::Source;
@@ -172,8 +172,8 @@ impl Plan {
 
         // Checks: --check/--skip choose the node checks; the cluster checks
         // always run unless skipped.
-        let not_skipped =
-            select::select(CHECKS, &[], &exclude).map_err(|e| UsageError(e.to_string()))?;
+        let not_skipped = select::select(&catalogue::all(), &[], &exclude)
+            .map_err(|e| UsageError(e.to_string()))?;
         let cluster_checks: Vec<&'static dyn Check> = not_skipped
             .into_iter()
             .filter(|c| c.scope() == Scope::Cluster)

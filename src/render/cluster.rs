@@ -8,7 +8,7 @@
 use comfy_table::{Attribute, Cell, Color};
 use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix::CellVerdict;
-use spx_checks::{Scope, Status, CHECKS};
+use spx_checks::{Scope, Status};
 
 use super::inert::{cell, cell_lines, Screen};
 use super::table::{color, mark, new_table};
@@ -122,7 +122,8 @@ impl Grid<'_> {
     }
 }
 
-/// The node checks any node reported, in CHECKS order (then unknown ids).
+/// The node checks any node reported, in the catalogue's order (then
+/// unknown ids: another node's site checks).
 fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for n in nodes {
@@ -133,8 +134,9 @@ fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
             }
         }
     }
+    let catalogue = spx_checks::catalogue::all();
     let pos = |id: &str| {
-        CHECKS
+        catalogue
             .iter()
             .position(|c| c.id() == id)
             .unwrap_or(usize::MAX)
@@ -413,7 +415,7 @@ mod tests {
     /// failing on two nodes, a black hole in the matrix.
     fn eight() -> ClusterReport {
         let names: Vec<String> = (1..=8).map(|i| format!("spx-node-0{i}")).collect();
-        let checks: Vec<Value> = CHECKS
+        let checks: Vec<Value> = spx_checks::CHECKS
             .iter()
             .filter(|c| c.scope() == Scope::Node)
             .map(|c| {
