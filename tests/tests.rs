@@ -23,5 +23,6 @@ mod preflight;
 mod qemu;
 mod record_replay;
 mod root_test;
+mod site_checks;
 mod spinifex_hook;
 mod udp;

@@ -39,7 +39,9 @@ impl Cgroup {
                 }
             })
             .collect();
-        let dir = root.join(own.trim_start_matches('/')).join(format!(
+        let parent = root.join(own.trim_start_matches('/'));
+        sweep(&parent);
+        let dir = parent.join(format!(
             "spx-doctor.{name}.{}.{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
@@ -121,6 +123,36 @@ impl Cgroup {
     }
 }
 
+/// Remove the empty cgroups of doctors that are gone: a plugin stuck past
+/// its run keeps its cgroup until it dies, after the doctor that made it
+/// has exited. One that still holds a process stays (rmdir refuses it).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = doctor_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// The doctor's pid in a cgroup name it made, `spx-doctor.CHECK.PID.N`.
+fn doctor_pid(name: &str) -> Option<u32> {
+    let mut parts = name.split('.');
+    if parts.next()? != "spx-doctor" {
+        return None;
+    }
+    let _check = parts.next()?;
+    let pid = parts.next()?.parse().ok()?;
+    parts.next()?.parse::<u64>().ok()?;
+    parts.next().is_none().then_some(pid)
+}
+
 /// Where the cgroup v2 hierarchy is mounted (the first one), from
 /// `/proc/self/mountinfo`.
 pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
@@ -189,5 +221,8 @@ mod tests {
             Some("/system.slice/spx-doctor-agent.service")
         );
         assert_eq!(own_cgroup("4:memory:/x\n"), None);
+        assert_eq!(doctor_pid("spx-doctor.site_load.6479.0"), Some(6479));
+        assert_eq!(doctor_pid("spx-doctor.site_load.6479"), None);
+        assert_eq!(doctor_pid("system.slice"), None);
     }
 }
