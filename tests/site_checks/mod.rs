@@ -8,6 +8,8 @@
 //! ([`support::site::SiteLab`]): anything under /tmp is refused, as it
 //! should be.
 
+mod cluster;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
