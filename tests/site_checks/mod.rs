@@ -953,3 +953,54 @@ fn a_plugin_in_uninterruptible_sleep_is_reported_stuck_and_not_waited_for() {
         let _ = std::fs::remove_dir(cgroup);
     }
 }
+
+/// A bundle keeps what the plugin answered and the site's definitions: a
+/// replay, on a machine without that doctor.d, judges the same answer
+/// again and runs nothing.
+#[test]
+fn a_replay_judges_the_recorded_answer_and_runs_nothing() {
+    let lab = SiteLab::new();
+    let ran = lab.root().join("ran");
+    let counted = lab.script(
+        "counted",
+        &format!(
+            "echo x >> {}\necho 'WARNING - 3 of 4 fans|fans=3;;;0;4'\nexit 1",
+            ran.display()
+        ),
+    );
+    let file = lab.check("counted", "nagios", &[counted.to_str().unwrap()], "5s");
+    let dir = support::bundle_dir();
+    let bundle = dir.path().join("site.spxb");
+    let (code, mut live) = run_json_unrecorded(
+        lab.doctor()
+            .args(["--check", "site", "--record"])
+            .arg(&bundle),
+    );
+    assert_eq!(code, 0, "{live:#}");
+    assert_eq!(std::fs::read_to_string(&ran).unwrap().lines().count(), 1);
+    let text = support::bundle_text(&bundle);
+    assert!(text.contains("\"kind\":\"site\""), "the request");
+    assert!(text.contains("WARNING - 3 of 4 fans"), "the answer");
+    std::fs::remove_file(&file).unwrap();
+    std::fs::remove_file(&counted).unwrap();
+
+    let (code, mut replayed) =
+        run_json_unrecorded(support::spx().arg("--replay").arg(&bundle));
+    assert_eq!(code, 0, "{replayed:#}");
+    replayed.as_object_mut().unwrap().remove("replayed_from");
+    live.as_object_mut().unwrap().remove("replayed_from");
+    assert_eq!(replayed, live);
+    assert_eq!(check(&replayed, "site.counted")["code"], "site.counted/warning");
+    // Levels apply to its codes in a replay too.
+    let (code, denied) = run_json_unrecorded(support::spx().arg("--replay").arg(&bundle).args([
+        "--deny",
+        "site.counted/warning",
+    ]));
+    assert_eq!(code, 1, "{denied:#}");
+    assert_eq!(check(&denied, "site.counted")["status"], "fail");
+    assert_eq!(
+        std::fs::read_to_string(&ran).unwrap().lines().count(),
+        1,
+        "a replay ran the plugin"
+    );
+}
