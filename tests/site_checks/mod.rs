@@ -946,7 +946,13 @@ fn a_plugin_in_uninterruptible_sleep_is_reported_stuck_and_not_waited_for() {
     // its request answered, it went.
     assert_eq!(r["at_exit"][pid.to_string()], "D", "{r}");
     assert_eq!(r["after_release"][pid.to_string()], Value::Null, "{r}");
-    assert!(took < Duration::from_secs(15), "{took:?}");
+    // The doctor's wall, start to exit, as the wrapper timed it: within
+    // --timeout + 1.5 s (a debug build's start and exit), however long the
+    // wrapper itself took on a loaded machine.
+    assert!(
+        r["wall_ms"].as_u64().unwrap() <= 5500,
+        "{r} (all of it {took:?})"
+    );
     assert!(processes_with(&lab.root().display().to_string()).is_empty());
     // Its cgroup outlived the doctor (the doctor's next run sweeps such).
     if let Some(cgroup) = c["evidence"]["isolation"]["path"].as_str() {
@@ -984,18 +990,22 @@ fn a_replay_judges_the_recorded_answer_and_runs_nothing() {
     std::fs::remove_file(&file).unwrap();
     std::fs::remove_file(&counted).unwrap();
 
-    let (code, mut replayed) =
-        run_json_unrecorded(support::spx().arg("--replay").arg(&bundle));
+    let (code, mut replayed) = run_json_unrecorded(support::spx().arg("--replay").arg(&bundle));
     assert_eq!(code, 0, "{replayed:#}");
     replayed.as_object_mut().unwrap().remove("replayed_from");
     live.as_object_mut().unwrap().remove("replayed_from");
     assert_eq!(replayed, live);
-    assert_eq!(check(&replayed, "site.counted")["code"], "site.counted/warning");
+    assert_eq!(
+        check(&replayed, "site.counted")["code"],
+        "site.counted/warning"
+    );
     // Levels apply to its codes in a replay too.
-    let (code, denied) = run_json_unrecorded(support::spx().arg("--replay").arg(&bundle).args([
-        "--deny",
-        "site.counted/warning",
-    ]));
+    let (code, denied) = run_json_unrecorded(
+        support::spx()
+            .arg("--replay")
+            .arg(&bundle)
+            .args(["--deny", "site.counted/warning"]),
+    );
     assert_eq!(code, 1, "{denied:#}");
     assert_eq!(check(&denied, "site.counted")["status"], "fail");
     assert_eq!(

@@ -75,12 +75,14 @@ def main():
 
     threading.Thread(target=serve, daemon=True).start()
     pids_file = os.path.join(os.path.dirname(mount.rstrip("/")), "pids")
+    started = time.monotonic()
     code = subprocess.run(command).returncode
+    wall_ms = int((time.monotonic() - started) * 1000)
     pids = []
     if os.path.exists(pids_file):
         with open(pids_file) as f:
             pids = [int(l) for l in f.read().split() if l.strip()]
-    out = {"at_exit": {str(p): state(p) for p in pids}, "held": len(held)}
+    out = {"at_exit": {str(p): state(p) for p in pids}, "held": len(held), "wall_ms": wall_ms}
     with lock:
         for unique in held:
             try:

@@ -188,20 +188,25 @@ fn not_an_answer(
             pid,
             state,
             killed_after_ms,
-        } => Finding::of_kind(
-            kind("stuck"),
-            format!(
-                "killed after {killed_after_ms} ms, process {pid} was still there at the run's deadline ({}): the run did not wait for it",
-                match state.as_deref() {
-                    Some("D") => "state D, uninterruptible sleep".to_owned(),
-                    Some(s) => format!("state {s}"),
-                    None => "its state unknown".to_owned(),
-                }
-            ),
-        )
-        .fix(format!(
-            "find the mount or device process {pid} waits on (`cat /proc/{pid}/stack`, `cat /proc/{pid}/wchan`)"
-        )),
+            earlier,
+        } => {
+            let state = match state.as_deref() {
+                Some("D") => "state D, uninterruptible sleep".to_owned(),
+                Some(s) => format!("state {s}"),
+                None => "its state unknown".to_owned(),
+            };
+            Finding::of_kind(
+                kind("stuck"),
+                if *earlier {
+                    format!("process {pid} of an earlier run of it is still there ({state}): not run again until it goes")
+                } else {
+                    format!("killed after {killed_after_ms} ms, process {pid} was still there at the run's deadline ({state}): the run did not wait for it")
+                },
+            )
+            .fix(format!(
+                "find the mount or device process {pid} waits on (`cat /proc/{pid}/stack`, `cat /proc/{pid}/wchan`)"
+            ))
+        }
         Ended::Refused { refusal } => {
             let path = refusal.path.display();
             let fix = match &refusal.problem {

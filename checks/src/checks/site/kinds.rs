@@ -59,7 +59,7 @@ pub const SITE_KINDS: [(&str, Status, &str); 12] = [
     (
         "stuck",
         Status::Error,
-        "Killed at its timeout, it was still there at the run's deadline: in uninterruptible sleep (state D, a hung mount or device). The run did not wait for it; it is reaped whenever it goes.",
+        "Killed at its timeout, it was still there at the run's deadline: in uninterruptible sleep (state D, a hung mount or device). The run did not wait for it; it is reaped whenever it goes, and until then the check is not started again (a later run says stuck too).",
     ),
     (
         "output-cut",

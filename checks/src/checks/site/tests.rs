@@ -174,7 +174,7 @@ fn what_is_no_answer_is_an_error_that_says_so() {
         ),
         (
             ran(
-                Ended::Stuck { pid: 4242, state: Some("D".into()), killed_after_ms: 1000 },
+                Ended::Stuck { pid: 4242, state: Some("D".into()), killed_after_ms: 1000, earlier: false },
                 "",
             ),
             "stuck",

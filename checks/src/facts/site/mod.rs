@@ -75,6 +75,10 @@ pub enum Ended {
         state: Option<String>,
         /// The timeout it was killed at.
         killed_after_ms: u64,
+        /// It is an earlier run's, still there: this run did not start
+        /// the check again (an agent would otherwise pile them up).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        earlier: bool,
     },
     /// The doctor would not run it as it is: what is wrong with which file.
     Refused { refusal: Refusal },

@@ -22,11 +22,13 @@
 mod cgroup;
 mod secure_path;
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
@@ -76,6 +78,14 @@ pub fn run(p: &Plugin<'_>, deadline: Option<Instant>) -> Result<SiteRun, ProbeEr
         if let Err(ended) = secure_path::verify(path, role, euid) {
             return Ok(SiteRun::not_started(ended));
         }
+    }
+    if let Some(pid) = still_stuck(p.check) {
+        return Ok(SiteRun::not_started(Ended::Stuck {
+            pid,
+            state: process_state(pid),
+            killed_after_ms: 0,
+            earlier: true,
+        }));
     }
     let start = Instant::now();
     let own_end = start + p.timeout;
@@ -149,11 +159,12 @@ pub fn run(p: &Plugin<'_>, deadline: Option<Instant>) -> Result<SiteRun, ProbeEr
             } else {
                 let pid = running.child.id() as i32;
                 let state = process_state(pid);
-                running.leave();
+                running.leave(p.check);
                 Ended::Stuck {
                     pid,
                     state,
                     killed_after_ms,
+                    earlier: false,
                 }
             }
         }
@@ -387,13 +398,17 @@ impl Running {
     }
 
     /// Give up on it: a thread reaps it whenever it goes, then removes its
-    /// cgroup. The run does not wait.
-    fn leave(self) {
+    /// cgroup. The run does not wait. Until it goes, `check` is not run
+    /// again ([`still_stuck`]).
+    fn leave(self, check: &str) {
         let Running {
             mut child, cgroup, ..
         } = self;
+        let check = check.to_owned();
+        stuck().insert(check.clone(), child.id() as i32);
         std::thread::spawn(move || {
             let _ = child.wait();
+            stuck().remove(&check);
             if let Some(c) = cgroup {
                 c.kill();
                 while !c.wait_empty(Instant::now() + Duration::from_secs(1)) {}
@@ -401,6 +416,18 @@ impl Running {
             }
         });
     }
+}
+
+/// The site checks whose plugin was given up on and has not gone yet, by
+/// id: their pid.
+fn stuck() -> std::sync::MutexGuard<'static, HashMap<String, i32>> {
+    static STUCK: LazyLock<Mutex<HashMap<String, i32>>> = LazyLock::new(Default::default);
+    STUCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The pid of `check`'s plugin of an earlier run, still stuck.
+fn still_stuck(check: &str) -> Option<i32> {
+    stuck().get(check).copied()
 }
 
 /// How an exit status reads.
@@ -594,5 +621,60 @@ fn set_nonblocking(fd: RawFd) {
         if flags >= 0 {
             libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An agent runs the same check again and again: while an earlier
+    /// run's plugin is still stuck, the check is not started again (each
+    /// run would leave one more unkillable process behind).
+    #[test]
+    fn a_check_whose_earlier_plugin_is_stuck_is_not_started_again() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(std::fs::canonicalize(base).unwrap()).unwrap();
+        let canary = dir.path().join("ran");
+        let exe = dir.path().join("plugin");
+        std::fs::write(
+            &exe,
+            format!("#!/bin/sh\ntouch {}\necho OK\n", canary.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let def = dir.path().join("plugin.toml");
+        std::fs::write(&def, "").unwrap();
+        let command = vec![exe.display().to_string()];
+        let context = serde_json::json!({});
+        let plugin = |check| Plugin {
+            check,
+            definition: &def,
+            command: &command,
+            timeout: Duration::from_secs(5),
+            requires_root: false,
+            context: &context,
+        };
+        stuck().insert("site.test-stuck".into(), 1);
+        let r = run(&plugin("site.test-stuck"), None).unwrap();
+        assert!(
+            matches!(
+                r.ended,
+                Ended::Stuck {
+                    pid: 1,
+                    earlier: true,
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
+        assert!(!canary.exists(), "started again");
+        stuck().remove("site.test-stuck");
+        let r = run(&plugin("site.test-stuck"), None).unwrap();
+        assert_eq!(r.ended, Ended::Exited { code: 0 }, "{r:?}");
+        assert_eq!(r.output, "OK\n");
+        assert!(canary.exists());
     }
 }
