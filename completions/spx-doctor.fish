@@ -240,6 +240,7 @@ cluster.config-drift/underlay-mtu-drift\t'fail: underlay_mtu differs between nod
 cluster.config-drift/node-list-drift\t'fail: The [nodes.*] tables differ between nodes: SAs and peers nobody else expects'
 cluster.config-drift/ipsec-ca-drift\t'fail: The nodes\' IPsec CAs differ (ipsec.cert\'s CA, by subject and public key): IKE between nodes of different CAs fails with AUTHENTICATION_FAILED'
 cluster.config-drift/config-unknown\t'error: A node did not answer or reported no config, so whether the configs agree is unknown'
+cluster.config-drift/site-checks-drift\t'warn: The nodes\' site checks (doctor.d: each id and its executable\'s SHA-256) differ: a preflight or a monitor gates on checks some nodes do not run, or run otherwise'
 cluster.config-drift/version-drift\t'warn: The configs agree, but the nodes run different versions of the doctor'
 cluster.path-matrix/cut-off\t'fail: Every path to and from one node fails: look at its link and its switch port first'
 cluster.path-matrix/asymmetric\t'fail: One direction of a pair carries the target and the other does not: a one-way limit (a firewall rule on ICMP size, one member of a LAG, a policy route)'
@@ -279,19 +280,21 @@ tcp.reordering/reordering-or-loss\t'warn: Reorder detections, D-SACKs (spurious 
 ovn.cluster/lagging\t'warn: A connected member has not applied, by the end of the sample window, what the most advanced member had applied at its start (at least 500 ms earlier): it serves an old database'
 ovn.cluster/member-count\t'warn: The list is not the raft Spinifex runs: not three members for a cluster of three nodes or more, two members, or one server named twice'
 cluster.reachable/other-version\t'warn: A node runs another version of the doctor: its findings may differ'
+cluster.config-drift/site-checks-drift\t'warn: The nodes\' site checks (doctor.d: each id and its executable\'s SHA-256) differ: a preflight or a monitor gates on checks some nodes do not run, or run otherwise'
 cluster.config-drift/version-drift\t'warn: The configs agree, but the nodes run different versions of the doctor'"
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s v -l verbose -d 'Every check in catalogue order, with its code, findings and evidence, instead of the problems first'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l strict -d 'Warnings fail the run (exit 1)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -l cluster -d 'Check every node of the config\'s [nodes.*] (their agents over NATS, or this node in-process and the others over ssh), plus the cross-node checks (cluster.*)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -s V -l version -d 'Print version'
-complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "list" -d 'List every check: id, category, title (with --codes: every code); the site\'s own checks (doctor.d beside the config) among them'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d 'Explain one check (what it measures, why it matters, how to fix it) or one code'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`), run the checks every --interval into the doctor\'s JetStream bucket, export OTLP metrics'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "watch" -d 'The whole cluster, live, from the agents\' reports in the doctor\'s JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l config -d 'The Spinifex config, found as a run finds it: its folder\'s doctor.d holds the site\'s own checks' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -299,6 +302,7 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l width -d 
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l codes -d 'List every code (CHECK-ID/KIND) instead: its status and what it means'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -l config -d 'The Spinifex config, found as a run finds it: its folder\'s doctor.d holds the site\'s own checks' -r -F
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand explain" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"

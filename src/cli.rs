@@ -36,11 +36,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// List every check: id, category, title (with --codes: every code).
+    /// List every check: id, category, title (with --codes: every code); the site's own checks (doctor.d beside the config) among them.
     List {
         /// List every code (CHECK-ID/KIND) instead: its status and what it means.
         #[arg(long)]
         codes: bool,
+        /// The Spinifex config, found as a run finds it: its folder's doctor.d holds the site's own checks.
+        #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+        config: Option<PathBuf>,
         #[command(flatten)]
         term: TermArgs,
     },
@@ -48,6 +51,9 @@ pub enum Action {
     Explain {
         #[arg(value_name = "ID|CODE", value_parser = CheckIdParser { categories: false })]
         id: String,
+        /// The Spinifex config, found as a run finds it: its folder's doctor.d holds the site's own checks.
+        #[arg(long, value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+        config: Option<PathBuf>,
         #[command(flatten)]
         term: TermArgs,
     },
@@ -328,7 +334,8 @@ impl Change {
 
 /// Accepts any word (validation, with the nearest suggestion, happens in
 /// `spx_checks::select`, so the error is one line) but tells completion
-/// scripts the check ids and categories, all taken from `CHECKS`.
+/// scripts the check ids and categories, all taken from the catalogue (the
+/// built-in checks; with `__complete`, the site's too).
 #[derive(Clone, Debug)]
 pub struct CheckIdParser {
     categories: bool,
@@ -350,14 +357,15 @@ impl TypedValueParser for CheckIdParser {
     }
 
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        let checks = spx_checks::catalogue::all();
         let words: Vec<String> = if self.categories {
-            spx_checks::select::selectors(spx_checks::CHECKS)
+            spx_checks::select::selectors(&checks)
                 .into_iter()
                 .map(str::to_owned)
                 .collect()
         } else {
             // `explain` takes an id or a check's own code.
-            let ids = spx_checks::CHECKS.iter().map(|c| c.id().to_owned());
+            let ids = checks.iter().map(|c| c.id().to_owned());
             let codes = spx_checks::codes::all()
                 .filter(|c| c.kind.origin == Origin::Check)
                 .map(|c| c.code());
@@ -365,11 +373,11 @@ impl TypedValueParser for CheckIdParser {
         };
         // A check id completes with its title, a code with what it means,
         // a category with its checks.
-        let help = |w: &str| match spx_checks::CHECKS.iter().find(|c| c.id() == w) {
+        let help = move |w: &str| match checks.iter().find(|c| c.id() == w) {
             Some(c) => c.title().to_owned(),
             None if w.contains('/') => code_help(w),
             None => {
-                let ids: Vec<&str> = spx_checks::CHECKS
+                let ids: Vec<&str> = checks
                     .iter()
                     .map(|c| c.id())
                     .filter(|id| spx_checks::check::category(id) == w)

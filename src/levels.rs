@@ -86,7 +86,7 @@ pub fn resolve(
 ) -> Result<Levels, Refused> {
     let required = |code: &str| {
         let id = code.split_once('/').map_or(code, |(id, _)| id);
-        profile.filter(|p| p.required.contains(&id))
+        profile.filter(|p| p.requires(id))
     };
     let configured = match config {
         ConfigState::Loaded { path, config } => {

@@ -24,7 +24,7 @@ use std::time::{Instant, SystemTime};
 use clap::CommandFactory;
 use spx_checks::host::{Bundle, Header, Host, HostRef, Recorder, Replay, RUNBOOK_SCOPE, RUN_SCOPE};
 use spx_checks::live::LiveHost;
-use spx_checks::{Ctx, CHECKS};
+use spx_checks::{catalogue, Ctx, CHECKS};
 
 use crate::cli::{Action, Cli, Format, Shell};
 use crate::render::term::Term;
@@ -54,27 +54,37 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Some(Action::Complete { words }) => {
+            // The site's checks complete too, when their files read.
+            let _ = settings::install_catalogue(None);
             render::to_stdout(&complete(words)?)?;
             Ok(0)
         }
-        Some(Action::List { codes, term }) => {
+        Some(Action::List {
+            codes,
+            config,
+            term,
+        }) => {
+            settings::install_catalogue(config)?;
             let term = Term::detect(term, Term::stdout_is_terminal());
             render::to_stdout(&if codes {
                 render::catalog::list_codes(&term)
             } else {
-                render::catalog::list(CHECKS, &term)
+                render::catalog::list(&catalogue::all(), &term)
             })?;
             Ok(0)
         }
-        Some(Action::Explain { id, term }) if id.contains('/') => {
+        Some(Action::Explain { id, config, term }) if id.contains('/') => {
+            settings::install_catalogue(config)?;
             let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
             let term = Term::detect(term, Term::stdout_is_terminal());
             render::to_stdout(&render::catalog::explain_code(&code, &term))?;
             Ok(0)
         }
-        Some(Action::Explain { id, term }) => {
-            let check = spx_checks::select::select(CHECKS, std::slice::from_ref(&id), &[])
-                .map_err(|e| UsageError(e.to_string()))?;
+        Some(Action::Explain { id, config, term }) => {
+            settings::install_catalogue(config)?;
+            let check =
+                spx_checks::select::select(&catalogue::all(), std::slice::from_ref(&id), &[])
+                    .map_err(|e| UsageError(e.to_string()))?;
             match check.as_slice() {
                 [one] if one.id() == id => {
                     let term = Term::detect(term, Term::stdout_is_terminal());
@@ -119,6 +129,7 @@ fn doctor(settings: Settings) -> anyhow::Result<u8> {
                 report.recorded.clone(),
             );
             header.policy = settings.policy.clone();
+            header.site_checks = catalogue::site_definitions();
             (report, Some((path, recorder.bundle(header))))
         }
     };
@@ -213,7 +224,7 @@ pub fn node_report(settings: &Settings, facts: &Facts) -> report::Report {
         strict: settings.strict,
         required: settings
             .profile
-            .map(|p| p.required.to_vec())
+            .map(|p| p.required_ids())
             .unwrap_or_default(),
     };
     let mut checks: Vec<report::CheckReport> =

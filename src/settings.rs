@@ -14,7 +14,8 @@ use spx_checks::host::{Bundle, HostRef, Policy, RUN_SCOPE};
 use spx_checks::live::LiveHost;
 use spx_checks::profile::Profile;
 use spx_checks::settings::Preflight;
-use spx_checks::{select, validate, Check, ConfigState, Options, Scope, CHECKS};
+use spx_checks::site_definition::{self, SiteDefinition};
+use spx_checks::{catalogue, select, validate, Check, ConfigState, Options, Scope};
 
 use crate::cli::{Change, Format, RunArgs, TermArgs};
 use crate::levels::{self, Levels};
@@ -146,6 +147,9 @@ impl Settings {
         let mut exclude = args.skip.clone();
         exclude.retain(|s| !s.is_empty());
         let profile = args.for_change.map(|c| c.preflight().profile());
+        let config = load_config(args.config.clone().or_else(config_from_env).as_deref())?;
+        // The run's catalogue: the built-in checks and the site's own.
+        catalogue::install(&site_checks(&config)?);
         let mut checks = select_checks(&include, &exclude, profile)?;
         // Cluster checks belong to `--cluster`; a node run has them only
         // when asked for (they then skip, saying so).
@@ -176,7 +180,6 @@ impl Settings {
                 )));
             }
         }
-        let config = load_config(args.config.or_else(config_from_env).as_deref())?;
         let levels = levels::resolve(&args.allow, &args.deny, &config, profile)?;
         let mtu = args.mtu.or(profile.and_then(|p| p.default_mtu));
         Ok(Settings {
@@ -235,6 +238,8 @@ impl Settings {
             deny: recorded.deny.iter().chain(&args.deny).cloned().collect(),
         };
         let config = bundle.header.config.clone();
+        // The recorded run's site checks, not this machine's.
+        catalogue::install(&bundle.header.site_checks);
         let profile = options.profile.map(Preflight::profile);
         let mut include = args.check.clone();
         include.retain(|s| !s.is_empty());
@@ -242,14 +247,14 @@ impl Settings {
         exclude.retain(|s| !s.is_empty());
         // By default the checks the recorded run ran (less --skip); with
         // --check, those asked for: one the bundle lacks is skipped, saying so.
+        let all = catalogue::all();
         let checks = if include.is_empty() {
             let skipped = if exclude.is_empty() {
                 Vec::new()
             } else {
-                select::select(CHECKS, &exclude, &[]).map_err(|e| UsageError(e.to_string()))?
+                select::select(&all, &exclude, &[]).map_err(|e| UsageError(e.to_string()))?
             };
-            CHECKS
-                .iter()
+            all.iter()
                 .copied()
                 .filter(|c| bundle.header.checks.iter().any(|o| o.id == c.id()))
                 .filter(|c| !skipped.iter().any(|s| s.id() == c.id()))
@@ -317,27 +322,29 @@ fn select_checks(
     exclude: &[String],
     profile: Option<&'static Profile>,
 ) -> Result<Vec<&'static dyn Check>, UsageError> {
-    let chosen = select::select(CHECKS, include, exclude).map_err(|e| UsageError(e.to_string()))?;
+    let all = catalogue::all();
+    let chosen = select::select(&all, include, exclude).map_err(|e| UsageError(e.to_string()))?;
     let Some(profile) = profile else {
         return Ok(chosen);
     };
     let skipped = if exclude.is_empty() {
         Vec::new()
     } else {
-        select::select(CHECKS, exclude, &[]).map_err(|e| UsageError(e.to_string()))?
+        select::select(&all, exclude, &[]).map_err(|e| UsageError(e.to_string()))?
     };
-    if let Some(c) = skipped.iter().find(|c| profile.required.contains(&c.id())) {
+    let required = profile.required_ids();
+    if let Some(c) = skipped.iter().find(|c| required.contains(&c.id())) {
         return Err(UsageError(format!(
             "--skip {}: the {} preflight requires it",
             c.id(),
             profile.name
         )));
     }
-    Ok(CHECKS
+    Ok(all
         .iter()
         .copied()
         .filter(|c| {
-            profile.required.contains(&c.id())
+            required.contains(&c.id())
                 || (!include.is_empty() && chosen.iter().any(|x| x.id() == c.id()))
         })
         .collect())
@@ -401,6 +408,33 @@ fn resolve_peer(text: &str, deadline: Instant) -> Result<Vec<FlagPeer>, UsageErr
             PEER_LOOKUP_BOUND.as_secs()
         ))),
     }
+}
+
+/// The site's own checks: the doctor.d folder beside the config (the one
+/// read, or where it would be), each file read and validated, each
+/// executable's SHA-256 taken. A file that cannot be used stops the run.
+pub fn site_checks(config: &ConfigState) -> Result<Vec<SiteDefinition>, UsageError> {
+    let path = match config {
+        ConfigState::Loaded { path, .. } | ConfigState::Unreadable { path, .. } => path.clone(),
+        ConfigState::Missing { looked_at } => looked_at
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from(spx_checks::spinifex::CONFIG_PATH)),
+    };
+    let mut defs = site_definition::load_dir(&site_definition::dir_beside(&path))?;
+    for d in &mut defs {
+        d.executable_sha256 = spx_checks::live::site::file_sha256(d.executable());
+    }
+    Ok(defs)
+}
+
+/// The catalogue of `list`, `explain` and completion: the built-in checks
+/// and the site checks beside the config (`--config`, else
+/// `SPINIFEX_CONFIG_PATH`, else the default paths).
+pub fn install_catalogue(config: Option<PathBuf>) -> Result<(), UsageError> {
+    let config = load_config(config.or_else(config_from_env).as_deref())?;
+    catalogue::install(&site_checks(&config)?);
+    Ok(())
 }
 
 /// Spinifex's `spx` reads `SPINIFEX_CONFIG_PATH` when `--config` is not

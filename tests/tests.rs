@@ -25,5 +25,6 @@ mod qemu;
 mod record_replay;
 mod root_test;
 mod screen;
+mod site_checks;
 mod spinifex_hook;
 mod udp;

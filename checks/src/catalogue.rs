@@ -1,15 +1,24 @@
-//! The catalogue: every check ([`CHECKS`]), looked up by id ([`find`]), and
-//! the metrics they declare ([`metrics`]), read back from a report's
-//! evidence ([`series`]). It sits on top: it names every check.
+//! The catalogue: the built-in checks ([`CHECKS`]) and the site's own
+//! (doctor.d), one list built when the run starts ([`install`], [`all`]),
+//! looked up by id ([`find`]), and the metrics they declare ([`metrics`]),
+//! read back from a report's evidence ([`series`]). It sits on top: it
+//! names every check.
+
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::{Map, Value};
 
-use crate::check::Check;
+use crate::check::{Check, Scope};
 use crate::checks;
 use crate::metrics::{MetricDef, Series};
+use crate::site_definition::{SiteDefinition, ID_PREFIX};
 
-/// Every check, in the order reports list them: the node checks, then the
-/// cluster checks ([`crate::Scope::Cluster`]).
+/// The run's checks, in report order.
+pub type Catalogue = Arc<[&'static dyn Check]>;
+
+/// Every built-in check, in the order reports list them: the node checks,
+/// then the cluster checks ([`crate::Scope::Cluster`]). A run's catalogue
+/// ([`all`]) puts the site's checks after the node checks.
 pub static CHECKS: &[&dyn Check] = &[
     &checks::sysctl_udp_buffers::UdpBuffers,
     &checks::udp_rcvbuf_errors::RcvbufErrors,
@@ -42,17 +51,60 @@ pub static CHECKS: &[&dyn Check] = &[
     &checks::cluster_ipsec::ClusterIpsec,
 ];
 
-/// Look a check up by id.
-pub fn find(id: &str) -> Option<&'static dyn Check> {
-    CHECKS.iter().copied().find(|c| c.id() == id)
+fn installed() -> &'static RwLock<Option<Catalogue>> {
+    static INSTALLED: RwLock<Option<Catalogue>> = RwLock::new(None);
+    &INSTALLED
 }
 
-/// Every declared metric, with the check that owns it, in `CHECKS` order.
+/// The run's catalogue: the built-in checks with the site's among them
+/// (after the node checks, before the cluster checks), as [`install`]ed
+/// when the run began; the built-in checks alone until then.
+pub fn all() -> Catalogue {
+    static BUILT_IN: OnceLock<Catalogue> = OnceLock::new();
+    let installed = installed().read().unwrap_or_else(|p| p.into_inner());
+    match &*installed {
+        Some(c) => Arc::clone(c),
+        None => Arc::clone(BUILT_IN.get_or_init(|| CHECKS.into())),
+    }
+}
+
+/// Build the run's catalogue with the site checks of `site` (doctor.d, or
+/// a bundle's), replacing any before it (an agent builds one per run).
+pub fn install(site: &[SiteDefinition]) -> Catalogue {
+    let site = checks::site::checks_of(site);
+    let first_cluster = CHECKS
+        .iter()
+        .position(|c| c.scope() == Scope::Cluster)
+        .unwrap_or(CHECKS.len());
+    let list: Catalogue = CHECKS[..first_cluster]
+        .iter()
+        .copied()
+        .chain(site)
+        .chain(CHECKS[first_cluster..].iter().copied())
+        .collect();
+    *installed().write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::clone(&list));
+    list
+}
+
+/// The site checks' definitions in the run's catalogue, in its order.
+pub fn site_definitions() -> Vec<SiteDefinition> {
+    all().iter().filter_map(|c| c.site().cloned()).collect()
+}
+
+/// Look a check up by id.
+pub fn find(id: &str) -> Option<&'static dyn Check> {
+    all().iter().copied().find(|c| c.id() == id)
+}
+
+/// Every declared metric, with the first check that declares it, in the
+/// catalogue's order (the site checks share one).
 pub fn metrics() -> Vec<(&'static str, &'static MetricDef)> {
-    let mut all = Vec::new();
-    for check in CHECKS {
+    let mut all: Vec<(&'static str, &'static MetricDef)> = Vec::new();
+    for check in self::all().iter() {
         for m in metrics_of(*check) {
-            all.push((check.id(), *m));
+            if !all.iter().any(|(_, d)| d.name == m.name) {
+                all.push((check.id(), *m));
+            }
         }
     }
     all
@@ -62,12 +114,16 @@ fn metrics_of(check: &dyn Check) -> &'static [&'static MetricDef] {
     check.declared().metrics
 }
 
-/// The series in one check result's evidence (an unknown id has none),
-/// read back through the owning check's typed evidence.
+/// The series in one check result's evidence, read back through the
+/// owning check's typed evidence. A site check this catalogue does not
+/// have (another node's, in a cluster run) is read as every site check
+/// is; any other unknown id has none.
 pub fn series(check_id: &str, evidence: &Map<String, Value>) -> Vec<Series> {
-    find(check_id)
-        .map(|c| (c.declared().series)(evidence))
-        .unwrap_or_default()
+    match find(check_id) {
+        Some(c) => (c.declared().series)(check_id, evidence),
+        None if check_id.starts_with(ID_PREFIX) => checks::site::series(check_id, evidence),
+        None => Vec::new(),
+    }
 }
 
 #[cfg(test)]

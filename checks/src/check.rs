@@ -13,6 +13,8 @@ use crate::evidence::{self, Evidence};
 use crate::finding::Finding;
 use crate::kind::{KindDoc, Kinds};
 use crate::metrics::{MetricDef, Series};
+use crate::settings::Preflight;
+use crate::site_definition::SiteDefinition;
 
 /// Where a check's facts come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +69,19 @@ pub trait Check: Send + Sync {
     /// type and the metrics it owns: `&DECLARED` with a
     /// `static DECLARED: Declared = Declared::of::<MyKind, MyEvidence>();`.
     fn declared(&self) -> &'static Declared;
+
+    /// The preflights (`--for`) this check is part of besides the checks
+    /// each names itself ([`crate::profile::Profile::required`]): a site
+    /// check's `profiles`. None for a built-in check.
+    fn profiles(&self) -> &[Preflight] {
+        &[]
+    }
+
+    /// The doctor.d file a site check was made from; `None` for a
+    /// built-in check.
+    fn site(&self) -> Option<&SiteDefinition> {
+        None
+    }
 }
 
 /// A cluster check's judgement: every node's report, side by side
@@ -104,8 +119,9 @@ pub struct Declared {
     pub kinds: &'static [KindDoc],
     /// The metrics its evidence carries.
     pub metrics: &'static [&'static MetricDef],
-    /// Those metrics' series in one result's evidence (typed read-back).
-    pub series: fn(&Map<String, Value>) -> Vec<Series>,
+    /// Those metrics' series in one result's evidence (typed read-back),
+    /// given the id of the check that reported it.
+    pub series: fn(&str, &Map<String, Value>) -> Vec<Series>,
 }
 
 impl Declared {

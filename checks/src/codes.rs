@@ -1,12 +1,13 @@
-//! The catalog of codes, generated from [`crate::CHECKS`]: every check's
+//! The catalog of codes, generated from the run's catalogue
+//! ([`crate::catalogue::all`], the site's checks among them): every check's
 //! declared kinds, then the kinds common to every check. `spx-doctor list
 //! --codes`, `explain CODE`, the code table in docs/codes.md and the validation of
 //! `--allow`/`--deny` (flags and the config's `[doctor]` table) read it.
 
+use crate::catalogue;
 use crate::check::Check;
 use crate::finding::Status;
 use crate::kind::{KindDoc, Origin, COMMON};
-use crate::CHECKS;
 
 /// One code: a kind as one check reports it.
 #[derive(Clone, Copy, Debug)]
@@ -35,9 +36,10 @@ pub fn of_check(check: &'static dyn Check) -> impl Iterator<Item = Code> {
         .map(move |kind| Code { check, kind })
 }
 
-/// Every code of every check, in `CHECKS` order.
+/// Every code of every check, in the catalogue's order.
 pub fn all() -> impl Iterator<Item = Code> {
-    CHECKS.iter().flat_map(|c| of_check(*c))
+    let checks = catalogue::all();
+    (0..checks.len()).flat_map(move |i| of_check(checks[i]))
 }
 
 /// May `check` report a finding of `kind`? Its own declared kinds and the
@@ -175,7 +177,7 @@ mod tests {
             assert_eq!(find(&code).map(|f| f.code()), Some(code.clone()));
         }
         // Every converted check has an `ok` and at least one problem kind.
-        for check in CHECKS {
+        for check in crate::CHECKS {
             let kinds = own_kinds(*check);
             assert!(
                 kinds

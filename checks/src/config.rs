@@ -270,24 +270,19 @@ pub fn load(path: &Path) -> Result<Result<Config, ConfigError>, std::io::Error> 
 
 /// Parse config text. `path` is used only in error messages.
 pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-    let err_at = |span: Option<std::ops::Range<usize>>, key: Option<String>, message: String| {
-        let (line, column) = match span {
-            Some(s) => {
-                let (l, c) = line_col(text, s.start);
-                (Some(l), Some(c))
-            }
-            None => (None, None),
-        };
-        ConfigError {
-            path: path.to_owned(),
-            line,
-            column,
-            key,
-            message,
-        }
-    };
+    let raw: RawConfig = deserialize(text, path)?;
+    raw.validate(text)
+        .map_err(|(span, key, message)| error_at(text, path, span, Some(key), message))
+}
+
+/// TOML text deserialized into `T`, or the one-line error that names the
+/// file, line, column and key (the doctor.d files are read the same way).
+pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+) -> Result<T, ConfigError> {
     let de = toml::Deserializer::new(text);
-    let raw: RawConfig = serde_path_to_error::deserialize(de).map_err(|e| {
+    serde_path_to_error::deserialize(de).map_err(|e| {
         // A `Spanned` value adds toml's private field to the path.
         let key = e
             .path()
@@ -301,10 +296,32 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        err_at(inner.span(), key, message)
-    })?;
-    raw.validate(text)
-        .map_err(|(span, key, message)| err_at(span, Some(key), message))
+        error_at(text, path, inner.span(), key, message)
+    })
+}
+
+/// The error at `span` of `text` (the file at `path`), under `key`.
+pub(crate) fn error_at(
+    text: &str,
+    path: &Path,
+    span: Option<std::ops::Range<usize>>,
+    key: Option<String>,
+    message: String,
+) -> ConfigError {
+    let (line, column) = match span {
+        Some(s) => {
+            let (l, c) = line_col(text, s.start);
+            (Some(l), Some(c))
+        }
+        None => (None, None),
+    };
+    ConfigError {
+        path: path.to_owned(),
+        line,
+        column,
+        key,
+        message,
+    }
 }
 
 /// 1-based line and column of a byte offset.

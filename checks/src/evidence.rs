@@ -40,7 +40,8 @@ pub fn read<E: Evidence>(evidence: &Map<String, Value>) -> Option<E> {
     serde_json::from_value(Value::Object(evidence.clone())).ok()
 }
 
-/// The series of `E`'s metrics in one result's evidence.
-pub fn series_of<E: Evidence>(evidence: &Map<String, Value>) -> Vec<Series> {
+/// The series of `E`'s metrics in one result's evidence (of any check:
+/// `E` names what it measured).
+pub fn series_of<E: Evidence>(_check: &str, evidence: &Map<String, Value>) -> Vec<Series> {
     read::<E>(evidence).map(|e| e.series()).unwrap_or_default()
 }

@@ -155,6 +155,12 @@ impl Finding {
         }
     }
 
+    /// A finding of a kind known only when the run began (a site check's,
+    /// from its doctor.d file); its status is the kind's.
+    pub fn of_kind(kind: &'static KindDoc, summary: impl Into<String>) -> Finding {
+        Finding::of_doc(kind, summary)
+    }
+
     /// A finding of a declared kind; its status is the kind's.
     pub fn new(kind: impl Kinds, summary: impl Into<String>) -> Finding {
         Finding::of_doc(kind.doc(), summary)

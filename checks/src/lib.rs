@@ -2,7 +2,8 @@
 //!
 //! Every check is a unit struct implementing [`Check`], listed once in
 //! [`CHECKS`]. A new check is one file under `checks/`, one line in that
-//! list, and its tests. Facts come from [`facts`] through the seam ([`host`]; live from [`live`], typed by [`read`]), which reads the live host
+//! list, and its tests. A site's own checks (doctor.d) join them when the
+//! run's catalogue is built ([`catalogue::install`]). Facts come from [`facts`] through the seam ([`host`]; live from [`live`], typed by [`read`]), which reads the live host
 //! (procfs, sysfs, netlink, ioctl, sockets, OVSDB); checks compare those
 //! facts with what the config implies ([`expect`]) and return a [`Finding`]
 //! of a declared kind ([`kind`]), with typed evidence ([`evidence`]) that
@@ -42,6 +43,7 @@ mod schema_check;
 mod seeds;
 pub mod select;
 pub mod settings;
+pub mod site_definition;
 #[cfg(test)]
 mod snapshot;
 pub mod spinifex;

@@ -60,7 +60,8 @@ impl Serialize for RunProfile {
 pub struct Profile {
     pub preflight: Preflight,
     pub name: &'static str,
-    /// The checks this preflight runs; each must conclude.
+    /// The built-in checks this preflight runs; each must conclude. With
+    /// the site checks whose `profiles` name it: [`Profile::required_ids`].
     pub required: &'static [&'static str],
     /// The target underlay MTU when `--mtu` is not given.
     pub default_mtu: Option<u32>,
@@ -91,6 +92,24 @@ pub static PROFILES: &[Profile] = &[
         runbook: enable_ipsec::runbook,
     },
 ];
+
+impl Profile {
+    /// Every check this preflight runs, each of which must conclude: its
+    /// own, then the site checks (doctor.d) whose `profiles` name it.
+    pub fn required_ids(&self) -> Vec<&'static str> {
+        let site = crate::catalogue::all()
+            .iter()
+            .filter(|c| c.profiles().contains(&self.preflight))
+            .map(|c| c.id())
+            .collect::<Vec<_>>();
+        self.required.iter().copied().chain(site).collect()
+    }
+
+    /// Does this preflight run the check `id`?
+    pub fn requires(&self, id: &str) -> bool {
+        self.required_ids().contains(&id)
+    }
+}
 
 fn finding<'a>(results: &'a Results, id: &str) -> Option<&'a Finding> {
     results.iter().find(|(i, _)| *i == id).map(|(_, f)| *f)

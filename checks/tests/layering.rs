@@ -42,7 +42,15 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // What the run was asked: flags, the config, what it implies, the preflight.
-    ("settings", &["settings.rs", "config.rs", "expect.rs"]),
+    (
+        "settings",
+        &[
+            "settings.rs",
+            "config.rs",
+            "expect.rs",
+            "site_definition.rs",
+        ],
+    ),
     // The seam: the Host trait, requests and facts, record and replay.
     ("host", &["host/"]),
     // The syscalls behind LiveHost.

@@ -578,6 +578,10 @@ impl State<'_> {
             .as_ref()
             .and_then(|h| h.get(HEADER_TRACEPARENT))
             .and_then(|v| TraceParent::parse(v.as_str()));
+        // Read against this node's catalogue as it is now: a site check
+        // dropped into doctor.d since the last run is known (a broken file
+        // leaves the last catalogue; the run then says what is wrong).
+        let _ = crate::settings::install_catalogue(Some(self.agent.config.clone()));
         let req = match Request::parse(&msg.payload) {
             Ok(r) => r,
             Err((id, r)) => {

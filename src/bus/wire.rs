@@ -334,9 +334,10 @@ impl Request {
                         format!("{name}: {} is not a string", shown(&item.to_string())),
                     ));
                 };
-                // Validated against the catalog (which names no file).
-                spx_checks::select::select(spx_checks::CHECKS, &[word.to_owned()], &[]).map_err(
-                    |_| {
+                // Validated against the catalog (which names no file): the
+                // agent's, its own site checks among them.
+                spx_checks::select::select(&spx_checks::catalogue::all(), &[word.to_owned()], &[])
+                    .map_err(|_| {
                         Refusal::new(
                             RefusalKind::UnknownCheck,
                             format!(
@@ -344,8 +345,7 @@ impl Request {
                                 shown(word)
                             ),
                         )
-                    },
-                )?;
+                    })?;
                 out.push(word.to_owned());
             }
             Ok(out)

@@ -20,7 +20,7 @@ use spx_checks::config::{Config, NodeEntry};
 use spx_checks::live::peers;
 use spx_checks::profile::Profile;
 use spx_checks::validate::{self, shown};
-use spx_checks::{select, Check, ConfigState, Scope, CHECKS};
+use spx_checks::{catalogue, select, Check, ConfigState, Scope};
 
 use crate::cli::RunArgs;
 use crate::cluster::args::ClusterArgs;
@@ -281,7 +281,7 @@ fn split_checks(
     exclude: &[String],
 ) -> Result<Vec<&'static dyn Check>, UsageError> {
     let not_skipped =
-        select::select(CHECKS, &[], exclude).map_err(|e| UsageError(e.to_string()))?;
+        select::select(&catalogue::all(), &[], exclude).map_err(|e| UsageError(e.to_string()))?;
     settings.checks.retain(|c| c.scope() == Scope::Node);
     Ok(not_skipped
         .into_iter()

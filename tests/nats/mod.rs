@@ -40,7 +40,7 @@ pub(crate) fn nats_or_skip(test: &str) -> bool {
 /// that differ between two runs: exit code, each node's checks (status
 /// and code), the cluster checks but cluster.bus (a transport's own), the
 /// matrix (verdict; the size where it is exact on both sides).
-fn verdicts(doc: &Value) -> BTreeMap<String, String> {
+pub(crate) fn verdicts(doc: &Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     out.insert("exit_code".into(), doc["exit_code"].to_string());
     for n in doc["nodes"].as_array().unwrap() {

@@ -15,6 +15,7 @@ pub mod pki;
 pub mod private;
 pub mod qemu;
 pub mod root;
+pub mod site;
 pub mod sshd;
 pub mod strongswan;
 pub mod tmux;

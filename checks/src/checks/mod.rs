@@ -24,6 +24,7 @@ pub mod nic_rings;
 pub mod nic_tso;
 pub mod ovn_cluster;
 pub mod qemu_tuning;
+pub mod site;
 pub mod sysctl_neigh;
 pub mod sysctl_udp_buffers;
 pub mod tcp_reordering;
@@ -47,7 +48,8 @@ mod tests {
             );
         }
         let files = std::fs::read_dir(&dir).unwrap().count();
-        // mod.rs and one file or folder per check.
-        assert_eq!(files, crate::CHECKS.len() + 1);
+        // mod.rs, site/ (the site's own checks, from doctor.d) and one file
+        // or folder per built-in check.
+        assert_eq!(files, crate::CHECKS.len() + 2);
     }
 }

@@ -13,7 +13,7 @@
 mod node_report;
 pub mod runbook;
 
-pub use node_report::{CheckResult, NodeReport, ReportedConfig, ReportedTool};
+pub use node_report::{CheckResult, NodeReport, ReportedConfig, ReportedTool, SiteDigest};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

@@ -30,10 +30,23 @@ pub struct ReportedConfig {
     pub underlay_mtu: u32,
     /// The `[nodes.*]` names, sorted.
     pub nodes: Vec<String>,
+    /// The site's own checks (doctor.d) of this run's catalogue: id and
+    /// executable, in catalogue order. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub site_checks: Vec<SiteDigest>,
+}
+
+/// A site check as nodes compare it: its id and what it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteDigest {
+    pub id: String,
+    /// The executable's SHA-256 (none when it could not be read).
+    pub sha256: Option<String>,
 }
 
 impl ReportedConfig {
-    /// The config of this run, when one was read.
+    /// The config of this run, when one was read, with the run's site
+    /// checks ([`crate::catalogue::site_definitions`]).
     pub fn of(config: &ConfigState) -> Option<ReportedConfig> {
         match config {
             ConfigState::Loaded { path, config } => Some(ReportedConfig {
@@ -42,6 +55,13 @@ impl ReportedConfig {
                 ipsec_enabled: config.network.ipsec_enabled,
                 underlay_mtu: config.network.underlay_mtu,
                 nodes: config.nodes.keys().cloned().collect(),
+                site_checks: crate::catalogue::site_definitions()
+                    .into_iter()
+                    .map(|d| SiteDigest {
+                        id: d.id,
+                        sha256: d.executable_sha256,
+                    })
+                    .collect(),
             }),
             _ => None,
         }

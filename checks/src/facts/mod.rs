@@ -18,6 +18,7 @@ pub mod ovsdb;
 pub mod peers;
 pub mod process;
 pub mod qemu;
+pub mod site;
 pub mod xfrm;
 
 use std::io;

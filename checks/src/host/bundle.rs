@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::request::{Fact, Request};
 use crate::facts::ProbeError;
 use crate::settings::{ConfigState, Options};
+use crate::site_definition::SiteDefinition;
 
 /// The container's format. A reader refuses a bundle of another format
 /// (fields are added within one; a new format would change their meaning).
@@ -50,6 +51,10 @@ pub struct Header {
     /// The run's policy flags, which a replay applies too.
     #[serde(default)]
     pub policy: Policy,
+    /// The site's own checks (doctor.d) the run knew: a replay knows
+    /// these, not the ones of the machine it runs on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub site_checks: Vec<SiteDefinition>,
 }
 
 /// The flags that turn verdicts into levels and an exit code, as given.
@@ -92,6 +97,7 @@ impl Header {
             config,
             checks,
             policy: Policy::default(),
+            site_checks: Vec::new(),
         }
     }
 }

@@ -56,6 +56,7 @@ use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
 use crate::facts::qemu::process::Discovery;
 use crate::facts::qemu::qmp::{QmpError, QmpFacts};
+use crate::facts::site::SiteRun;
 use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
 use crate::facts::ProbeError;
 
@@ -481,6 +482,20 @@ impl<'a> HostRef<'a> {
             Limit::NONE,
             Processes
         )
+    }
+
+    /// Run a site check's executable ([`Request::Site`]): bounded by its
+    /// own timeout and, where this view has one, the run's deadline.
+    pub fn site_run(&self, request: Request) -> Result<SiteRun, ProbeError> {
+        let bound = match &request {
+            Request::Site { timeout, .. } => Some(*timeout),
+            _ => None,
+        };
+        let limit = Limit {
+            bound,
+            deadline: self.deadline,
+        };
+        ask!(self, request, limit, Site)
     }
 
     /// The doctor's own network namespace ([`crate::facts::process::NetNs`]).

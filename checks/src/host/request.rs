@@ -29,6 +29,7 @@ use crate::facts::process::{NetNs, ProcessInfo};
 use crate::facts::qemu::host::ProcessFds;
 use crate::facts::qemu::process::Discovery;
 use crate::facts::qemu::qmp::{QmpError, QmpFacts};
+use crate::facts::site::SiteRun;
 use crate::facts::xfrm::{SecurityAssociation, XfrmPolicy};
 
 /// One question to the host.
@@ -128,6 +129,19 @@ pub enum Request {
     /// The doctor's own network namespace (`/proc/self/ns/net`): the node
     /// it speaks for, where a daemon must run to be this node's.
     NetNamespace,
+    /// Run a site check's executable (`doctor.d`), `context` on its stdin,
+    /// within `timeout` (and the run's deadline): how it ended and what it
+    /// wrote. Its files are judged before it runs (`definition` too). A
+    /// replay answers with what the recorded run's plugin answered and
+    /// runs nothing.
+    Site {
+        check: String,
+        definition: PathBuf,
+        command: Vec<String>,
+        timeout: Duration,
+        requires_root: bool,
+        context: Value,
+    },
 }
 
 /// The `SIOCETHTOOL` reads a check makes.
@@ -193,6 +207,7 @@ pub enum Fact {
     Process(ProcessInfo),
     Processes(Vec<ProcessInfo>),
     NetNs(NetNs),
+    Site(SiteRun),
 }
 
 impl Fact {
@@ -228,6 +243,7 @@ impl Fact {
             Fact::Process(_) => "process",
             Fact::Processes(_) => "processes",
             Fact::NetNs(_) => "net-ns",
+            Fact::Site(_) => "site",
         }
     }
 }
@@ -278,6 +294,10 @@ impl Request {
             Request::ProcessesNamed { names } => format!("processes named {}", names.join(", ")),
             Request::WallClock => "wall clock".into(),
             Request::NetNamespace => "own network namespace".into(),
+            Request::Site { check, command, .. } => format!(
+                "site check {check} ({})",
+                command.first().map_or("", String::as_str)
+            ),
         }
     }
 }

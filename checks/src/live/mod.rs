@@ -14,6 +14,7 @@ pub mod peers;
 pub mod process;
 pub mod qemu;
 pub mod qmp;
+pub mod site;
 pub mod xfrm;
 
 use std::io;
@@ -159,6 +160,24 @@ impl Host for LiveHost {
             Request::Process { pid, names } => Fact::Process(process::by_pid(*pid, names)?),
             Request::ProcessesNamed { names } => Fact::Processes(process::named(names)?),
             Request::NetNamespace => Fact::NetNs(process::own_net_ns()?),
+            Request::Site {
+                check,
+                definition,
+                command,
+                timeout,
+                requires_root,
+                context,
+            } => Fact::Site(site::run(
+                &site::Plugin {
+                    check,
+                    definition,
+                    command,
+                    timeout: *timeout,
+                    requires_root: *requires_root,
+                    context,
+                },
+                limit.deadline,
+            )?),
             Request::WallClock => Fact::Count(
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

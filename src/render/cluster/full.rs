@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 use spx_checks::checks::cluster_path_matrix::{Cell as MatrixCell, CellVerdict};
-use spx_checks::{Scope, Status, CHECKS};
+use spx_checks::{Scope, Status};
 
 use crate::render::inert::{cell, cell_lines, Lead, Screen};
 use crate::render::term::{Sym, Term};
@@ -111,7 +111,8 @@ impl Grid<'_> {
     }
 }
 
-/// The node checks any node reported, in CHECKS order (then unknown ids).
+/// The node checks any node reported, in the catalogue's order (then
+/// unknown ids: another node's site checks).
 fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for n in nodes {
@@ -122,8 +123,9 @@ fn node_check_ids(nodes: &[NodeEntry]) -> Vec<String> {
             }
         }
     }
+    let catalogue = spx_checks::catalogue::all();
     let pos = |id: &str| {
-        CHECKS
+        catalogue
             .iter()
             .position(|c| c.id() == id)
             .unwrap_or(usize::MAX)

@@ -25,6 +25,9 @@ pub enum Compared {
     /// The IPsec CA `ipsec.cert` read: subject and public key (a CA renewed
     /// with its own key is the same CA).
     IpsecCa,
+    /// The site checks (doctor.d) in the node's catalogue: each id and its
+    /// executable's SHA-256.
+    SiteChecks,
 }
 
 impl Compared {
@@ -36,6 +39,7 @@ impl Compared {
             Compared::Nodes => "nodes",
             Compared::Version => "version",
             Compared::IpsecCa => "ipsec_ca",
+            Compared::SiteChecks => "site_checks",
         }
     }
 
@@ -47,6 +51,7 @@ impl Compared {
             Compared::Nodes => ConfigDriftKind::NodeListDrift,
             Compared::Version => ConfigDriftKind::VersionDrift,
             Compared::IpsecCa => ConfigDriftKind::IpsecCaDrift,
+            Compared::SiteChecks => ConfigDriftKind::SiteChecksDrift,
         }
     }
 
@@ -65,6 +70,15 @@ impl Compared {
                 let e: IpsecCertEvidence = n.evidence("ipsec.cert")?;
                 let ca = e.ca?;
                 Some(json!({"subject": ca.subject, "public_key_sha256": ca.public_key_sha256}))
+            }
+            Compared::SiteChecks => {
+                let by_id: BTreeMap<&str, &Option<String>> = n
+                    .config()?
+                    .site_checks
+                    .iter()
+                    .map(|s| (s.id.as_str(), &s.sha256))
+                    .collect();
+                Some(json!(by_id))
             }
         }
     }
@@ -115,7 +129,8 @@ impl Problem {
 pub struct Analysis {
     /// By node that answered: each setting's value (null when not reported).
     pub configs: BTreeMap<String, BTreeMap<String, Value>>,
-    /// What differs: the settings in [`SETTINGS`] order, then the IPsec CA.
+    /// What differs: the settings in [`SETTINGS`] order, then the site
+    /// checks, then the IPsec CA.
     pub problems: Vec<Problem>,
     pub unanswered: Vec<String>,
     /// Nodes that answered without a `config` (a doctor before JSON v1
@@ -159,6 +174,13 @@ pub fn analyse(facts: &ClusterFacts) -> Analysis {
         groups.sort_by_key(|g| g.value.to_string());
         problems.extend(differs(s, groups));
     }
+    // The site checks of every node that reported its config; groups of
+    // equal size stand in node order.
+    let sites = facts
+        .answered()
+        .filter(|n| !without_config.contains(&n.name))
+        .filter_map(|n| Some((Compared::SiteChecks.read(n)?, &n.name)));
+    problems.extend(differs(Compared::SiteChecks, grouped(sites)));
     // Nodes without that evidence (IPsec not judged there) are left out;
     // groups of equal size stand in node order.
     let cas = facts

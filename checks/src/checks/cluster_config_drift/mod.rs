@@ -1,5 +1,6 @@
 //! `cluster.config-drift`: `ipsec_enabled`, `underlay_mtu`, the set of
-//! `[nodes.*]` names and the doctor's version are the same on every node.
+//! `[nodes.*]` names, the site's own checks (doctor.d) and the doctor's
+//! version are the same on every node.
 //!
 //! The guest MTU and multiqueue follow `ipsec_enabled` on each node on its
 //! own, so one node left behind after a change gives its guests an MTU the
@@ -42,6 +43,8 @@ crate::kinds! {
         IpsecCaDrift = fail("ipsec-ca-drift"),
         /// A node did not answer or reported no config, so whether the configs agree is unknown.
         ConfigUnknown = error("config-unknown"),
+        /// The nodes' site checks (doctor.d: each id and its executable's SHA-256) differ: a preflight or a monitor gates on checks some nodes do not run, or run otherwise.
+        SiteChecksDrift = warn("site-checks-drift"),
         /// The configs agree, but the nodes run different versions of the doctor.
         VersionDrift = warn("version-drift"),
     }
@@ -93,11 +96,12 @@ impl Check for ClusterConfigDrift {
          ipsec_enabled and underlay_mtu as the node's spinifex.toml has them, the names of \
          its [nodes.*] tables), the IPsec CA its ipsec.cert read (by subject and public key; \
          nodes where ipsec.cert did not read one are left out) and the doctor's version \
-         (`tool.version`). Names the odd node(s) and their values against the rest.\n\
+         (`tool.version`), and the site checks each node has (doctor.d: each id and its \
+         executable's SHA-256). Names the odd node(s) and their values against the rest.\n\
          \n\
          Fails when ipsec_enabled, underlay_mtu, the node list or the IPsec CA differ (IKE \
          between nodes of different CAs fails); a different doctor \
-         version alone is a warning. A node that did not answer leaves the check \
+         version or a different set of site checks is a warning. A node that did not answer leaves the check \
          inconclusive unless the others already disagree.\n\
          \n\
          Why: the guest MTU (1408 with IPsec, 1442 without, at 1500) and multiqueue follow \
@@ -264,6 +268,75 @@ mod tests {
         ));
         crate::snapshot::snapshot!("cluster.config-drift", f);
         assert_eq!(f.status, Status::Error, "{}", f.summary);
+    }
+
+    /// A node whose doctor.d holds `site` (id, executable SHA-256).
+    fn with_site(name: &str, site: &[(&str, &str)]) -> NodeAnswer {
+        let mut c = config(name, true, 1500, ALL);
+        if !site.is_empty() {
+            c["site_checks"] = site
+                .iter()
+                .map(|(id, sha)| json!({"id": id, "sha256": sha}))
+                .collect();
+        }
+        answer(name, report("0.1.0", c, &[], json!([])))
+    }
+
+    #[test]
+    fn a_node_whose_site_checks_differ_is_named() {
+        let (a, b) = ("aa".repeat(32), "bb".repeat(32));
+        let both = [
+            ("site.bmc-fans", a.as_str()),
+            ("site.storage-mtu", a.as_str()),
+        ];
+        let f = judge(&facts(
+            vec![
+                with_site("n0", &both),
+                with_site("n1", &both),
+                with_site(
+                    "n2",
+                    &[
+                        ("site.storage-mtu", a.as_str()),
+                        ("site.bmc-fans", b.as_str()),
+                    ],
+                ),
+                with_site("n3", &[("site.storage-mtu", a.as_str())]),
+            ],
+            &[],
+        ));
+        crate::snapshot::snapshot!("cluster.config-drift", f);
+        assert_eq!(f.kind.name, "site-checks-drift", "{}", f.summary);
+        assert_eq!(f.status, Status::Warn);
+        let odd: Vec<&str> = f.findings.iter().map(|s| s.subject.as_str()).collect();
+        assert_eq!(odd, ["n2", "n3"]);
+        assert!(f.summary.starts_with("the configs agree, but the nodes' site checks (doctor.d) differ: site checks: n2 has site checks site.bmc-fans (bbbbbbbbbbbbbbbb), site.storage-mtu (aaaaaaaaaaaaaaaa)"), "{}", f.summary);
+        // The same set in another order is the same set; none anywhere is too.
+        let f = judge(&facts(
+            vec![with_site("n0", &both), with_site("n1", &[both[1], both[0]])],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        let f = judge(&facts(
+            vec![with_site("n0", &[]), with_site("n1", &[])],
+            &[],
+        ));
+        assert_eq!(f.status, Status::Pass, "{}", f.summary);
+        // A failing setting still heads the finding; the site drift is named too.
+        let mut odd = config("n1", false, 1500, ALL);
+        odd["site_checks"] = json!([{"id": "site.x", "sha256": null}]);
+        let f = judge(&facts(
+            vec![
+                with_site("n0", &[]),
+                answer("n1", report("0.1.0", odd, &[], json!([]))),
+            ],
+            &[],
+        ));
+        assert_eq!(f.kind.name, "ipsec-enabled-drift");
+        assert!(
+            f.summary.contains("site.x (executable unreadable)"),
+            "{}",
+            f.summary
+        );
     }
 
     /// A node's report with an ipsec.cert result whose CA has `key`.

@@ -46,11 +46,28 @@ pub fn ca_shown(v: &Value) -> String {
     )
 }
 
+/// `site checks site.a (0123456789abcdef), site.b (unreadable)`, or `no
+/// site checks`.
+fn site_checks_shown(v: &Value) -> String {
+    let Some(by_id) = v.as_object().filter(|m| !m.is_empty()) else {
+        return "no site checks".to_owned();
+    };
+    let each: Vec<String> = by_id
+        .iter()
+        .map(|(id, sha)| match sha.as_str() {
+            Some(sha) => format!("{id} ({})", &sha[..16.min(sha.len())]),
+            None => format!("{id} (executable unreadable)"),
+        })
+        .collect();
+    format!("site checks {}", each.join(", "))
+}
+
 impl Compared {
     /// One value of it, in words.
     fn shown(self, v: &Value) -> String {
         match self {
             Compared::IpsecCa => ca_shown(v),
+            Compared::SiteChecks => site_checks_shown(v),
             _ => shown(self.key(), v),
         }
     }
@@ -59,6 +76,7 @@ impl Compared {
     fn label(self) -> &'static str {
         match self {
             Compared::IpsecCa => "ipsec CA",
+            Compared::SiteChecks => "site checks",
             Compared::Version => "doctor version",
             _ => self.key(),
         }
@@ -140,6 +158,11 @@ impl Problem {
             Compared::Version => {
                 format!("install the same spx-doctor on every node ({version} here)")
             }
+            Compared::SiteChecks => format!(
+                "make doctor.d beside {} the same on every node (on {odd}): the same files, and the executables they run; `{} list` on a node shows its site checks",
+                spinifex::CONFIG_PATH,
+                spinifex::doctor_command()
+            ),
             Compared::IpsecCa => "copy one cluster CA (ca.pem and ca.key, beside spinifex.toml) to every node that has another, reissue its peer certificate from it (`spx doctor --check ipsec.cert` there gives the commands) and link it into charon's trust store".to_owned(),
         }
     }
@@ -203,12 +226,15 @@ pub fn finding(a: Analysis) -> Finding {
         }
         f
     } else if !warn_parts.is_empty() {
+        let kind = most_severe(a.problems.iter().map(|p| p.what.kind()))
+            .unwrap_or(ConfigDriftKind::VersionDrift);
+        let what = match kind {
+            ConfigDriftKind::SiteChecksDrift => "the nodes' site checks (doctor.d) differ",
+            _ => "the doctors differ",
+        };
         Finding::new(
-            ConfigDriftKind::VersionDrift,
-            format!(
-                "the configs agree, but the doctors differ: {}",
-                warn_parts.join("; ")
-            ),
+            kind,
+            format!("the configs agree, but {what}: {}", warn_parts.join("; ")),
         )
         .fixes(fixes)
     } else if let Some(agreed) = &a.agreed {
