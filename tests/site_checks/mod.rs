@@ -369,7 +369,7 @@ fn failures_of_the_nagios_api_are_errors_that_say_which() {
     // …and the table shows it inert.
     let (_, table, _) = run(lab
         .doctor()
-        .args(["--check", "site.escapes", "--color", "never"]));
+        .args(["--check", "site.escapes", "--color", "never", "-v"]));
     assert!(
         !table.contains('\x1b') && !table.contains('\x07') && !table.contains('\u{202e}'),
         "{table:?}"
