@@ -14,6 +14,7 @@ mod cluster;
 mod ipsec;
 mod nic;
 mod partial_enable;
+mod path;
 mod qemu;
 mod strongswan;
 mod tcp;
@@ -74,6 +75,7 @@ fn guest_helper() {
         ["tcp-serve", bind, dir] => tcp_serve(bind, dir),
         ["tcp-send", to, dir] => tcp_send(to, dir),
         ["qmp-prelaunch", socket] => qmp_prelaunch(socket),
+        ["ovn-lab-daemon", dir] => crate::support::ovn_lab_daemon::serve(dir),
         _ => panic!("unknown helper {spec:?}"),
     };
     println!("SPX-VMLAB {result}");

@@ -10,6 +10,8 @@ pub mod fabric;
 pub mod nats;
 pub mod netns;
 pub mod otlp;
+pub mod ovn_lab;
+pub mod ovn_lab_daemon;
 pub mod ovsdb_server;
 pub mod pki;
 pub mod private;
