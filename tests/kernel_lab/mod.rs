@@ -15,6 +15,7 @@ mod ipsec;
 mod nic;
 mod partial_enable;
 mod path;
+mod path_bench;
 mod qemu;
 mod strongswan;
 mod tcp;

@@ -494,14 +494,7 @@ impl OvnLab {
 
         let t = Instant::now();
         self.start_daemon();
-        let mut script = String::from("set -e\n");
-        for g in GUESTS {
-            script.push_str(&self.guest_script(&g, 8942));
-        }
-        self.vm.ok(&script);
-        for g in GUESTS {
-            self.relay(&g);
-        }
+        self.start_guests(&GUESTS, 8942);
         // Every port bound and every chassis' flows in place.
         self.nbctl(&["--wait=hv", "--timeout=120", "sync"].map(str::to_owned));
         self.timed("4 QEMU guests, relays, flows", t);
@@ -549,7 +542,9 @@ impl OvnLab {
         self.vm.file("spx-node", ENTER);
         let dir = self.vm.files_dir();
         std::fs::create_dir_all(dir.join(BIN_DIR)).unwrap();
-        let _ = std::os::unix::fs::symlink(super::bin(), dir.join(BIN_DIR).join("spx-doctor"));
+        // The doctor under test; a benchmark may name another build.
+        let bin = std::env::var_os("SPX_DOCTOR_BIN").unwrap_or_else(|| super::bin().into());
+        let _ = std::os::unix::fs::symlink(bin, dir.join(BIN_DIR).join("spx-doctor"));
         let wans: Vec<String> = NODES.iter().map(Node::wan).collect();
         // A lab setting, not the doctor's: OpenSSH 9's default key exchange
         // costs about 4 s of emulated CPU per connection, this one about 1 s.
@@ -625,44 +620,75 @@ ovn-controller --detach --no-chdir --pidfile=/var/run/ovn/ovn-controller.pid --l
         s
     }
 
-    /// Make guest `g`'s tap (at `mtu`) on br-int and start its QEMU (with
-    /// `host_mtu=mtu`) as `g`'s node: a guest script.
-    fn guest_script(&self, g: &Guest, mtu: u32) -> String {
-        let argv: Vec<String> = qemu_argv(g, mtu).iter().map(|a| quote(a)).collect();
-        let node_side = format!(
-            "set -e
+    /// Start `guests`: each one's namespace, its tap at `mtu` on br-int and
+    /// its QEMU (`host_mtu=mtu`) as its node, all at once; then, once every
+    /// QMP socket is there, each one's relay and its namespace's address,
+    /// MAC and route.
+    fn start_guests(&self, guests: &[Guest], mtu: u32) {
+        let mut script = String::from("set -e\n");
+        for g in guests {
+            let argv: Vec<String> = qemu_argv(g, mtu).iter().map(|a| quote(a)).collect();
+            let node_side = format!(
+                "set -e
 ip tuntap add dev {tap} mode tap
 ip link set {tap} mtu {mtu} up
 ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={port} external_ids:attached-mac={mac}
-{argv} </dev/null >/run/spinifex/{i}.log 2>&1 &
-k=0; until [ -S /run/spinifex/qmp-{i}.sock ]; do k=$((k+1)); [ $k -lt 600 ] || exit 1; sleep 0.1; done",
-            tap = g.tap(),
-            port = g.port(),
-            mac = g.mac,
-            argv = argv.join(" "),
-            i = g.instance,
+{argv} </dev/null >/run/spinifex/{i}.log 2>&1 &",
+                tap = g.tap(),
+                port = g.port(),
+                mac = g.mac,
+                argv = argv.join(" "),
+                i = g.instance,
+            );
+            let _ = writeln!(
+                script,
+                "ip netns add {ns}\n{enter} sh -c {side}",
+                ns = g.netns(),
+                enter = self.enter(g.node.name),
+                side = quote(&node_side)
+            );
+        }
+        let sockets: Vec<String> = guests
+            .iter()
+            .map(|g| {
+                format!(
+                    "[ -S /run/spx-nodes/{}/spinifex/qmp-{}.sock ]",
+                    g.node.name, g.instance
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            script,
+            "k=0; until {}; do k=$((k+1)); [ $k -lt 1200 ] || exit 1; sleep 0.1; done",
+            sockets.join(" && ")
         );
-        format!(
-            "ip netns add {ns}\n{enter} sh -c {script}\n",
-            ns = g.netns(),
-            enter = self.enter(g.node.name),
-            script = quote(&node_side)
-        )
+        self.vm.ok(&script);
+        let mut config = String::from("set -e\n");
+        for g in guests {
+            self.ask(json!({
+                "op": "relay", "instance": g.instance, "tap": g.tap(),
+                "netns": g.netns(), "ifname": "gnic",
+            }));
+            let _ = writeln!(
+                config,
+                "ip -n {ns} -b - <<'EOF'\nlink set lo up\nlink set gnic address {mac} mtu 9000 up\naddr add {ip}/24 dev gnic\nroute add default via {gw}\nEOF",
+                ns = g.netns(),
+                mac = g.mac,
+                ip = g.ip,
+                gw = g.subnet.gateway()
+            );
+        }
+        self.vm.ok(&config);
     }
 
-    /// The in-guest daemon ([`super::ovn_lab_daemon`]), started once.
+    /// The in-guest daemon ([`super::ovn_lab_daemon`]), started once, in
+    /// the background: it reads the requests written before it was up.
     fn start_daemon(&self) {
         let dir = format!("{GUEST_FILES}/ovnlab");
         self.vm.ok(&format!(
             "mkdir -p {dir} && ({} >/tmp/ovn-lab-daemon.log 2>&1 &)",
             vm::helper(None, &["ovn-lab-daemon", &dir])
         ));
-        assert!(
-            self.vm
-                .wait_until(&format!("[ -e {dir}/started ]"), Duration::from_secs(120)),
-            "the lab daemon did not start: {}",
-            self.vm.sh("cat /tmp/ovn-lab-daemon.log").stdout
-        );
     }
 
     /// Ask the daemon; its answer (panics on its error or its silence).
@@ -691,40 +717,27 @@ k=0; until [ -S /run/spinifex/qmp-{i}.sock ]; do k=$((k+1)); [ $k -lt 600 ] || e
         }
     }
 
-    /// Relay `g`'s QEMU tap to its namespace, and give that namespace the
-    /// guest's address, MAC and default route.
-    fn relay(&self, g: &Guest) {
-        self.ask(json!({
-            "op": "relay", "instance": g.instance, "tap": g.tap(),
-            "netns": g.netns(), "ifname": "gnic",
-        }));
-        self.vm.ok(&format!(
-            "ip -n {ns} -b - <<'EOF'\nlink set lo up\nlink set gnic address {mac} mtu 9000 up\naddr add {ip}/24 dev gnic\nroute add default via {gw}\nEOF",
-            ns = g.netns(),
-            mac = g.mac,
-            ip = g.ip,
-            gw = g.subnet.gateway()
-        ));
-    }
-
-    /// Stop `g`'s QEMU and start it again with `host_mtu=mtu` and its tap at
-    /// `mtu`, as a stop/start of the instance does after an MTU change.
-    pub fn restart_guest(&self, g: &Guest, mtu: u32) {
-        self.ask(json!({ "op": "unrelay", "instance": g.instance }));
-        self.on(
-            g.node.name,
-            &format!(
-                "pid=$(cat /run/spinifex/{i}.pid); kill $pid; while kill -0 $pid 2>/dev/null; do sleep 0.1; done; ovs-vsctl del-port br-int {tap}; ip link del {tap}; rm -f /run/spinifex/*{i}*",
-                i = g.instance,
-                tap = g.tap()
-            ),
-        );
-        self.vm.ok(&format!(
-            "ip netns del {}\n{}",
-            g.netns(),
-            self.guest_script(g, mtu)
-        ));
-        self.relay(g);
+    /// Stop `guests`' QEMUs and start them again with `host_mtu=mtu` and
+    /// their taps at `mtu`, as a stop/start of the instances does after an
+    /// MTU change (all at once).
+    pub fn restart_guests(&self, guests: &[Guest], mtu: u32) {
+        let mut script = String::from("set -e\n");
+        for g in guests {
+            self.ask(json!({ "op": "unrelay", "instance": g.instance }));
+            let _ = writeln!(
+                script,
+                "{enter} sh -c {stop}\nip netns del {ns}",
+                enter = self.enter(g.node.name),
+                stop = quote(&format!(
+                    "pid=$(cat /run/spinifex/{i}.pid); kill $pid; while kill -0 $pid 2>/dev/null; do sleep 0.1; done; ovs-vsctl del-port br-int {tap}; ip link del {tap}; rm -f /run/spinifex/*{i}*",
+                    i = g.instance,
+                    tap = g.tap()
+                )),
+                ns = g.netns()
+            );
+        }
+        self.vm.ok(&script);
+        self.start_guests(guests, mtu);
         self.nbctl(&["--wait=hv", "--timeout=120", "sync"].map(str::to_owned));
     }
 
