@@ -9,10 +9,14 @@
 
 use std::time::Instant;
 
+use serde_json::Value;
+
 use super::ipsec::{gcm, geneve_spi, policies, sa};
 use crate::support::ovn_lab::{
-    note, Guest, Ladder, OvnLab, Rule, A, B, C, D, NB, NODES, S1, S2, SB, SG_A,
+    note, vpc_rules, Guest, Ladder, OvnLab, Rule, A, B, C, D, NB, NODES, S1, S2, SB, SG_A,
+    UNBOUND_ENI,
 };
+use crate::support::strings;
 use spx_test_harness::root_test;
 
 /// The lab's truth for both directions of `a`<->`b`, each expected at
@@ -64,55 +68,223 @@ fn esp(lab: &OvnLab, alg: Option<&dyn Fn(u32, u32) -> String>) {
     lab.vm.ok(&script);
 }
 
-#[root_test]
-fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
-    let test = "path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways";
-    let started = Instant::now();
-    let Some(lab) = OvnLab::boot(test) else {
-        return;
+/// Hold a path document to schema/path-v1.schema.json (which refers to
+/// the report schema's definitions).
+fn assert_valid_path(doc: &Value) {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let read = |name: &str| -> Value {
+        let f = crate::support::repo_root().join("schema").join(name);
+        serde_json::from_str(&std::fs::read_to_string(&f).expect("schema file")).expect("schema")
     };
-    note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
+    let v = V.get_or_init(|| {
+        let report = read("report-v1.schema.json");
+        let id = report["$id"].as_str().expect("$id").to_owned();
+        jsonschema::options()
+            .with_resource(
+                id,
+                jsonschema::Resource::from_contents(report).expect("resource"),
+            )
+            .build(&read("path-v1.schema.json"))
+            .expect("valid schema")
+    });
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not schema/path-v1.schema.json: {errors:#?}\n{doc:#}"
+    );
+}
 
-    // 1. Healthy jumbo: 9000 everywhere, guests offered 8942.
+/// `spx-doctor path FROM TO --format json` run as `node` (over ssh to the
+/// others, the lab's ssh_config): the exit code and the document, held to
+/// its schema and to the process's exit code.
+fn path(lab: &OvnLab, node: &str, from: &str, to: &str, extra: &[&str]) -> (i32, Value) {
+    let cfg = lab.ssh_config();
+    let mut args = vec!["path", from, to, "--format", "json", "--ssh-config", &cfg];
+    args.extend_from_slice(extra);
     let t = Instant::now();
-    let (ab, ba) = both_ways(&lab, &A, &B, (8942, 8942));
-    assert_eq!((ab.largest, ba.largest), (8942, 8942));
-    note(&format!("case healthy: {:.1}s", t.elapsed().as_secs_f64()));
-
-    // 2. spx2's switch port at 1500.
-    let t = Instant::now();
-    lab.set_switch_port(NODES[1], 1500);
-    let (ab, ba) = both_ways(&lab, &A, &B, (1442, 1442));
-    assert_eq!((ab.largest, ba.largest), (1442, 1442));
-    lab.set_switch_port(NODES[1], 9000);
+    let out = lab.doctor(node, &args);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "spx-doctor path {from} {to}: not JSON ({e}); exit {}; stdout: {}; stderr: {}",
+            out.code, out.stdout, out.stderr
+        )
+    });
+    assert_valid_path(&doc);
+    assert_eq!(doc["exit_code"], out.code, "stderr: {}", out.stderr);
     note(&format!(
-        "case black hole: {:.1}s",
-        t.elapsed().as_secs_f64()
+        "spx-doctor path {from} {to} on {node}: {} exit {} in {:.1}s (its own {} ms)",
+        doc["code"],
+        out.code,
+        t.elapsed().as_secs_f64(),
+        doc["duration_ms"]
     ));
+    (out.code, doc)
+}
 
-    // 3. The nodes at 1500, the guests still told 8942.
+/// The direction from `s` to `r` in a path document.
+fn direction<'a>(doc: &'a Value, s: &Guest, r: &Guest) -> &'a Value {
+    doc["directions"]
+        .as_array()
+        .and_then(|ds| {
+            ds.iter()
+                .find(|d| d["from"] == s.instance && d["to"] == r.instance)
+        })
+        .unwrap_or_else(|| panic!("no direction {} -> {}: {doc:#}", s.instance, r.instance))
+}
+
+/// The hop where a direction first drops a packet of its size.
+fn first_drop(d: &Value) -> &Value {
+    let i = d["first_drop"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no hop drops: {d:#}"));
+    &d["hops"][i as usize]
+}
+
+/// The kinds of a direction's hops, in order.
+fn hop_kinds(d: &Value) -> Vec<String> {
+    d["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Hold the doctor's direction from `s` to `r` to the lab: the largest
+/// frame it names is exact and the measured one (`truth`), a fresh probe
+/// of it crosses and one byte more does not; and at the size it followed,
+/// whether the frame crosses and whether the sender is told are what a
+/// probe of that size shows.
+fn holds(lab: &OvnLab, doc: &Value, s: &Guest, r: &Guest, truth: &Ladder) -> u32 {
+    let d = direction(doc, s, r);
+    assert_eq!(d["largest"]["bound"], "exact", "{d:#}");
+    let n = d["largest"]["bytes"].as_u64().expect("largest") as u32;
+    assert_eq!(
+        n, truth.largest,
+        "{} -> {}: the doctor vs the lab",
+        s.instance, r.instance
+    );
+    assert!(lab.probe(s, r, n).arrived, "{n} bytes must cross: {d:#}");
+    assert!(
+        !lab.probe(s, r, n + 1).arrived,
+        "{} bytes must not cross: {d:#}",
+        n + 1
+    );
+    let size = d["size"].as_u64().expect("size") as u32;
+    let at = lab.probe(s, r, size);
+    let dropped = !d["first_drop"].is_null();
+    assert_eq!(at.arrived, !dropped, "a frame of {size}: {d:#} vs {at:?}");
+    if dropped {
+        assert_eq!(
+            d["signalled"].as_bool(),
+            Some(at.frag_needed.is_some()),
+            "is the sender told of {size}? {d:#} vs {at:?}"
+        );
+    }
+    n
+}
+
+/// Hold both directions of `a`<->`b` to the lab's truth, measured first.
+fn both_hold(lab: &OvnLab, doc: &Value, a: &Guest, b: &Guest, truth: &(Ladder, Ladder)) {
+    holds(lab, doc, a, b, &truth.0);
+    holds(lab, doc, b, a, &truth.1);
+}
+
+fn timed<T>(case: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
+    let v = f();
+    note(&format!("case {case}: {:.1}s", t.elapsed().as_secs_f64()));
+    v
+}
+
+/// 1. Healthy jumbo: 9000 everywhere, the guests offered 8942: both ways
+///    carry what they were told, from either guest's node or a third.
+fn healthy(lab: &OvnLab) {
+    let truth = both_ways(lab, &A, &B, (8942, 8942));
+    assert_eq!((truth.0.largest, truth.1.largest), (8942, 8942));
+    for node in ["spx1", "spx3"] {
+        let (code, doc) = path(lab, node, A.instance, B.instance, &[]);
+        assert_eq!(doc["code"], "path/ok", "{doc:#}");
+        assert_eq!(code, 0);
+        assert_eq!(doc["question"]["size"], 8942, "the offered MTU by default");
+        both_hold(lab, &doc, &A, &B, &truth);
+        for d in doc["directions"].as_array().unwrap() {
+            assert_eq!(d["outcome"], "carried", "{d:#}");
+            assert!(hop_kinds(d).contains(&"underlay-path".to_owned()), "{d:#}");
+        }
+    }
+}
+
+/// 2. spx2's switch port at 1500 under 9000 nodes: a black hole at the
+///    underlay, both ways, naming the largest guest frame that crosses.
+fn black_hole(lab: &OvnLab) {
+    lab.set_switch_port(NODES[1], 1500);
+    let truth = both_ways(lab, &A, &B, (1442, 1442));
+    assert_eq!((truth.0.largest, truth.1.largest), (1442, 1442));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(doc["code"], "path/black-hole", "{doc:#}");
+    assert_eq!(code, 1);
+    both_hold(lab, &doc, &A, &B, &truth);
+    for (s, r) in [(&A, &B), (&B, &A)] {
+        let d = direction(&doc, s, r);
+        assert_eq!(d["outcome"], "silent", "{d:#}");
+        assert_eq!(first_drop(d)["kind"], "underlay-path", "{d:#}");
+        assert_eq!(d["signalled"], false);
+    }
+    assert!(!strings(&doc["remediation"]).is_empty(), "{doc:#}");
+    // The table names the same hop and sizes.
+    let table = lab.doctor(
+        "spx1",
+        &[
+            "path",
+            A.instance,
+            B.instance,
+            "--ssh-config",
+            &lab.ssh_config(),
+        ],
+    );
+    assert_eq!(table.code, 1, "{}", table.stderr);
+    assert!(table.stdout.contains("1442"), "{}", table.stdout);
+    lab.set_switch_port(NODES[1], 9000);
+}
+
+/// 3. The nodes' underlay at 1500 (and the config saying so), the guests
+///    still told 8942: the MTU the guests are told is above the path.
+fn guest_mtu_above_path(lab: &OvnLab) {
     lab.set_config(false, 1500, NB, SB);
     for n in NODES {
         lab.set_node_underlay(n, 1500);
     }
-    let (ab, ba) = both_ways(&lab, &A, &B, (1442, 1442));
-    assert_eq!((ab.largest, ba.largest), (1442, 1442));
+    let truth = both_ways(lab, &A, &B, (1442, 1442));
+    assert_eq!((truth.0.largest, truth.1.largest), (1442, 1442));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(doc["code"], "path/guest-mtu-above-path", "{doc:#}");
+    assert_eq!(code, 1);
+    both_hold(lab, &doc, &A, &B, &truth);
+    assert_eq!(
+        first_drop(direction(&doc, &A, &B))["kind"],
+        "local-underlay",
+        "{doc:#}"
+    );
+    let fixes = strings(&doc["remediation"]).join("\n");
+    assert!(fixes.contains("1442"), "{fixes}");
     for n in NODES {
         lab.set_node_underlay(n, 9000);
     }
     lab.set_config(false, 9000, NB, SB);
-    note(&format!(
-        "case guest mtu above path: {:.1}s",
-        t.elapsed().as_secs_f64()
-    ));
+}
 
-    // 4. Routed, gateway_mtu 1400 on both router ports.
-    let t = Instant::now();
+/// 4. Routed (A in subnet 1, C in subnet 2), gateway_mtu 1400 on both
+///    router ports. (a) A's group as Spinifex writes one (egress
+///    allow-related; ingress ICMP from C's subnet and ssh only): OVN's
+///    "fragmentation needed" still reaches A, related to its flow. (b) The
+///    same rules stateless: it does not (icmp-blocked).
+fn routed(lab: &OvnLab) {
     lab.set_gateway_mtu(S1, Some(1400));
     lab.set_gateway_mtu(S2, Some(1400));
-    // (a) A's group as Spinifex writes one: egress allow-related, ingress
-    //     ICMP from C's subnet only and ssh.
     lab.set_rules(
         SG_A,
         &[
@@ -121,9 +293,21 @@ fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
             Rule::egress_all(),
         ],
     );
-    let (ac, ca) = both_ways(&lab, &A, &C, (1400, 1400));
-    assert_eq!((ac.largest, ca.largest), (1400, 1400));
-    // (b) stateless.
+    let truth = both_ways(lab, &A, &C, (1400, 1400));
+    assert_eq!((truth.0.largest, truth.1.largest), (1400, 1400));
+    let told = |t: &Ladder| t.refused.as_ref().and_then(|r| r.frag_needed);
+    assert_eq!(
+        told(&truth.0),
+        Some(1400),
+        "OVN tells A, related to its flow"
+    );
+    let (_, doc) = path(lab, "spx1", A.instance, C.instance, &[]);
+    both_hold(lab, &doc, &A, &C, &truth);
+    let d = direction(&doc, &A, &C);
+    assert_eq!(first_drop(d)["kind"], "router", "{d:#}");
+    assert_eq!(d["outcome"], "signalled", "{d:#}");
+    assert_ne!(doc["code"], "path/icmp-blocked", "{doc:#}");
+
     lab.set_rules(
         SG_A,
         &[
@@ -131,53 +315,153 @@ fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
             Rule::egress_all().stateless(),
         ],
     );
-    let ac = lab.largest(&A, &C, 1400);
-    assert_eq!(ac.largest, 1400);
-    lab.set_rules(SG_A, &crate::support::ovn_lab::vpc_rules());
+    let truth = both_ways(lab, &A, &C, (1400, 1400));
+    assert_eq!(told(&truth.0), None, "stateless: the ICMP error is dropped");
+    let (code, doc) = path(lab, "spx1", A.instance, C.instance, &[]);
+    assert_eq!(doc["code"], "path/icmp-blocked", "{doc:#}");
+    assert_eq!(code, 1);
+    both_hold(lab, &doc, &A, &C, &truth);
+    let d = direction(&doc, &A, &C);
+    assert_eq!(d["outcome"], "icmp-blocked", "{d:#}");
+    assert_eq!(first_drop(d)["kind"], "router", "{d:#}");
+    lab.set_rules(SG_A, &vpc_rules());
     lab.set_gateway_mtu(S1, None);
     lab.set_gateway_mtu(S2, None);
-    note(&format!("case routed: {:.1}s", t.elapsed().as_secs_f64()));
+}
 
-    // 5. IPsec: rfc4106(gcm(aes)) between every pair, the guests still
-    //    told 8942; then converted as Spinifex converts (DHCP 8908, the
-    //    guests stopped and started at 8908); then AES-CBC between spx1 and
-    //    spx2, whose overhead is not 34.
-    let t = Instant::now();
+/// The ESP hop of a direction.
+fn esp_hop(d: &Value) -> &Value {
+    d["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["kind"] == "esp")
+        .unwrap_or_else(|| panic!("no ESP hop: {d:#}"))
+}
+
+/// 5. IPsec with real SAs between the nodes. (a) rfc4106(gcm(aes)), the
+///    guests still told 8942: above the path, by the SA's 34 bytes. (b)
+///    Converted as Spinifex converts (DHCP 8908, the guests stopped and
+///    started at 8908): ok. (c) AES-CBC with HMAC-SHA256 between spx1 and
+///    spx2: the overhead is that SA's, not 34 (8888).
+fn ipsec(lab: &OvnLab) {
     lab.set_config(true, 9000, NB, SB);
-    esp(&lab, Some(&|_, _| gcm()));
-    let (ab, ba) = both_ways(&lab, &A, &B, (8908, 8908));
-    assert_eq!((ab.largest, ba.largest), (8908, 8908));
+    esp(lab, Some(&|_, _| gcm()));
+    let truth = both_ways(lab, &A, &B, (8908, 8908));
+    assert_eq!((truth.0.largest, truth.1.largest), (8908, 8908));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(doc["code"], "path/guest-mtu-above-path", "{doc:#}");
+    assert_eq!(code, 1);
+    both_hold(lab, &doc, &A, &B, &truth);
+    assert!(
+        esp_hop(direction(&doc, &A, &B)).to_string().contains("gcm"),
+        "{doc:#}"
+    );
+
     lab.set_dhcp_mtu(S1, 8908);
     lab.restart_guests(&[A, B], 8908);
-    let (ab, ba) = both_ways(&lab, &A, &B, (8908, 8908));
-    assert_eq!((ab.largest, ba.largest), (8908, 8908));
+    let truth = both_ways(lab, &A, &B, (8908, 8908));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(doc["code"], "path/ok", "{doc:#}");
+    assert_eq!(code, 0);
+    both_hold(lab, &doc, &A, &B, &truth);
+
     esp(
-        &lab,
+        lab,
         Some(&|a, b| if (a, b) == (1, 2) { cbc() } else { gcm() }),
     );
-    let (ab, ba) = both_ways(&lab, &A, &B, (8888, 8888));
-    assert_eq!((ab.largest, ba.largest), (8888, 8888));
-    esp(&lab, None);
+    let truth = both_ways(lab, &A, &B, (8888, 8888));
+    assert_eq!((truth.0.largest, truth.1.largest), (8888, 8888));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    both_hold(lab, &doc, &A, &B, &truth);
+    assert!(
+        esp_hop(direction(&doc, &A, &B)).to_string().contains("cbc"),
+        "{doc:#}"
+    );
+
+    esp(lab, None);
     lab.set_config(false, 9000, NB, SB);
     lab.set_dhcp_mtu(S1, 8942);
     lab.restart_guests(&[A, B], 8942);
-    note(&format!("case ipsec: {:.1}s", t.elapsed().as_secs_f64()));
+}
 
-    // 6. Asymmetric: spx2 drops what arrives above 1400.
-    let t = Instant::now();
+/// 6. Asymmetric: spx2 drops what arrives from the underlay above 1400
+///    (geneve, and echo requests; its echo replies go out whole): A to B
+///    carries 1342, B to A 8942.
+fn asymmetric(lab: &OvnLab) {
     lab.limit_arrivals(NODES[1], Some(1400));
-    let (ab, ba) = both_ways(&lab, &A, &B, (1342, 8942));
-    assert_eq!((ab.largest, ba.largest), (1342, 8942));
+    let truth = both_ways(lab, &A, &B, (1342, 8942));
+    assert_eq!((truth.0.largest, truth.1.largest), (1342, 8942));
+    let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
+    assert_eq!(doc["code"], "path/asymmetric", "{doc:#}");
+    assert_eq!(code, 1);
+    both_hold(lab, &doc, &A, &B, &truth);
+    assert_eq!(
+        first_drop(direction(&doc, &A, &B))["kind"],
+        "underlay-path",
+        "{doc:#}"
+    );
+    assert!(direction(&doc, &B, &A)["first_drop"].is_null(), "{doc:#}");
     lab.limit_arrivals(NODES[1], None);
-    note(&format!(
-        "case asymmetric: {:.1}s",
-        t.elapsed().as_secs_f64()
-    ));
+}
 
-    // 7. Both on one node.
-    let t = Instant::now();
-    let (ad, da) = both_ways(&lab, &A, &D, (8942, 8942));
-    assert_eq!((ad.largest, da.largest), (8942, 8942));
-    note(&format!("case one node: {:.1}s", t.elapsed().as_secs_f64()));
-    let _ = (C, B, S2);
+/// 7. Both guests on one node: no tunnel, no underlay.
+fn one_node(lab: &OvnLab) {
+    let truth = both_ways(lab, &A, &D, (8942, 8942));
+    assert_eq!((truth.0.largest, truth.1.largest), (8942, 8942));
+    let (code, doc) = path(lab, "spx1", A.instance, D.instance, &[]);
+    assert_eq!(doc["code"], "path/ok", "{doc:#}");
+    assert_eq!(code, 0);
+    both_hold(lab, &doc, &A, &D, &truth);
+    for d in doc["directions"].as_array().unwrap() {
+        let kinds = hop_kinds(d);
+        assert!(
+            !kinds.iter().any(|k| k == "geneve" || k == "underlay-path"),
+            "{kinds:?}"
+        );
+    }
+}
+
+/// 8. What does not resolve exits 2, naming the lookup that failed: an
+///    instance no node runs, an ENI whose port is bound nowhere, NB that
+///    does not answer.
+fn unresolved(lab: &OvnLab) {
+    let unresolved = |from: &str, to: &str, names: &str| {
+        let (code, doc) = path(lab, "spx1", from, to, &[]);
+        assert_eq!(code, 2, "{doc:#}");
+        assert_eq!(doc["code"], "path/unresolved", "{doc:#}");
+        let summary = doc["summary"].as_str().unwrap();
+        assert!(summary.contains(names), "{summary}");
+        assert!(doc["directions"].as_array().unwrap().is_empty(), "{doc:#}");
+    };
+    unresolved("i-0badc0ffee0000000", B.instance, "i-0badc0ffee0000000");
+    unresolved(UNBOUND_ENI, B.instance, UNBOUND_ENI);
+    // NB on a port nothing listens on.
+    let dead = "tcp:198.19.0.1:6649";
+    lab.set_config(false, 9000, dead, SB);
+    unresolved(A.instance, B.instance, dead);
+    lab.set_config(false, 9000, NB, SB);
+}
+
+#[root_test]
+fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
+    let test = "path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways";
+    let started = Instant::now();
+    let Some(lab) = OvnLab::boot(test) else {
+        return;
+    };
+    note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
+    timed("healthy", || healthy(&lab));
+    timed("black hole", || black_hole(&lab));
+    timed("guest mtu above path", || guest_mtu_above_path(&lab));
+    timed("routed", || routed(&lab));
+    timed("ipsec", || ipsec(&lab));
+    timed("asymmetric", || asymmetric(&lab));
+    timed("one node", || one_node(&lab));
+    timed("unresolved", || unresolved(&lab));
+    note(&format!(
+        "all cases in {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
 }
