@@ -56,6 +56,11 @@ pub enum Action {
     Agent(AgentArgs),
     /// The whole cluster, live, from the agents' reports in the doctor's JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix.
     Watch(WatchArgs),
+    /// Where a guest's packet of N bytes dies between two guests, hop by hop, both ways (FROM and TO: i-…, eni-…, a guest's IP, or a node).
+    Path(Box<crate::path::args::PathArgs>),
+    /// One node's side of a path, as JSON: what `path` asks each node over ssh.
+    #[command(name = "path-facts", hide = true)]
+    PathFacts(crate::path::args::PathFactsArgs),
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,

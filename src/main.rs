@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod levels;
 mod otlp;
+mod path;
 mod render;
 mod report;
 mod runner;
@@ -64,6 +65,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             render::to_stdout(&render::catalog::list_codes(terminal_width()))?;
             Ok(0)
         }
+        Some(Action::Explain { id }) if id == spx_checks::path::ID => {
+            render::to_stdout(&render::catalog::explain_path())?;
+            Ok(0)
+        }
+        Some(Action::Explain { id }) if spx_checks::path::find_code(&id).is_some() => {
+            let kind = spx_checks::path::find_code(&id).expect("guarded");
+            render::to_stdout(&render::catalog::explain_path_code(kind))?;
+            Ok(0)
+        }
         Some(Action::Explain { id }) if id.contains('/') => {
             let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
             render::to_stdout(&render::catalog::explain_code(&code))?;
@@ -85,6 +95,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Some(Action::Watch(args)) => cluster::watch::run(args),
+        Some(Action::Path(args)) => path::run(*args),
+        Some(Action::PathFacts(args)) => path::facts(args),
         None => {
             binary_not_to_a_terminal(&cli.run)?;
             settings::record_and_replay(&cli.run)?;

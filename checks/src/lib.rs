@@ -30,6 +30,7 @@ pub(crate) mod hw_captures;
 pub mod kind;
 pub mod live;
 pub mod metrics;
+pub mod path;
 pub mod per_interface;
 pub mod profile;
 pub mod read;

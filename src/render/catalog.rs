@@ -108,3 +108,25 @@ pub fn explain_code(code: &Code) -> String {
     }
     s
 }
+
+/// `explain path`: the question, what it reads and says, its codes.
+pub fn explain_path() -> String {
+    as_invoked(&format!(
+        "{} — {}\n(a question of its own: `spx doctor path FROM TO`, not a check)\n\n{}\n",
+        spx_checks::path::ID,
+        spx_checks::path::TITLE,
+        spx_checks::path::explain()
+    ))
+}
+
+/// `explain path/KIND`.
+pub fn explain_path_code(kind: &spx_checks::kind::KindDoc) -> String {
+    as_invoked(&format!(
+        "{} — {}\n{}\n\nReported by `spx doctor path FROM TO` — {} (`{} explain path`).\n",
+        kind.code(spx_checks::path::ID),
+        kind.status,
+        kind.text(),
+        spx_checks::path::TITLE,
+        doctor_command()
+    ))
+}

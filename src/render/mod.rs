@@ -9,6 +9,7 @@ pub mod inert;
 pub mod journal;
 pub mod json;
 pub mod junit;
+pub mod path;
 pub mod prometheus;
 pub mod table;
 

@@ -50,6 +50,10 @@ pub struct Header {
     /// The run's policy flags, which a replay applies too.
     #[serde(default)]
     pub policy: Policy,
+    /// A `spx-doctor path` run: the question and every other node's answer,
+    /// as that command reads them back (its own reads are the records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<Value>,
 }
 
 /// The flags that turn verdicts into levels and an exit code, as given.
@@ -92,6 +96,7 @@ impl Header {
             config,
             checks,
             policy: Policy::default(),
+            path: None,
         }
     }
 }
