@@ -6,6 +6,7 @@
 //! oracle: both must reach the same verdicts.
 
 mod hostile;
+mod path;
 mod refusals;
 mod watch;
 

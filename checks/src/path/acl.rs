@@ -141,11 +141,13 @@ pub fn icmp_back(acls: &[&Acl], error: IcmpError) -> IcmpBack {
     // `allow` is stateful too once the switch has an `allow-related` ACL
     // (ovn-nb(5), ACL action).
     let has_stateful = acls.iter().any(|a| a.action == "allow-related");
-    let committed: Vec<AclRef> = egress_allows
+    let mut committed: Vec<AclRef> = egress_allows
         .iter()
         .filter(|a| stateful(&a.action) && has_stateful)
         .map(|a| AclRef::of(a))
         .collect();
+    // The allow-related ones first: they are what makes the flow committed.
+    committed.sort_by_key(|a| (a.action != "allow-related", -a.priority));
     if stateless.is_empty() && !committed.is_empty() {
         return IcmpBack::Related {
             stateful: committed,

@@ -207,8 +207,10 @@ fn toward(ctx: &Ctx, peer: IpAddr, size: Size, ovs: Option<&OvsFacts>) -> Toward
             Err(_) => None,
         },
     };
+    let listed = in_peer_list(ctx, peer);
     let mut out = Toward {
         peer,
+        refused: listed.clone().err(),
         local,
         egress,
         sas,
@@ -216,7 +218,7 @@ fn toward(ctx: &Ctx, peer: IpAddr, size: Size, ovs: Option<&OvsFacts>) -> Toward
         probe: Err(String::new()),
         socket: None,
     };
-    out.probe = match (outer, in_peer_list(ctx, peer)) {
+    out.probe = match (outer, listed) {
         (_, Err(why)) => Err(why),
         (None, _) => Err(
             "the outer size is not known (the SA's ESP layout was not read), so nothing was probed"
@@ -254,7 +256,7 @@ fn toward(ctx: &Ctx, peer: IpAddr, size: Size, ovs: Option<&OvsFacts>) -> Toward
 /// Refuse a peer that is not in this node's own peer list (the SB `Encap`
 /// table, peers.nft, the config): a path request names only a node's
 /// peers, never a free address.
-fn in_peer_list(ctx: &Ctx, peer: IpAddr) -> Result<(), String> {
+pub fn in_peer_list(ctx: &Ctx, peer: IpAddr) -> Result<(), String> {
     let set = peers::discover(ctx);
     if set.peers.iter().any(|p| p.address == peer) {
         Ok(())

@@ -508,6 +508,18 @@ fn direction(f: &PathFacts, a: &End, b: &End) -> Direction {
         ingress, egress, ..
     }) = &f.routing
     {
+        // The routing is read from FROM's side: the way back enters at TO's
+        // router port.
+        let sender_port = a
+            .place
+            .guest()
+            .and_then(|g| g.gateway.as_ref())
+            .map(|g| &g.port);
+        let (ingress, egress) = if sender_port == Some(&egress.port) {
+            (egress, ingress)
+        } else {
+            (ingress, egress)
+        };
         let mtus: Vec<(u32, &str)> = [ingress, egress]
             .iter()
             .filter_map(|p| Some((p.gateway_mtu()?, p.port.as_str())))

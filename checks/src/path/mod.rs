@@ -31,6 +31,9 @@ pub mod report;
 pub mod resolve;
 pub mod words;
 
+#[cfg(test)]
+mod tests;
+
 use crate::kind::{KindDoc, Kinds};
 
 crate::kinds! {

@@ -22,7 +22,7 @@ pub const MAX_SIZE: u32 = 65535;
 pub const MIN_SIZE: u32 = 68;
 
 /// Which guest a node is asked about.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "id", rename_all = "kebab-case")]
 pub enum GuestRef {
     /// Every tap NIC of this instance's QEMU.
@@ -41,7 +41,7 @@ impl GuestRef {
 
 /// What is probed toward the peer: a guest packet of N bytes (the node adds
 /// geneve and the ESP of its own SA to it), or an underlay packet of N.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "bytes", rename_all = "kebab-case")]
 pub enum Size {
     Guest(u32),
@@ -57,7 +57,7 @@ impl Size {
 }
 
 /// What one node is asked about its side of the path.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeQuery {
     /// The guest at this end; none for the underlay alone.
     #[serde(default)]
@@ -134,6 +134,11 @@ pub struct OvsFacts {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Toward {
     pub peer: IpAddr,
+    /// Why the peer was not probed when it is not in this node's own peer
+    /// list (the SB `Encap` table, peers.nft, the config): a node probes
+    /// no free address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
     /// This node's geneve endpoint the SAs and the probe leave from (its
     /// `ovn-encap-ip`, else the route's source).
     pub local: Option<IpAddr>,

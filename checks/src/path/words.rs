@@ -198,10 +198,14 @@ pub fn direction(d: &Direction, ipv6: bool) -> String {
             limit(&h.limit)
         ),
         (Outcome::IcmpBlocked, Some(h)) => format!(
-            "{head}: dropped at {} (limit {}); OVN answers, but {}; the largest that crosses is {largest}",
+            "{head}: dropped at {} (limit {}); OVN sends {} back, but the sender's security group {}; the largest that crosses is {largest}",
             at(h),
             limit(&h.limit),
-            h.learns.as_ref().map(|l| learns(l, ipv6)).unwrap_or_default()
+            if ipv6 { "ICMPv6 type 2 (packet too big)" } else { "ICMP type 3 code 4 (fragmentation needed)" },
+            match &h.learns {
+                Some(Learns::Ovn { icmp, .. }) => icmp_back(icmp).replacen("dropped by", "drops it: ACL", 1),
+                _ => "drops it".to_owned(),
+            }
         ),
         (Outcome::Silent, Some(h)) => format!(
             "{head}: a packet of {} is dropped silently at {} ({} bytes there, limit {}); the largest that crosses is {largest}",
@@ -335,8 +339,7 @@ fn direction_fixes(
                     _ => {}
                 }
                 steps.push(format!(
-                    "{} stays at {l}: Spinifex's reconciler writes options:mtu from underlay_mtu and ipsec_enabled in {config}, so if it writes the old value back, the config disagrees with the path",
-                    g.lsp
+                    "Spinifex's reconciler writes options:mtu from underlay_mtu and ipsec_enabled in {config}: if it puts back more than {l}, the config does not describe this path (check both keys there)"
                 ));
             }
             steps.push(RESTART_GUESTS.to_owned());
@@ -419,7 +422,7 @@ fn black_hole_fixes(
                 .map(|(name, mtu)| format!(" (the peer's own {name} is at {mtu}: most likely it)"))
                 .unwrap_or_default();
             steps.push(format!(
-                "make the underlay between {} carry {needed} bytes: every switch port, VLAN and router on it{}{peer_dev}",
+                "make the underlay path {} carry {needed} bytes: every switch port, VLAN and router on it{}{peer_dev}",
                 h.name,
                 match measured {
                     Some(m) => format!(" (it carries {m}, measured)"),
@@ -439,10 +442,23 @@ fn black_hole_fixes(
             );
         }
         HopKind::PeerTap => {
+            // The receiver's guests are told less than the config implies:
+            // its subnet's DHCP row is where the tap's MTU came from.
             let want = f
                 .expected_guest_mtu
                 .or_else(|| offered(sender).map(|(m, _)| m))
                 .unwrap_or(needed);
+            if let Some(g) = receiver.place.guest() {
+                if let (Some(row), Some((m, OfferedBy::Dhcp))) = (&g.dhcp, g.offered_mtu()) {
+                    if m < want {
+                        steps.push(format!(
+                            "`{}` ({}'s subnet offers {m})",
+                            nbctl(&f.nb_endpoints, &set_dhcp_mtu(&row.uuid, want)),
+                            receiver.label
+                        ));
+                    }
+                }
+            }
             steps.push(format!(
                 "stop and start the guest on {} (the daemon recreates the tap and QEMU's host_mtu={want}); meanwhile, for the host side only: {}",
                 h.name,
