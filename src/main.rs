@@ -443,6 +443,17 @@ pub fn man_page() -> anyhow::Result<String> {
             .as_bytes(),
         );
     }
+    for k in spx_checks::path::codes() {
+        buf.extend_from_slice(
+            format!(
+                ".TP\n\\fB{}\\fR ({})\n{}\n",
+                k.code(spx_checks::path::ID),
+                k.status,
+                roff_escape(&k.text())
+            )
+            .as_bytes(),
+        );
+    }
     buf.extend_from_slice(
         b".PP\nEvery check can also report these, with its own id before the slash:\n",
     );

@@ -54,6 +54,13 @@ pub fn list_codes(width: Option<u16>) -> String {
     for c in codes::all().filter(|c| c.kind.origin != Origin::Common) {
         table.add_row(vec![c.code(), c.kind.status.to_string(), c.kind.text()]);
     }
+    for k in spx_checks::path::codes() {
+        table.add_row(vec![
+            k.code(spx_checks::path::ID),
+            k.status.to_string(),
+            k.text(),
+        ]);
+    }
     for k in &COMMON {
         table.add_row(vec![
             format!("CHECK-ID/{}", k.name),
