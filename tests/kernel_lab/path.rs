@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::ipsec::{gcm, geneve_spi, policies, sa};
 use crate::support::ovn_lab::{
-    note, vpc_rules, Guest, Ladder, OvnLab, Rule, A, B, C, D, NB, NODES, S1, S2, SB, SG_A,
+    note, vpc_rules, Guest, Ladder, OvnLab, Rule, A, B, C, D, NB, NODES, S1, S2, SB, SG_A, SG_VPC,
     UNBOUND_ENI,
 };
 use crate::support::strings;
@@ -68,41 +68,26 @@ fn esp(lab: &OvnLab, alg: Option<&dyn Fn(u32, u32) -> String>) {
     lab.vm.ok(&script);
 }
 
-/// Hold a path document to schema/path-v1.schema.json (which refers to
-/// the report schema's definitions).
-fn assert_valid_path(doc: &Value) {
-    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    let read = |name: &str| -> Value {
-        let f = crate::support::repo_root().join("schema").join(name);
-        serde_json::from_str(&std::fs::read_to_string(&f).expect("schema file")).expect("schema")
-    };
-    let v = V.get_or_init(|| {
-        let report = read("report-v1.schema.json");
-        let id = report["$id"].as_str().expect("$id").to_owned();
-        jsonschema::options()
-            .with_resource(
-                id,
-                jsonschema::Resource::from_contents(report).expect("resource"),
-            )
-            .build(&read("path-v1.schema.json"))
-            .expect("valid schema")
-    });
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "not schema/path-v1.schema.json: {errors:#?}\n{doc:#}"
-    );
-}
-
 /// `spx-doctor path FROM TO --format json` run as `node` (over ssh to the
 /// others, the lab's ssh_config): the exit code and the document, held to
 /// its schema and to the process's exit code.
 fn path(lab: &OvnLab, node: &str, from: &str, to: &str, extra: &[&str]) -> (i32, Value) {
     let cfg = lab.ssh_config();
-    let mut args = vec!["path", from, to, "--format", "json", "--ssh-config", &cfg];
+    // Under emulation an OVSDB answer or a netlink dump can take over the
+    // default second (as the other kernel-lab groups find): 3 s a round.
+    let mut args = vec![
+        "path",
+        from,
+        to,
+        "--format",
+        "json",
+        "--ssh-config",
+        &cfg,
+        "--timeout",
+        "120s",
+        "--probe-timeout",
+        "3s",
+    ];
     args.extend_from_slice(extra);
     let t = Instant::now();
     let out = lab.doctor(node, &args);
@@ -112,7 +97,7 @@ fn path(lab: &OvnLab, node: &str, from: &str, to: &str, extra: &[&str]) -> (i32,
             out.code, out.stdout, out.stderr
         )
     });
-    assert_valid_path(&doc);
+    crate::support::assert_valid_path(&doc);
     assert_eq!(doc["exit_code"], out.code, "stderr: {}", out.stderr);
     note(&format!(
         "spx-doctor path {from} {to} on {node}: {} exit {} in {:.1}s (its own {} ms)",
@@ -244,6 +229,10 @@ fn black_hole(lab: &OvnLab) {
             B.instance,
             "--ssh-config",
             &lab.ssh_config(),
+            "--timeout",
+            "120s",
+            "--probe-timeout",
+            "3s",
         ],
     );
     assert_eq!(table.code, 1, "{}", table.stderr);
@@ -280,9 +269,8 @@ fn guest_mtu_above_path(lab: &OvnLab) {
 /// 4. Routed (A in subnet 1, C in subnet 2), gateway_mtu 1400 on both
 ///    router ports. (a) A's group as Spinifex writes one (egress
 ///    allow-related; ingress ICMP from C's subnet and ssh only): OVN's
-///    "fragmentation needed" still reaches A, related to its flow. (b) The
-///    same rules stateless: it does not (icmp-blocked).
-fn routed(lab: &OvnLab) {
+///    "fragmentation needed" still reaches A, related to its flow.
+fn routed_related(lab: &OvnLab) {
     lab.set_gateway_mtu(S1, Some(1400));
     lab.set_gateway_mtu(S2, Some(1400));
     lab.set_rules(
@@ -295,7 +283,6 @@ fn routed(lab: &OvnLab) {
     );
     let truth = both_ways(lab, &A, &C, (1400, 1400));
     assert_eq!((truth.0.largest, truth.1.largest), (1400, 1400));
-    let told = |t: &Ladder| t.refused.as_ref().and_then(|r| r.frag_needed);
     assert_eq!(
         told(&truth.0),
         Some(1400),
@@ -307,36 +294,96 @@ fn routed(lab: &OvnLab) {
     assert_eq!(first_drop(d)["kind"], "router", "{d:#}");
     assert_eq!(d["outcome"], "signalled", "{d:#}");
     assert_ne!(doc["code"], "path/icmp-blocked", "{doc:#}");
+}
 
+/// What a routed case's truth says the sender was told: the MTU of
+/// the "fragmentation needed" it got, if any.
+fn told(t: &Ladder) -> Option<u32> {
+    t.refused.as_ref().and_then(|r| r.frag_needed)
+}
+
+/// 4. (b) The routed path with A and C in one group whose rules are
+///    stateless: neither gets its router port's ICMP error (icmp-blocked).
+fn routed_stateless(lab: &OvnLab) {
+    lab.set_gateway_mtu(S1, Some(1400));
+    lab.set_gateway_mtu(S2, Some(1400));
+    // ICMP allowed in from each other only, stateless.
+    lab.set_members(SG_VPC, &[B, D], &[UNBOUND_ENI]);
+    lab.set_members(SG_A, &[A, C], &[]);
     lab.set_rules(
         SG_A,
         &[
-            Rule::ingress("icmp", None, "10.0.2.0/24").stateless(),
+            Rule::ingress("icmp", None, "10.0.2.12/32").stateless(),
+            Rule::ingress("icmp", None, "10.0.1.10/32").stateless(),
             Rule::egress_all().stateless(),
         ],
     );
     let truth = both_ways(lab, &A, &C, (1400, 1400));
     assert_eq!(told(&truth.0), None, "stateless: the ICMP error is dropped");
+    assert_eq!(told(&truth.1), None, "stateless: the ICMP error is dropped");
     let (code, doc) = path(lab, "spx1", A.instance, C.instance, &[]);
     assert_eq!(doc["code"], "path/icmp-blocked", "{doc:#}");
     assert_eq!(code, 1);
     both_hold(lab, &doc, &A, &C, &truth);
-    let d = direction(&doc, &A, &C);
-    assert_eq!(d["outcome"], "icmp-blocked", "{d:#}");
-    assert_eq!(first_drop(d)["kind"], "router", "{d:#}");
+    for (s, r) in [(&A, &C), (&C, &A)] {
+        let d = direction(&doc, s, r);
+        assert_eq!(d["outcome"], "icmp-blocked", "{d:#}");
+        assert_eq!(first_drop(d)["kind"], "router", "{d:#}");
+    }
+}
+
+/// Put back what a routed case changed, whether it passed or not: the
+/// groups' members and rules as the lab starts them, no gateway_mtu.
+fn routed_undone(lab: &OvnLab) {
     lab.set_rules(SG_A, &vpc_rules());
+    lab.set_members(SG_A, &[A], &[]);
+    lab.set_members(SG_VPC, &[B, C, D], &[UNBOUND_ENI]);
     lab.set_gateway_mtu(S1, None);
     lab.set_gateway_mtu(S2, None);
 }
 
-/// The ESP hop of a direction.
-fn esp_hop(d: &Value) -> &Value {
-    d["hops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["kind"] == "esp")
-        .unwrap_or_else(|| panic!("no ESP hop: {d:#}"))
+/// The ESP layout the doctor used each way is the installed SA's, as `ip
+/// xfrm state` on the sender shows it (the oracle): rfc4106(gcm(aes)) with
+/// a 128-bit ICV is an 8-byte IV, 4-byte alignment and a 16-byte ICV;
+/// cbc(aes) with hmac(sha256) truncated to 128 bits a 16-byte IV, 16-byte
+/// blocks and a 16-byte ICV. The ESP hop adds the bytes that layout adds.
+fn assert_esp_is_the_sas(lab: &OvnLab, doc: &Value) {
+    for (s, r) in [(&A, &B), (&B, &A)] {
+        let d = direction(doc, s, r);
+        let state = lab.vm.ok(&format!(
+            "ip -n {} xfrm state list src {} dst {} proto esp",
+            s.node.name,
+            s.node.underlay(),
+            r.node.underlay()
+        ));
+        let (iv, align, icv) = if state.contains("aead rfc4106(gcm(aes))") && state.contains(" 128")
+        {
+            (8, 4, 16)
+        } else if state.contains("enc cbc(aes)") && state.contains("auth-trunc hmac(sha256)") {
+            (16, 16, 16)
+        } else {
+            panic!("the lab's SA is neither: {state}");
+        };
+        assert_eq!(
+            (&d["esp"]["iv"], &d["esp"]["align"], &d["esp"]["icv"]),
+            (&iv.into(), &align.into(), &icv.into()),
+            "{state}\n{d:#}"
+        );
+        let hops = d["hops"].as_array().unwrap();
+        let at = |k: &str| {
+            hops.iter()
+                .find(|h| h["kind"] == k)
+                .unwrap_or_else(|| panic!("no {k} hop: {d:#}"))["bytes"]
+                .as_u64()
+                .unwrap()
+        };
+        let geneve = at("geneve");
+        // ESP transport: the IPv4 header stays; ESP's header (8), the IV,
+        // the payload and its 2-byte trailer padded to the alignment, the ICV.
+        let payload = geneve - 20;
+        let padded = (payload + 2).div_ceil(align) * align;
+        assert_eq!(at("esp"), 20 + 8 + iv + padded + icv, "{d:#}");
+    }
 }
 
 /// 5. IPsec with real SAs between the nodes. (a) rfc4106(gcm(aes)), the
@@ -353,10 +400,7 @@ fn ipsec(lab: &OvnLab) {
     assert_eq!(doc["code"], "path/guest-mtu-above-path", "{doc:#}");
     assert_eq!(code, 1);
     both_hold(lab, &doc, &A, &B, &truth);
-    assert!(
-        esp_hop(direction(&doc, &A, &B)).to_string().contains("gcm"),
-        "{doc:#}"
-    );
+    assert_esp_is_the_sas(lab, &doc);
 
     lab.set_dhcp_mtu(S1, 8908);
     lab.restart_guests(&[A, B], 8908);
@@ -375,11 +419,12 @@ fn ipsec(lab: &OvnLab) {
     let (code, doc) = path(lab, "spx1", A.instance, B.instance, &[]);
     assert_eq!(code, 1, "{doc:#}");
     both_hold(lab, &doc, &A, &B, &truth);
-    assert!(
-        esp_hop(direction(&doc, &A, &B)).to_string().contains("cbc"),
-        "{doc:#}"
-    );
+    assert_esp_is_the_sas(lab, &doc);
+}
 
+/// Put back what the IPsec case changed: no SAs, IPsec off, A and B
+/// told 8942 again.
+fn ipsec_undone(lab: &OvnLab) {
     esp(lab, None);
     lab.set_config(false, 9000, NB, SB);
     lab.set_dhcp_mtu(S1, 8942);
@@ -403,7 +448,6 @@ fn asymmetric(lab: &OvnLab) {
         "{doc:#}"
     );
     assert!(direction(&doc, &B, &A)["first_drop"].is_null(), "{doc:#}");
-    lab.limit_arrivals(NODES[1], None);
 }
 
 /// 7. Both guests on one node: no tunnel, no underlay.
@@ -444,6 +488,10 @@ fn unresolved(lab: &OvnLab) {
     lab.set_config(false, 9000, NB, SB);
 }
 
+/// A case of the lab test: its name, the case, and what puts the lab back
+/// after it, passed or not.
+type Case = (&'static str, fn(&OvnLab), fn(&OvnLab));
+
 #[root_test]
 fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
     let test = "path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways";
@@ -452,16 +500,47 @@ fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
         return;
     };
     note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
-    timed("healthy", || healthy(&lab));
-    timed("black hole", || black_hole(&lab));
-    timed("guest mtu above path", || guest_mtu_above_path(&lab));
-    timed("routed", || routed(&lab));
-    timed("ipsec", || ipsec(&lab));
-    timed("asymmetric", || asymmetric(&lab));
-    timed("one node", || one_node(&lab));
-    timed("unresolved", || unresolved(&lab));
+    // SPX_PATH_LAB_CASES=routed,ipsec runs only those (while working on
+    // one); unset, every case runs.
+    let only = std::env::var("SPX_PATH_LAB_CASES").ok();
+    // Each case with what puts the lab back for the next, run whether the
+    // case passed or not: every case is judged on the one boot, and the
+    // test fails naming each case that failed.
+    let nothing: fn(&OvnLab) = |_| {};
+    let cases: [Case; 9] = [
+        // First: once, run after the three MTU cases, A was not told
+        // (cause not found); run first, both routed cases pass.
+        ("routed-related", routed_related, routed_undone),
+        ("routed-stateless", routed_stateless, routed_undone),
+        ("healthy", healthy, nothing),
+        ("black-hole", black_hole, nothing),
+        ("guest-mtu-above-path", guest_mtu_above_path, nothing),
+        ("ipsec", ipsec, ipsec_undone),
+        ("asymmetric", asymmetric, |lab| {
+            lab.limit_arrivals(NODES[1], None)
+        }),
+        ("one-node", one_node, nothing),
+        ("unresolved", unresolved, nothing),
+    ];
+    let mut failed = Vec::new();
+    for (name, case, undo) in cases {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|c| c == name))
+        {
+            continue;
+        }
+        let run =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| timed(name, || case(&lab))));
+        if run.is_err() {
+            note(&format!("case {name}: FAILED"));
+            failed.push(name);
+        }
+        undo(&lab);
+    }
     note(&format!(
         "all cases in {:.1}s",
         started.elapsed().as_secs_f64()
     ));
+    assert!(failed.is_empty(), "cases failed: {failed:?}");
 }

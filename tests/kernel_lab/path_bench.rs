@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::support::ovn_lab::{note, OvnLab, A, B, NB, NODES, SB};
+use crate::support::ovn_lab::{note, OvnLab, A, B, GUEST_BIN, NB, NODES, SB};
 use crate::support::vm::quote;
 
 /// The runbook's answer: the largest frame each way.
@@ -101,8 +101,7 @@ fn path_benchmark() {
         B.instance
     );
     let doctor_line = format!(
-        "PATH={}:$PATH spx-doctor path {} {} --format json --ssh-config {}",
-        lab.files.seen("bin"),
+        "PATH={GUEST_BIN}:$PATH spx-doctor path {} {} --format json --ssh-config {}",
         A.instance,
         B.instance,
         lab.ssh_config()

@@ -340,8 +340,13 @@ pub const SB: &str = "tcp:198.19.0.1:6642";
 const NB_UNIX: &str = "unix:/var/run/ovn/ovnnb_db.sock";
 const SB_UNIX: &str = "unix:/var/run/ovn/ovnsb_db.sock";
 
-/// The path of `spx-doctor` as a node's sessions find it on their PATH.
+/// Where the doctor is placed for the guest (the shared directory), and
+/// where every node runs it from: a copy in the guest's own memory (its
+/// root overlay's tmpfs), so that a run does not page a 250 MB debug binary
+/// in over 9p under emulation (measured: a first `path` run over ssh spent
+/// over 60 s starting the binary on three nodes at once).
 const BIN_DIR: &str = "bin";
+pub const GUEST_BIN: &str = "/opt/spx-lab/bin";
 
 /// The holder of a node: its pid, mount and UTS namespaces, inside `ip
 /// netns exec`'s (which bound /etc/netns/NODE over /etc).
@@ -497,6 +502,7 @@ impl OvnLab {
         self.start_guests(&GUESTS, 8942);
         // Every port bound and every chassis' flows in place.
         self.nbctl(&["--wait=hv", "--timeout=120", "sync"].map(str::to_owned));
+        self.warm(&GUESTS);
         self.timed("4 QEMU guests, relays, flows", t);
 
         let t = Instant::now();
@@ -542,9 +548,21 @@ impl OvnLab {
         self.vm.file("spx-node", ENTER);
         let dir = self.vm.files_dir();
         std::fs::create_dir_all(dir.join(BIN_DIR)).unwrap();
-        // The doctor under test; a benchmark may name another build.
+        // The doctor under test (a benchmark may name another build),
+        // without its DWARF sections (`strip --strip-debug`: the same code
+        // and symbols, a quarter of the bytes to copy in).
         let bin = std::env::var_os("SPX_DOCTOR_BIN").unwrap_or_else(|| super::bin().into());
-        let _ = std::os::unix::fs::symlink(bin, dir.join(BIN_DIR).join("spx-doctor"));
+        let placed = dir.join(BIN_DIR).join("spx-doctor");
+        let stripped = std::process::Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&placed)
+            .arg(&bin)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stripped {
+            std::fs::copy(&bin, &placed).expect("copy the doctor for the guest");
+        }
         let wans: Vec<String> = NODES.iter().map(Node::wan).collect();
         // A lab setting, not the doctor's: OpenSSH 9's default key exchange
         // costs about 4 s of emulated CPU per connection, this one about 1 s.
@@ -556,8 +574,7 @@ impl OvnLab {
                 &format!("spinifex-{}.toml", node.name),
                 &node_config(node.name, false, 9000, NB, SB),
             );
-            self.files
-                .sshd_config(i, &node.wan(), &self.files.seen(BIN_DIR));
+            self.files.sshd_config(i, &node.wan(), GUEST_BIN);
         }
     }
 
@@ -739,6 +756,29 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
         self.vm.ok(&script);
         self.start_guests(guests, mtu);
         self.nbctl(&["--wait=hv", "--timeout=120", "sync"].map(str::to_owned));
+        self.warm(guests);
+    }
+
+    /// A small frame from each of `guests` to another guest and back, each
+    /// until it arrives: neighbours resolved, the datapath's flows made
+    /// (an upcall to ovs-vswitchd under emulation can take over a second),
+    /// so that a test's first probe meets the path, not its set-up.
+    pub fn warm(&self, guests: &[Guest]) {
+        for g in guests {
+            for other in GUESTS.iter().filter(|o| o.instance != g.instance).take(2) {
+                for (s, r) in [(g, other), (other, g)] {
+                    let sent = Sent::from_json(&self.ask(json!({
+                        "op": "probe", "from": s.netns(), "to": r.netns(),
+                        "dst": r.ip, "size": 576, "wait_ms": 3000, "tries": 10,
+                    })));
+                    assert!(
+                        sent.arrived,
+                        "{} -> {}: a 576-byte frame never arrived",
+                        s.instance, r.instance
+                    );
+                }
+            }
+        }
     }
 
     /// Start sshd on every node (its wan address, as the node).
@@ -774,7 +814,7 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
     /// Run the doctor cargo built as `node`, with a clean environment.
     pub fn doctor(&self, node: &str, args: &[&str]) -> GuestOutput {
         let mut line = format!(
-            "exec {} env -i PATH={GUEST_FILES}/{BIN_DIR}:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home spx-doctor",
+            "exec {} env -i PATH={GUEST_BIN}:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home spx-doctor",
             self.enter(node)
         );
         for a in args {
@@ -905,6 +945,19 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
         *current = rules.to_vec();
     }
 
+    /// The ports of `sg`'s port group: `guests` (as
+    /// `SetPortSecurityGroups` leaves them).
+    pub fn set_members(&self, sg: SecurityGroup, guests: &[Guest], more: &[&str]) {
+        let mut args = vec![
+            "--wait=hv".to_owned(),
+            "pg-set-ports".into(),
+            sg.port_group(),
+        ];
+        args.extend(guests.iter().map(Guest::port));
+        args.extend(more.iter().map(|p| format!("port-{p}")));
+        self.nbctl(&args);
+    }
+
     // ---- The truth.
 
     /// One DF echo request of `size` bytes of IP from `from` to `to`.
@@ -968,6 +1021,10 @@ fn fabric_script() -> String {
     // ip netns exec binds /etc/netns/NODE/spinifex over an existing
     // /etc/spinifex only.
     s.push_str("mkdir -p /run/spinifex /run/spx-nodes /etc/spinifex\n");
+    let _ = writeln!(
+        s,
+        "mkdir -p {GUEST_BIN} && cp {GUEST_FILES}/{BIN_DIR}/spx-doctor {GUEST_BIN}/spx-doctor"
+    );
     let mut top = vec!["netns add sw".to_owned(), "netns add wsw".to_owned()];
     top.extend(NODES.iter().map(|n| format!("netns add {}", n.name)));
     let _ = writeln!(s, "ip -b - <<'EOF'\n{}\nEOF", top.join("\n"));
