@@ -34,6 +34,12 @@ _spx__doctor() {
             spx__doctor,man)
                 cmd="spx__doctor__subcmd__man"
                 ;;
+            spx__doctor,path)
+                cmd="spx__doctor__subcmd__path"
+                ;;
+            spx__doctor,path-facts)
+                cmd="spx__doctor__subcmd__path__subcmd__facts"
+                ;;
             spx__doctor,watch)
                 cmd="spx__doctor__subcmd__watch"
                 ;;
@@ -44,7 +50,7 @@ _spx__doctor() {
 
     case "${cmd}" in
         spx__doctor)
-            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --width --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --via --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions agent watch man __complete"
+            opts="-o -v -h -V --check --skip --config --format --output --verbose --strict --color --width --timeout --sample --peer --mtu --probe-timeout --interface --ovs-db --nb-db --sb-db --for --record --replay --cluster --via --nodes --ssh-config --ssh-user --remote-bin --parallel --ovn-read-by --allow --deny --help --version list explain completions agent watch path path-facts man __complete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -250,7 +256,7 @@ _spx__doctor() {
             return 0
             ;;
         spx__subcmd__doctor__subcmd__explain)
-            opts="-h -V --config --color --width --help --version sysctl.udp-buffers udp.rcvbuf-errors sysctl.neigh mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm ipsec.cert ipsec.daemon ipsec.policy ipsec.errors nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning ovn.cluster cluster.reachable cluster.bus cluster.config-drift cluster.path-matrix cluster.sa-pairs cluster.chassis cluster.ipsec sysctl.udp-buffers/ok sysctl.udp-buffers/quic-starved sysctl.udp-buffers/below-required udp.rcvbuf-errors/ok udp.rcvbuf-errors/dropping udp.rcvbuf-errors/past-drops udp.rcvbuf-errors/quic-warning sysctl.neigh/ok sysctl.neigh/too-small mtu.path/ok mtu.path/black-hole mtu.path/too-big mtu.path/local-mtu mtu.path/neighbour-table-full mtu.path/unreachable mtu.path/cut-short mtu.overlay/ok mtu.overlay/bridge-below-underlay mtu.overlay/dhcp-mtu mtu.overlay/ra-mtu mtu.overlay/tap-mtu mtu.overlay/nb-unreachable underlay.on-link/ok underlay.on-link/routed-encrypted underlay.on-link/routed underlay.on-link/no-route ipsec.flags/ok ipsec.flags/stale-nb-ipsec ipsec.flags/missing-nb-ipsec ipsec.flags/stale-ovs-ipsec ipsec.flags/missing-ovs-ipsec ipsec.flags/db-unreachable ipsec.xfrm/ok ipsec.xfrm/armed ipsec.xfrm/leftover-sas ipsec.xfrm/ike-pending ipsec.xfrm/missing-sas ipsec.xfrm/wrong-algorithm ipsec.xfrm/stale-sas ipsec.cert/ok ipsec.cert/missing ipsec.cert/unusable ipsec.cert/expired ipsec.cert/not-yet-valid ipsec.cert/untrusted-chain ipsec.cert/key-mismatch ipsec.cert/wrong-name ipsec.cert/cn-unreadable ipsec.cert/missing-eku ipsec.cert/ca-not-trusted ipsec.cert/key-exposed ipsec.cert/ovs-pointers ipsec.cert/expires-soon ipsec.cert/db-unreachable ipsec.daemon/ok ipsec.daemon/not-running ipsec.daemon/ike-daemon-running ipsec.daemon/not-installed ipsec.daemon/monitor-running ipsec.daemon/stale-pid-file ipsec.daemon/pid-file-other-program ipsec.policy/ok ipsec.policy/armed ipsec.policy/plaintext ipsec.policy/no-sa ipsec.policy/template-mismatch ipsec.policy/blocked ipsec.policy/leftover-policies ipsec.errors/ok ipsec.errors/history ipsec.errors/dropping nic.offloads/ok nic.offloads/tunnel-offload-off nic.offloads/tunnel-offload-fixed nic.offloads/gso-partial-off nic.offloads/offload-off nic.offloads/offload-fixed nic.tso/ok nic.tso/no-tso nic.tso/little-tso nic.queues/ok nic.queues/unused-queues nic.rings/ok nic.rings/shallow-ring nic.rings/virtio-queue-size cpu.softirq/ok cpu.softirq/esp-funnel cpu.softirq/receive-funnel cpu.softirq/concentrated tcp.reordering/ok tcp.reordering/multiqueue-reordering tcp.reordering/reordering-or-loss qemu.tuning/ok qemu.tuning/no-vhost qemu.tuning/not-tap qemu.tuning/wrong-queues qemu.tuning/tap-queue-mismatch qemu.tuning/not-virtio qemu.tuning/no-mq qemu.tuning/wrong-vectors qemu.tuning/small-rx-queue qemu.tuning/wrong-host-mtu qemu.tuning/no-iothread qemu.tuning/wrong-cache qemu.tuning/wrong-num-queues qemu.tuning/unparsable-cmdline qemu.tuning/qmp-silent ovn.cluster/ok ovn.cluster/no-leader ovn.cluster/several-leaders ovn.cluster/not-clustered ovn.cluster/foreign-member ovn.cluster/member-down ovn.cluster/member-disconnected ovn.cluster/missing-chassis ovn.cluster/stale-chassis ovn.cluster/encap-mismatch ovn.cluster/chassis-id-mismatch ovn.cluster/lagging ovn.cluster/member-count ovn.cluster/db-unreachable ovn.cluster/local-unreadable cluster.reachable/ok cluster.reachable/unanswered cluster.reachable/no-nodes cluster.reachable/other-version cluster.bus/ok cluster.bus/duplicate-node cluster.config-drift/ok cluster.config-drift/ipsec-enabled-drift cluster.config-drift/underlay-mtu-drift cluster.config-drift/node-list-drift cluster.config-drift/ipsec-ca-drift cluster.config-drift/config-unknown cluster.config-drift/site-checks-drift cluster.config-drift/version-drift cluster.path-matrix/ok cluster.path-matrix/cut-off cluster.path-matrix/asymmetric cluster.path-matrix/path-too-small cluster.path-matrix/neighbour-table-full cluster.path-matrix/not-measured cluster.sa-pairs/ok cluster.sa-pairs/unpaired cluster.sa-pairs/algorithm-mismatch cluster.sa-pairs/foreign-peer cluster.sa-pairs/ipsec-disagrees cluster.sa-pairs/not-judged cluster.chassis/ok cluster.chassis/missing-chassis cluster.chassis/encap-mismatch cluster.chassis/not-judged cluster.ipsec/ok cluster.ipsec/black-holed cluster.ipsec/not-up cluster.ipsec/ipsec-disagrees cluster.ipsec/not-judged"
+            opts="-h -V --config --color --width --help --version sysctl.udp-buffers udp.rcvbuf-errors sysctl.neigh mtu.path mtu.overlay underlay.on-link ipsec.flags ipsec.xfrm ipsec.cert ipsec.daemon ipsec.policy ipsec.errors nic.offloads nic.tso nic.queues nic.rings cpu.softirq tcp.reordering qemu.tuning ovn.cluster cluster.reachable cluster.bus cluster.config-drift cluster.path-matrix cluster.sa-pairs cluster.chassis cluster.ipsec sysctl.udp-buffers/ok sysctl.udp-buffers/quic-starved sysctl.udp-buffers/below-required udp.rcvbuf-errors/ok udp.rcvbuf-errors/dropping udp.rcvbuf-errors/past-drops udp.rcvbuf-errors/quic-warning sysctl.neigh/ok sysctl.neigh/too-small mtu.path/ok mtu.path/black-hole mtu.path/too-big mtu.path/local-mtu mtu.path/neighbour-table-full mtu.path/unreachable mtu.path/cut-short mtu.overlay/ok mtu.overlay/bridge-below-underlay mtu.overlay/dhcp-mtu mtu.overlay/ra-mtu mtu.overlay/tap-mtu mtu.overlay/nb-unreachable underlay.on-link/ok underlay.on-link/routed-encrypted underlay.on-link/routed underlay.on-link/no-route ipsec.flags/ok ipsec.flags/stale-nb-ipsec ipsec.flags/missing-nb-ipsec ipsec.flags/stale-ovs-ipsec ipsec.flags/missing-ovs-ipsec ipsec.flags/db-unreachable ipsec.xfrm/ok ipsec.xfrm/armed ipsec.xfrm/leftover-sas ipsec.xfrm/ike-pending ipsec.xfrm/missing-sas ipsec.xfrm/wrong-algorithm ipsec.xfrm/stale-sas ipsec.cert/ok ipsec.cert/missing ipsec.cert/unusable ipsec.cert/expired ipsec.cert/not-yet-valid ipsec.cert/untrusted-chain ipsec.cert/key-mismatch ipsec.cert/wrong-name ipsec.cert/cn-unreadable ipsec.cert/missing-eku ipsec.cert/ca-not-trusted ipsec.cert/key-exposed ipsec.cert/ovs-pointers ipsec.cert/expires-soon ipsec.cert/db-unreachable ipsec.daemon/ok ipsec.daemon/not-running ipsec.daemon/ike-daemon-running ipsec.daemon/not-installed ipsec.daemon/monitor-running ipsec.daemon/stale-pid-file ipsec.daemon/pid-file-other-program ipsec.policy/ok ipsec.policy/armed ipsec.policy/plaintext ipsec.policy/no-sa ipsec.policy/template-mismatch ipsec.policy/blocked ipsec.policy/leftover-policies ipsec.errors/ok ipsec.errors/history ipsec.errors/dropping nic.offloads/ok nic.offloads/tunnel-offload-off nic.offloads/tunnel-offload-fixed nic.offloads/gso-partial-off nic.offloads/offload-off nic.offloads/offload-fixed nic.tso/ok nic.tso/no-tso nic.tso/little-tso nic.queues/ok nic.queues/unused-queues nic.rings/ok nic.rings/shallow-ring nic.rings/virtio-queue-size cpu.softirq/ok cpu.softirq/esp-funnel cpu.softirq/receive-funnel cpu.softirq/concentrated tcp.reordering/ok tcp.reordering/multiqueue-reordering tcp.reordering/reordering-or-loss qemu.tuning/ok qemu.tuning/no-vhost qemu.tuning/not-tap qemu.tuning/wrong-queues qemu.tuning/tap-queue-mismatch qemu.tuning/not-virtio qemu.tuning/no-mq qemu.tuning/wrong-vectors qemu.tuning/small-rx-queue qemu.tuning/wrong-host-mtu qemu.tuning/no-iothread qemu.tuning/wrong-cache qemu.tuning/wrong-num-queues qemu.tuning/unparsable-cmdline qemu.tuning/qmp-silent ovn.cluster/ok ovn.cluster/no-leader ovn.cluster/several-leaders ovn.cluster/not-clustered ovn.cluster/foreign-member ovn.cluster/member-down ovn.cluster/member-disconnected ovn.cluster/missing-chassis ovn.cluster/stale-chassis ovn.cluster/encap-mismatch ovn.cluster/chassis-id-mismatch ovn.cluster/lagging ovn.cluster/member-count ovn.cluster/db-unreachable ovn.cluster/local-unreadable cluster.reachable/ok cluster.reachable/unanswered cluster.reachable/no-nodes cluster.reachable/other-version cluster.bus/ok cluster.bus/duplicate-node cluster.config-drift/ok cluster.config-drift/ipsec-enabled-drift cluster.config-drift/underlay-mtu-drift cluster.config-drift/node-list-drift cluster.config-drift/ipsec-ca-drift cluster.config-drift/config-unknown cluster.config-drift/site-checks-drift cluster.config-drift/version-drift cluster.path-matrix/ok cluster.path-matrix/cut-off cluster.path-matrix/asymmetric cluster.path-matrix/path-too-small cluster.path-matrix/neighbour-table-full cluster.path-matrix/not-measured cluster.sa-pairs/ok cluster.sa-pairs/unpaired cluster.sa-pairs/algorithm-mismatch cluster.sa-pairs/foreign-peer cluster.sa-pairs/ipsec-disagrees cluster.sa-pairs/not-judged cluster.chassis/ok cluster.chassis/missing-chassis cluster.chassis/encap-mismatch cluster.chassis/not-judged cluster.ipsec/ok cluster.ipsec/black-holed cluster.ipsec/not-up cluster.ipsec/ipsec-disagrees cluster.ipsec/not-judged path path/ok path/black-hole path/guest-mtu-above-path path/icmp-blocked path/asymmetric path/unresolved"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -330,6 +336,160 @@ _spx__doctor() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spx__subcmd__doctor__subcmd__path)
+            opts="-h -V --size --vpc --via --format --config --timeout --probe-timeout --ovs-db --nb-db --sb-db --ssh-config --ssh-user --remote-bin --color --width --record --replay --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --vpc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
+                    COMPREPLY=($(compgen -W "nats ssh" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ovs-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nb-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sb-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ssh-user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote-bin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --width)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --replay)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spx__subcmd__doctor__subcmd__path__subcmd__facts)
+            opts="-h -V --config --instance --eni --peer --size --size-kind --timeout --probe-timeout --ovs-db --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --instance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --eni)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --size-kind)
+                    COMPREPLY=($(compgen -W "guest underlay" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ovs-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -292,6 +292,8 @@ complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "explain" -d '
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "agent" -d 'Run as a service on this node: answer cluster run requests on Spinifex\'s NATS (`--cluster --via nats`), run the checks every --interval into the doctor\'s JetStream bucket, export OTLP metrics'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "watch" -d 'The whole cluster, live, from the agents\' reports in the doctor\'s JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "path" -d 'Where a guest\'s packet of N bytes dies between two guests, hop by hop, both ways (FROM and TO: i-…, eni-…, a guest\'s IP, or a node)'
+complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "path-facts" -d 'One node\'s side of a path, as JSON: what `path` asks each node over ssh'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "man" -d 'Print the man page (roff)'
 complete -c spx-doctor -n "__fish_spx_doctor_needs_command" -f -a "__complete" -d 'Complete a partial command line, one candidate per line, for the shell completion of Spinifex\'s `spx doctor` (cobra\'s __complete)'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand list" -l config -d 'The Spinifex config, found as a run finds it: its folder\'s doctor.d holds the site\'s own checks' -r -F
@@ -328,5 +330,40 @@ complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -l once -d 
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s v -l verbose -d 'Every node check of every node and the whole path matrix, with the evidence, instead of the problems first'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand watch" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l size -d 'The guest packet (an IP packet, the size an MTU counts) to follow, 68..65535 [default: the MTU the source guest was offered; between nodes, underlay_mtu]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l vpc -d 'The VPC of a guest IP that two VPCs share (vpc-…)' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l via -d 'How to reach the other nodes: nats (each node\'s agent) or ssh [default: nats when the config has this node\'s [nodes.NODE.nats], else ssh]' -r -f -a "nats\t'Every node\'s agent, over Spinifex\'s NATS'
+ssh\t'This node in-process, the others over OpenSSH'"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l format -d 'Output format' -r -f -a "table\t'A hop table per direction, then the verdict and the fix'
+json\t'One document (schema/path-v1.schema.json)'"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l config -d 'The Spinifex config, found as a run finds it: its NB/SB endpoints, its [nodes.*] and this node\'s name' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l timeout -d 'The whole command\'s deadline, the other nodes\' answers included' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l probe-timeout -d 'Bound on one probe round (each node\'s DF probe takes up to 3)' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l ovs-db -d 'The local Open_vSwitch database [default: unix:/var/run/openvswitch/db.sock]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l nb-db -d 'OVN northbound endpoints, comma-separated [default: the config\'s ovn_nb_addr]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l sb-db -d 'OVN southbound endpoints, comma-separated [default: the config\'s ovn_sb_addr]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l ssh-config -d 'With --via ssh: the ssh client configuration (`ssh -F FILE`)' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l ssh-user -d 'With --via ssh: the user to log in as; any user but root runs the doctor with `sudo -n`' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l remote-bin -d 'With --via ssh: the doctor on the other nodes, a name on their PATH or an absolute path' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l color -d 'When to colour: auto (on a terminal, unless NO_COLOR is set), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l width -d 'Wrap text to N columns [default: the terminal\'s width; off a terminal, $COLUMNS, else 100]' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l record -d 'Also write everything this node read, and every other node\'s answer, to FILE (a bundle for --replay)' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -l replay -d 'Judge a bundle taken with `path --record`, touching nothing: the recorded question, its reads and the nodes\' answers' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path" -s V -l version -d 'Print version'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l config -d 'This node\'s config' -r -F
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l instance -d 'The guest: an instance this node runs' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l eni -d 'The guest: an ENI whose tap is on this node' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l peer -d 'The other end\'s geneve endpoint, probed when given (it must be in this node\'s peer list)' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l size -d 'The size to probe for' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l size-kind -d 'What the size is: a guest packet (geneve and ESP added here) or an underlay packet' -r -f -a "guest\t''
+underlay\t''"
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l timeout -d 'This node\'s deadline' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l probe-timeout -d 'Bound on one probe round' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -l ovs-db -d 'The local Open_vSwitch database' -r
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -s h -l help -d 'Print help'
+complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand path-facts" -s V -l version -d 'Print version'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s h -l help -d 'Print help'
 complete -c spx-doctor -n "__fish_spx_doctor_using_subcommand man" -s V -l version -d 'Print version'

@@ -66,6 +66,11 @@ pub enum Action {
     Agent(AgentArgs),
     /// The whole cluster, live, from the agents' reports in the doctor's JetStream bucket: nodes × checks, the cluster checks, the path-MTU matrix.
     Watch(WatchArgs),
+    /// Where a guest's packet of N bytes dies between two guests, hop by hop, both ways (FROM and TO: i-…, eni-…, a guest's IP, or a node).
+    Path(Box<crate::path::args::PathArgs>),
+    /// One node's side of a path, as JSON: what `path` asks each node over ssh.
+    #[command(name = "path-facts", hide = true)]
+    PathFacts(crate::path::args::PathFactsArgs),
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,
@@ -369,12 +374,16 @@ impl TypedValueParser for CheckIdParser {
             let codes = spx_checks::codes::all()
                 .filter(|c| c.kind.origin == Origin::Check)
                 .map(|c| c.code());
-            ids.chain(codes).collect()
+            // And the path question with its codes.
+            let path = std::iter::once(spx_checks::path::ID.to_owned())
+                .chain(spx_checks::path::codes().map(|k| k.code(spx_checks::path::ID)));
+            ids.chain(codes).chain(path).collect()
         };
         // A check id completes with its title, a code with what it means,
         // a category with its checks.
         let help = move |w: &str| match checks.iter().find(|c| c.id() == w) {
             Some(c) => c.title().to_owned(),
+            None if w == spx_checks::path::ID => spx_checks::path::TITLE.to_owned(),
             None if w.contains('/') => code_help(w),
             None => {
                 let ids: Vec<&str> = checks
@@ -395,14 +404,17 @@ impl TypedValueParser for CheckIdParser {
 /// A code's meaning, for completion: the status and the first sentence of
 /// its doc line.
 fn code_help(code: &str) -> String {
-    spx_checks::codes::find(code).map_or_else(String::new, |c| {
-        let text = c.kind.text();
+    let kind = spx_checks::codes::find(code)
+        .map(|c| c.kind)
+        .or_else(|| spx_checks::path::find_code(code));
+    kind.map_or_else(String::new, |kind| {
+        let text = kind.text();
         let first = text
             .split(". ")
             .next()
             .unwrap_or(&text)
             .trim_end_matches('.');
-        format!("{}: {first}", c.kind.status)
+        format!("{}: {first}", kind.status)
     })
 }
 

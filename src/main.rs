@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod levels;
 mod otlp;
+mod path;
 mod render;
 mod report;
 mod runner;
@@ -73,6 +74,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             })?;
             Ok(0)
         }
+        Some(Action::Explain { id, .. }) if id == spx_checks::path::ID => {
+            render::to_stdout(&render::catalog::explain_path())?;
+            Ok(0)
+        }
+        Some(Action::Explain { id, .. }) if spx_checks::path::find_code(&id).is_some() => {
+            let kind = spx_checks::path::find_code(&id).expect("guarded");
+            render::to_stdout(&render::catalog::explain_path_code(kind))?;
+            Ok(0)
+        }
         Some(Action::Explain { id, config, term }) if id.contains('/') => {
             settings::install_catalogue(config)?;
             let code = spx_checks::codes::lookup(&id).map_err(|e| UsageError(e.to_string()))?;
@@ -99,6 +109,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Some(Action::Watch(args)) => cluster::watch::run(args),
+        Some(Action::Path(args)) => path::run(*args),
+        Some(Action::PathFacts(args)) => path::facts(args),
         None => {
             binary_not_to_a_terminal(&cli.run)?;
             settings::record_and_replay(&cli.run)?;
@@ -419,6 +431,17 @@ pub fn man_page() -> anyhow::Result<String> {
                 c.code(),
                 c.kind.status,
                 roff_escape(&c.kind.text())
+            )
+            .as_bytes(),
+        );
+    }
+    for k in spx_checks::path::codes() {
+        buf.extend_from_slice(
+            format!(
+                ".TP\n\\fB{}\\fR ({})\n{}\n",
+                k.code(spx_checks::path::ID),
+                k.status,
+                roff_escape(&k.text())
             )
             .as_bytes(),
         );

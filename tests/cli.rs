@@ -260,6 +260,15 @@ fn code_table() -> String {
         ));
     }
     t.push_str(&site_code_rows());
+    // The path question's own codes (`spx doctor path FROM TO`).
+    for k in spx_checks::path::codes() {
+        t.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            k.code(spx_checks::path::ID),
+            k.status,
+            cell(&k.text())
+        ));
+    }
     for k in &COMMON {
         t.push_str(&format!(
             "| `CHECK-ID/{}` | {} | {} |\n",

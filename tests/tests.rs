@@ -20,6 +20,7 @@ pub mod nic;
 mod overlay;
 mod ovn_cluster;
 mod ovsdb;
+mod path;
 mod preflight;
 mod qemu;
 mod record_replay;

@@ -32,6 +32,7 @@ pub mod kind;
 pub mod live;
 pub mod metrics;
 pub mod natural;
+pub mod path;
 pub mod per_interface;
 pub mod profile;
 pub mod read;

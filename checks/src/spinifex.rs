@@ -70,6 +70,27 @@ pub const VPC_TAP_PREFIX: &str = "tap";
 /// Management taps are `mg` + instance id.
 pub const MGMT_TAP_PREFIX: &str = "mg";
 
+/// The OVS bridge OVN's logical ports are plugged into.
+pub const INTEGRATION_BRIDGE: &str = "br-int";
+/// The logical switch port of an ENI (topology/names.go `Port`).
+pub const ENI_PORT_PREFIX: &str = "port-";
+
+/// The logical switch port of ENI `eni`: `port-<eni>` (names.go `Port`),
+/// also the OVS `external_ids:iface-id` of its tap (network_helpers.go
+/// `OVSIfaceID`).
+pub fn eni_port(eni: &str) -> String {
+    format!("{ENI_PORT_PREFIX}{eni}")
+}
+
+/// The tap of ENI `eni`: `tap` + the id without `eni-`, cut to 15
+/// characters, Linux's IFNAMSIZ (network_helpers.go `TapDeviceName`).
+pub fn tap_name(eni: &str) -> String {
+    let id = eni.strip_prefix("eni-").unwrap_or(eni);
+    let mut name = format!("{VPC_TAP_PREFIX}{id}");
+    name.truncate(15);
+    name
+}
+
 /// The bridge of `plane` (`vpc`, `lan`, `wan`).
 pub fn bridge(plane: &str) -> String {
     format!("{BRIDGE_PREFIX}{plane}")
@@ -168,6 +189,14 @@ pub fn restart_daemon() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn taps_and_ports_are_named_as_spinifex_names_them() {
+        // As TapDeviceName cuts them: a 17-digit ENI id to 15 characters.
+        assert_eq!(tap_name("eni-0123456789abcdef0"), "tap0123456789ab");
+        assert_eq!(tap_name("eni-abc"), "tapabc");
+        assert_eq!(eni_port("eni-abc"), "port-eni-abc");
+    }
 
     #[test]
     fn bridges_are_br_plus_the_plane() {

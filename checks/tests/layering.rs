@@ -69,6 +69,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lib.rs",
             "check.rs",
             "checks/",
+            // A guest's path: a question of its own beside the checks.
+            "path/",
             "catalogue.rs",
             "codes.rs",
             "select.rs",

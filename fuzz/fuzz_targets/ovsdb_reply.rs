@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use spx_checks::facts::ovsdb::{datum, parse_ip_list, wire};
+use spx_checks::facts::ovsdb::{datum, parse_ip_list, topology, wire};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(v) = serde_json::from_slice::<Value>(data) else {
@@ -16,6 +16,20 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = wire::Message::from_value(v.clone());
     let _ = wire::error_text(&v);
+    // The rows spx-doctor path resolves a guest from, as NB (7 tables),
+    // SB (3) and a node's OVS interfaces (1) answer them.
+    for ops in [1, 3, 7] {
+        if let Ok(tables) = wire::transact_rows(&v, ops) {
+            let _ = topology::nb_topology(&tables);
+            let _ = topology::sb_topology(&tables);
+            if let Some(rows) = tables.first() {
+                let _ = topology::ovs_interfaces(rows);
+            }
+            for port in topology::nb_topology(&tables).iter().flat_map(|t| &t.ports) {
+                let _ = port.macs_and_ips();
+            }
+        }
+    }
     for ops in 0..3 {
         if let Ok(tables) = wire::transact_rows(&v, ops) {
             for row in tables.iter().flatten() {

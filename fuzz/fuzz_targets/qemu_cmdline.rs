@@ -1,9 +1,10 @@
 //! QEMU command lines: the bytes of /proc/PID/cmdline split into argv, then
 //! parsed the way QEMU parses them, and every accessor the qemu.tuning
-//! check uses driven over the result.
+//! check and `spx-doctor path` use driven over the result.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use spx_checks::facts::qemu::instance::{instance_id, tap_nics};
 use spx_checks::facts::qemu::process::{is_qemu_program, split_cmdline};
 use spx_checks::facts::qemu::QemuCommandLine;
 
@@ -17,6 +18,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = cl.vcpus();
     let _ = cl.qmp_sockets();
+    // What spx-doctor path reads: the instance and its tap NICs.
+    if let Some(id) = instance_id(&cl) {
+        assert!(id.starts_with("i-"));
+    }
+    for nic in tap_nics(&cl) {
+        assert!(!nic.tap.is_empty() && nic.queues > 0);
+    }
     for id in cl.iothreads() {
         let _ = cl.object(id);
     }

@@ -54,14 +54,16 @@ use async_nats::{Client, Event, HeaderMap, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use spx_checks::cluster::AgentIdentity;
+use spx_checks::path::node::NodeQuery;
 use spx_checks::settings::Preflight;
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::bus::identity;
 use crate::bus::wire::{
-    self, ErrorBody, ErrorReply, RefusalKind, Request, RunKey, TraceParent, HEADER_NODE,
-    HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY, HEADER_TRACEPARENT,
+    self, ErrorBody, ErrorReply, PathRequest, RefusalKind, Request, RunKey, TraceParent,
+    HEADER_NODE, HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY,
+    HEADER_TRACEPARENT,
 };
 use crate::bus::{backoff, bucket, NatsConfig};
 use crate::cli::{AgentArgs, Change, Format, RunArgs};
@@ -200,6 +202,7 @@ impl Agent {
                 profile: None,
                 sample: Duration::from_secs(1),
                 ovn_read_by: None,
+                path: None,
             },
             every: self.interval,
             timeout: PERIODIC_TIMEOUT,
@@ -234,11 +237,16 @@ struct Waiter {
 
 /// What a run thread hands back.
 struct RunOutput {
-    result: Result<Ran, String>,
+    /// The answer, or why there is none: the refusal's kind (`internal`
+    /// for a run that failed; `not-here`, `peer-not-listed` for a path
+    /// request this node does not serve) and its line.
+    result: Result<Ran, (RefusalKind, String)>,
     took: Duration,
 }
 
 struct Ran {
+    /// The answer's kind (`report`, or `path` for a path request).
+    reply: &'static str,
     body: Bytes,
     exit_code: i32,
     checks: usize,
@@ -319,21 +327,24 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
         }
     };
     let mine_subject = wire::node_subject(&agent.node);
+    let path_subject = wire::node_path_subject(&agent.node);
     let mut all = client.subscribe(wire::SUBJECT_ALL).await?;
     let mut mine = client.subscribe(mine_subject.clone()).await?;
     let mut who = client.subscribe(identity::subject(&agent.node)).await?;
+    let mut paths = client.subscribe(path_subject.clone()).await?;
     client.flush().await?;
     let info = client.server_info();
     log(
         Priority::Notice,
         &format!(
-            "connected to NATS at {} (server {} {}, max_payload {} bytes); answering {} and {}",
+            "connected to NATS at {} (server {} {}, max_payload {} bytes); answering {}, {} and {}",
             agent.nats.server,
             info.server_name,
             info.version,
             client.max_payload(),
             wire::SUBJECT_ALL,
-            mine_subject
+            mine_subject,
+            path_subject
         ),
     );
 
@@ -384,10 +395,14 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
                 Some(msg) => twins::answer(&client, &agent.node, &agent.identity, &twins, msg).await,
                 None => break,
             },
+            m = paths.next() => match m {
+                Some(msg) => state.path_request(msg).await,
+                None => break,
+            },
             out = async { state.running.as_mut().expect("guarded").await }, if state.running.is_some() => {
                 state.running = None;
                 state.finished(out.unwrap_or(RunOutput {
-                    result: Err("the run thread ended without an answer".into()),
+                    result: Err((RefusalKind::Internal, "the run thread ended without an answer".into())),
                     took: Duration::ZERO,
                 }))
                 .await;
@@ -589,20 +604,56 @@ impl State<'_> {
                 return;
             }
         };
+        self.offer(req.key(), req.timeout, req.id, reply, trace)
+            .await;
+    }
+
+    /// A path request: this node's side of a guest's path, scheduled
+    /// like a run (one at a time, bounded per minute).
+    async fn path_request(&mut self, msg: async_nats::Message) {
+        let Some(reply) = msg.reply.clone() else {
+            self.quiet
+                .refusal("ignored a path request without a reply subject (nobody to answer)");
+            return;
+        };
+        let trace = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(HEADER_TRACEPARENT))
+            .and_then(|v| TraceParent::parse(v.as_str()));
+        let req = match PathRequest::parse(&msg.payload) {
+            Ok(r) => r,
+            Err((id, r)) => {
+                self.refuse(reply, id, trace, r.kind, r.message, None).await;
+                return;
+            }
+        };
+        self.offer(req.key(), req.timeout, req.id, reply, trace)
+            .await;
+    }
+
+    async fn offer(
+        &mut self,
+        key: RunKey,
+        timeout: Duration,
+        id: String,
+        reply: Subject,
+        trace: Option<TraceParent>,
+    ) {
         let now = Instant::now();
         let job = Job {
-            key: req.key(),
-            deadline: now + req.timeout,
+            key,
+            deadline: now + timeout,
             waiter: Waiter {
                 reply: reply.clone(),
-                request: req.id.clone(),
+                request: id.clone(),
                 trace,
             },
             from: Some(scheduler::requester(reply.as_str())),
         };
         match self.scheduler.offer(job, now) {
             Offered::Joined | Offered::Queued => {
-                let h = self.headers(wire::REPLY_ACCEPTED, Some(&req.id), trace);
+                let h = self.headers(wire::REPLY_ACCEPTED, Some(&id), trace);
                 self.send(reply, h, Bytes::new()).await;
             }
             Offered::Refused(w, r) => self.refused(w, r).await,
@@ -650,7 +701,9 @@ impl State<'_> {
                 .spawn(move || {
                     let t0 = Instant::now();
                     let result = std::panic::catch_unwind(|| run_once(&config, &node, &start))
-                        .unwrap_or_else(|_| Err("the run panicked".into()));
+                        .unwrap_or_else(|_| {
+                            Err((RefusalKind::Internal, "the run panicked".into()))
+                        });
                     if let (Some(exporter), Ok(Ran { doc: Some(doc), .. })) = (&otlp, &result) {
                         exporter.offer(metrics_request(&node, doc));
                     }
@@ -663,7 +716,10 @@ impl State<'_> {
                 Ok(_) => self.running = Some(rx),
                 Err(e) => {
                     self.finished(RunOutput {
-                        result: Err(format!("cannot start a run thread: {e}")),
+                        result: Err((
+                            RefusalKind::Internal,
+                            format!("cannot start a run thread: {e}"),
+                        )),
                         took: Duration::ZERO,
                     })
                     .await
@@ -701,7 +757,11 @@ impl State<'_> {
                     }
                 ),
             ),
-            Err(e) => log(Priority::Error, &format!("run {run} failed: {e}")),
+            Err((RefusalKind::Internal, e)) => log(Priority::Error, &format!("run {run} failed: {e}")),
+            Err((kind, e)) => log(
+                Priority::Info,
+                &format!("run {run}: {}: {e}; answers {shared} request(s)", kind.as_str()),
+            ),
         }
         if periodic {
             if let (Some(w), Ok(Ran { doc: Some(doc), .. })) = (&self.writer, &out.result) {
@@ -711,7 +771,7 @@ impl State<'_> {
         for w in waiters {
             match &out.result {
                 Ok(ran) => {
-                    let mut h = self.headers(wire::REPLY_REPORT, Some(&w.request), w.trace);
+                    let mut h = self.headers(ran.reply, Some(&w.request), w.trace);
                     h.insert(HEADER_SHARED_BY, shared.to_string());
                     let sent = self
                         .client
@@ -736,16 +796,9 @@ impl State<'_> {
                         }
                     }
                 }
-                Err(e) => {
-                    self.refuse(
-                        w.reply,
-                        Some(w.request),
-                        w.trace,
-                        RefusalKind::Internal,
-                        e.clone(),
-                        None,
-                    )
-                    .await
+                Err((kind, e)) => {
+                    self.refuse(w.reply, Some(w.request), w.trace, *kind, e.clone(), None)
+                        .await
                 }
             }
         }
@@ -810,18 +863,59 @@ fn unix_nanos() -> u64 {
 }
 
 /// One run, exactly as `spx-doctor --config CONFIG --format json` with
-/// the request's flags would run it.
-fn run_once(config: &Path, node: &str, start: &Start) -> Result<Ran, String> {
+/// the request's flags would run it (or, for a path request, as
+/// `spx-doctor path-facts` would answer it).
+fn run_once(config: &Path, node: &str, start: &Start) -> Result<Ran, (RefusalKind, String)> {
+    if let Some(q) = &start.key.path {
+        return run_path(config, q, start.timeout);
+    }
+    let internal = |e: String| (RefusalKind::Internal, e);
     let settings = Settings::from_args(run_args(config, node, &start.key, start.timeout))
-        .map_err(|e| format!("the run's settings: {e}"))?;
+        .map_err(|e| internal(format!("the run's settings: {e}")))?;
     let report = crate::node_report(&settings, &crate::Facts::Live);
-    let doc = serde_json::to_value(&report).map_err(|e| e.to_string())?;
-    let body = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+    let doc = serde_json::to_value(&report).map_err(|e| internal(e.to_string()))?;
+    let body = serde_json::to_vec(&doc).map_err(|e| internal(e.to_string()))?;
     Ok(Ran {
+        reply: wire::REPLY_REPORT,
         body: Bytes::from(body),
         exit_code: report.exit_code,
         checks: report.checks.len(),
         doc: start.periodic.then_some(doc),
+    })
+}
+
+/// A path request's answer: this node's side, as `path-facts` gives it,
+/// served only for a guest this node runs and a peer of its own list.
+fn run_path(config: &Path, q: &NodeQuery, timeout: Duration) -> Result<Ran, (RefusalKind, String)> {
+    let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    let settings = Settings::from_args(RunArgs {
+        config: Some(config.to_owned()),
+        timeout: ms(timeout),
+        sample: "1ms".into(),
+        probe_timeout: ms(timeout.min(Duration::from_secs(1))),
+        ..RunArgs::default()
+    })
+    .map_err(|e| (RefusalKind::Internal, format!("the run's settings: {e}")))?;
+    let ctx = spx_checks::Ctx::new(settings.config.clone(), settings.options.clone())
+        .deadline_from(settings.started)
+        .for_check(crate::path::SCOPE);
+    let facts = spx_checks::path::gather::node_facts(&ctx, q);
+    if let (Some(guest), Some(Err(why))) = (&q.guest, &facts.guest) {
+        return Err((
+            RefusalKind::NotHere,
+            format!("{} is not on this node: {why}", guest.label()),
+        ));
+    }
+    if let Some(why) = facts.toward.as_ref().and_then(|t| t.refused.clone()) {
+        return Err((RefusalKind::PeerNotListed, why));
+    }
+    let body = serde_json::to_vec(&facts).map_err(|e| (RefusalKind::Internal, e.to_string()))?;
+    Ok(Ran {
+        reply: wire::REPLY_PATH,
+        body: Bytes::from(body),
+        exit_code: 0,
+        checks: 0,
+        doc: None,
     })
 }
 
@@ -901,6 +995,7 @@ mod tests {
             profile: Some(Preflight::EnableJumbo),
             sample: Duration::from_millis(500),
             ovn_read_by: Some("n0".into()),
+            path: None,
         };
         let cfg = Path::new("/etc/spinifex/spinifex.toml");
         let a = run_args(cfg, "n1", &key, Duration::from_millis(7950));

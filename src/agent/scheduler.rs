@@ -533,6 +533,7 @@ mod tests {
             profile: None,
             sample: Duration::from_millis(sample_ms),
             ovn_read_by: None,
+            path: None,
         }
     }
 

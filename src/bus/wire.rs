@@ -15,9 +15,13 @@
 //! This file depends on nothing of the binary (only serde, serde_json and
 //! spx_checks), so the fuzz target `bus_request` builds it as it is.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use spx_checks::facts::qemu::instance::is_instance_id;
+use spx_checks::path::endpoint::is_eni_id;
+use spx_checks::path::node::{GuestRef, NodeQuery, Size, MAX_SIZE, MIN_SIZE};
 use spx_checks::settings::Preflight;
 use spx_checks::validate::{self, shown};
 
@@ -29,6 +33,15 @@ pub const SUBJECT_ALL: &str = "spinifex.doctor.run";
 pub fn node_subject(node: &str) -> String {
     format!("spinifex.doctor.{node}.run")
 }
+
+/// The subject only `node`'s agent answers a path request on: its side
+/// of a guest's path ([`PathRequest`]).
+pub fn node_path_subject(node: &str) -> String {
+    format!("spinifex.doctor.{node}.path")
+}
+
+/// `path`: the reply is this node's side of a path (a path-facts document).
+pub const REPLY_PATH: &str = "path";
 
 /// A request is a few hundred bytes; more is refused unread.
 pub const MAX_REQUEST_BYTES: usize = 4096;
@@ -85,15 +98,22 @@ pub struct RunKey {
     pub profile: Option<Preflight>,
     pub sample: Duration,
     pub ovn_read_by: Option<String>,
+    /// A path request's question: this node's side of a guest's path
+    /// instead of a run of the checks. It shares only with the same
+    /// question.
+    pub path: Option<NodeQuery>,
 }
 
 impl RunKey {
-    /// The same checks, profile and sample window, whoever reads OVN.
+    /// The same checks, profile and sample window, whoever reads OVN (a
+    /// path request measures like nothing but itself).
     pub fn measures_like(&self, other: &RunKey) -> bool {
         self.checks == other.checks
             && self.skips == other.skips
             && self.profile == other.profile
             && self.sample == other.sample
+            && self.path.is_none()
+            && other.path.is_none()
     }
 }
 
@@ -128,6 +148,10 @@ pub enum RefusalKind {
     TooLarge,
     /// The run itself failed (a bug: the report could not be made).
     Internal,
+    /// A path request for a guest this node does not run.
+    NotHere,
+    /// A path request to probe an address outside this node's peer list.
+    PeerNotListed,
 }
 
 impl RefusalKind {
@@ -143,6 +167,8 @@ impl RefusalKind {
             RefusalKind::RateLimited => "rate-limited",
             RefusalKind::TooLarge => "too-large",
             RefusalKind::Internal => "internal",
+            RefusalKind::NotHere => "not-here",
+            RefusalKind::PeerNotListed => "peer-not-listed",
         }
     }
 }
@@ -244,6 +270,7 @@ impl Request {
             profile: self.profile,
             sample: self.sample,
             ovn_read_by: self.ovn_read_by.clone(),
+            path: None,
         }
     }
 
@@ -251,51 +278,7 @@ impl Request {
     /// vocabulary. Also returns the id when one could be read, so even a
     /// refusal names the request it answers.
     pub fn parse(bytes: &[u8]) -> Result<Request, (Option<String>, Refusal)> {
-        if bytes.len() > MAX_REQUEST_BYTES {
-            return Err((
-                None,
-                Refusal::new(
-                    RefusalKind::Oversize,
-                    format!(
-                        "a request is at most {MAX_REQUEST_BYTES} bytes; this one is {}",
-                        bytes.len()
-                    ),
-                ),
-            ));
-        }
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-            (
-                None,
-                Refusal::new(RefusalKind::NotJson, format!("not a JSON request: {e}")),
-            )
-        })?;
-        let Value::Object(map) = value else {
-            return Err((
-                None,
-                Refusal::new(RefusalKind::NotJson, "a request is a JSON object"),
-            ));
-        };
-        let id = match map.get("id") {
-            Some(Value::String(s)) if id_ok(s) => s.clone(),
-            Some(other) => {
-                return Err((
-                    None,
-                    Refusal::new(
-                        RefusalKind::BadValue,
-                        format!(
-                            "id: {} is not a request id (1 to {MAX_ID} of A-Z a-z 0-9 . _ -)",
-                            shown(&other.to_string())
-                        ),
-                    ),
-                ))
-            }
-            None => {
-                return Err((
-                    None,
-                    Refusal::new(RefusalKind::BadValue, "id: missing (every request has one)"),
-                ))
-            }
-        };
+        let (id, map) = object_with_id(bytes)?;
         let fail = |kind, message: String| Err((Some(id.clone()), Refusal::new(kind, message)));
         if let Some(k) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return fail(
@@ -451,6 +434,244 @@ impl Request {
             sample,
             ovn_read_by,
         })
+    }
+}
+
+const PATH_FIELDS: [&str; 7] = [
+    "id",
+    "instance",
+    "eni",
+    "peer",
+    "size",
+    "size_kind",
+    "timeout_ms",
+];
+
+/// One path request: "your side of a guest's path: the guest (an instance
+/// or an ENI this node runs), the peer to probe (an address of this node's
+/// own peer list) and the size", as read and validated. Like a run
+/// request, it names no file, command or free address: the agent reads
+/// its own config, finds the guest among its own QEMUs, and probes only
+/// what its own peer list holds ([`RefusalKind::NotHere`],
+/// [`RefusalKind::PeerNotListed`]); the size and the timeout are bounded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRequest {
+    pub id: String,
+    pub query: NodeQuery,
+    /// How long the requester waits; the node's own deadline.
+    pub timeout: Duration,
+}
+
+impl PathRequest {
+    /// The request as sent: compact JSON, absent fields left out.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut m = Map::new();
+        m.insert("id".into(), Value::from(self.id.clone()));
+        match &self.query.guest {
+            Some(GuestRef::Instance(i)) => {
+                m.insert("instance".into(), Value::from(i.clone()));
+            }
+            Some(GuestRef::Eni(e)) => {
+                m.insert("eni".into(), Value::from(e.clone()));
+            }
+            None => {}
+        }
+        if let Some(p) = self.query.peer {
+            m.insert("peer".into(), Value::from(p.to_string()));
+        }
+        let (kind, n) = match self.query.size {
+            Size::Guest(n) => ("guest", n),
+            Size::Underlay(n) => ("underlay", n),
+        };
+        m.insert("size".into(), Value::from(n));
+        m.insert("size_kind".into(), Value::from(kind));
+        m.insert(
+            "timeout_ms".into(),
+            Value::from(self.timeout.as_millis() as u64),
+        );
+        serde_json::to_vec(&Value::Object(m)).expect("a path request always serializes")
+    }
+
+    /// Read a path request, refusing anything outside its vocabulary (the
+    /// id named when it could be read).
+    pub fn parse(bytes: &[u8]) -> Result<PathRequest, Refused> {
+        let (id, map) = object_with_id(bytes)?;
+        let fail = |kind, message: String| Err((Some(id.clone()), Refusal::new(kind, message)));
+        if let Some(k) = map.keys().find(|k| !PATH_FIELDS.contains(&k.as_str())) {
+            return fail(
+                RefusalKind::UnknownField,
+                format!(
+                    "field {} is not part of a path request (it takes only {}): an agent reads only its own config and probes only its own peers",
+                    shown(k),
+                    PATH_FIELDS.join(", ")
+                ),
+            );
+        }
+        let text = |name: &str| -> Result<Option<String>, Refusal> {
+            match map.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(Refusal::new(
+                    RefusalKind::BadValue,
+                    format!("{name}: {} is not a string", shown(&other.to_string())),
+                )),
+            }
+        };
+        let (instance, eni) = match (text("instance"), text("eni")) {
+            (Ok(i), Ok(e)) => (i, e),
+            (Err(r), _) | (_, Err(r)) => return Err((Some(id), r)),
+        };
+        let guest = match (instance, eni) {
+            (Some(_), Some(_)) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    "instance and eni: a path request names one guest".into(),
+                )
+            }
+            (Some(i), None) if is_instance_id(&i) => Some(GuestRef::Instance(i)),
+            (Some(i), None) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!("instance: {} is not an instance id", shown(&i)),
+                )
+            }
+            (None, Some(e)) if is_eni_id(&e) => Some(GuestRef::Eni(e)),
+            (None, Some(e)) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!("eni: {} is not an ENI id", shown(&e)),
+                )
+            }
+            (None, None) => None,
+        };
+        let peer = match text("peer") {
+            Ok(None) => None,
+            Ok(Some(p)) => match p.parse::<IpAddr>() {
+                Ok(ip) => Some(ip),
+                Err(_) => {
+                    return fail(
+                        RefusalKind::BadValue,
+                        format!("peer: {} is not an IP address", shown(&p)),
+                    )
+                }
+            },
+            Err(r) => return Err((Some(id), r)),
+        };
+        let size = match map.get("size").and_then(Value::as_u64) {
+            Some(n) if (u64::from(MIN_SIZE)..=u64::from(MAX_SIZE)).contains(&n) => n as u32,
+            _ => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!(
+                        "size: {} is not a packet size ({MIN_SIZE} to {MAX_SIZE} bytes)",
+                        shown(&map.get("size").map_or("missing".into(), Value::to_string))
+                    ),
+                )
+            }
+        };
+        let size = match map.get("size_kind").and_then(Value::as_str) {
+            None | Some("guest") => Size::Guest(size),
+            Some("underlay") => Size::Underlay(size),
+            Some(other) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!("size_kind: {} is not guest or underlay", shown(other)),
+                )
+            }
+        };
+        let timeout = match map.get("timeout_ms").map(|v| (v, v.as_u64())) {
+            Some((_, Some(ms))) if ms > 0 => Duration::from_millis(ms),
+            Some((v, _)) => {
+                return fail(
+                    RefusalKind::BadValue,
+                    format!(
+                        "timeout_ms: {} is not a positive number of milliseconds",
+                        shown(&v.to_string())
+                    ),
+                )
+            }
+            None => {
+                return fail(
+                    RefusalKind::BadValue,
+                    "timeout_ms: missing (the requester's deadline)".into(),
+                )
+            }
+        };
+        if timeout > MAX_TIMEOUT {
+            return fail(
+                RefusalKind::TimeoutTooLong,
+                format!(
+                    "timeout_ms {}: an agent runs at most {} s per request",
+                    timeout.as_millis(),
+                    MAX_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        Ok(PathRequest {
+            id,
+            query: NodeQuery { guest, peer, size },
+            timeout,
+        })
+    }
+
+    /// What a shared run must agree on: the question itself.
+    pub fn key(&self) -> RunKey {
+        RunKey {
+            checks: Vec::new(),
+            skips: Vec::new(),
+            profile: None,
+            sample: Duration::ZERO,
+            ovn_read_by: None,
+            path: Some(self.query.clone()),
+        }
+    }
+}
+
+/// A refusal, with the request's id when one could be read.
+pub type Refused = (Option<String>, Refusal);
+
+/// A request's bytes as a JSON object with a readable id, or the refusal.
+fn object_with_id(bytes: &[u8]) -> Result<(String, Map<String, Value>), Refused> {
+    if bytes.len() > MAX_REQUEST_BYTES {
+        return Err((
+            None,
+            Refusal::new(
+                RefusalKind::Oversize,
+                format!(
+                    "a request is at most {MAX_REQUEST_BYTES} bytes; this one is {}",
+                    bytes.len()
+                ),
+            ),
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        (
+            None,
+            Refusal::new(RefusalKind::NotJson, format!("not a JSON request: {e}")),
+        )
+    })?;
+    let Value::Object(map) = value else {
+        return Err((
+            None,
+            Refusal::new(RefusalKind::NotJson, "a request is a JSON object"),
+        ));
+    };
+    match map.get("id") {
+        Some(Value::String(s)) if id_ok(s) => Ok((s.clone(), map)),
+        Some(other) => Err((
+            None,
+            Refusal::new(
+                RefusalKind::BadValue,
+                format!(
+                    "id: {} is not a request id (1 to {MAX_ID} of A-Z a-z 0-9 . _ -)",
+                    shown(&other.to_string())
+                ),
+            ),
+        )),
+        None => Err((
+            None,
+            Refusal::new(RefusalKind::BadValue, "id: missing (every request has one)"),
+        )),
     }
 }
 
@@ -704,6 +925,114 @@ mod tests {
             vec!["\"mtu\""; 65].join(",")
         );
         assert_eq!(refused(&many).1, RefusalKind::BadValue);
+    }
+
+    #[test]
+    fn a_path_request_reads_back_as_sent_and_refuses_what_it_does_not_take() {
+        let r = PathRequest {
+            id: "p1".into(),
+            query: NodeQuery {
+                guest: Some(GuestRef::Eni("eni-0aa1f3c9d2b7e4051".into())),
+                peer: Some("198.18.0.2".parse().unwrap()),
+                size: Size::Guest(8942),
+            },
+            timeout: Duration::from_millis(4000),
+        };
+        assert_eq!(PathRequest::parse(&r.to_json()).unwrap(), r);
+        let bare = PathRequest::parse(br#"{"id":"x","size":1500,"timeout_ms":2000}"#).unwrap();
+        assert_eq!(bare.query.guest, None);
+        assert_eq!(bare.query.size, Size::Guest(1500));
+        for (text, kind, says) in [
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"command":"id"}"#,
+                RefusalKind::UnknownField,
+                "field \"command\"",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"file":"/etc/shadow"}"#,
+                RefusalKind::UnknownField,
+                "\"file\"",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"instance":"i-1","eni":"eni-2"}"#,
+                RefusalKind::BadValue,
+                "one guest",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"instance":"/etc/passwd"}"#,
+                RefusalKind::BadValue,
+                "not an instance id",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"eni":"eni-$(id)"}"#,
+                RefusalKind::BadValue,
+                "not an ENI id",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":2000,"peer":"example.com"}"#,
+                RefusalKind::BadValue,
+                "not an IP address",
+            ),
+            (
+                r#"{"id":"a","size":67,"timeout_ms":2000}"#,
+                RefusalKind::BadValue,
+                "not a packet size",
+            ),
+            (
+                r#"{"id":"a","size":65536,"timeout_ms":2000}"#,
+                RefusalKind::BadValue,
+                "not a packet size",
+            ),
+            (
+                r#"{"id":"a","timeout_ms":2000}"#,
+                RefusalKind::BadValue,
+                "size: \"missing\"",
+            ),
+            (
+                r#"{"id":"a","size":1500,"size_kind":"jumbo","timeout_ms":2000}"#,
+                RefusalKind::BadValue,
+                "size_kind",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":86400000}"#,
+                RefusalKind::TimeoutTooLong,
+                "at most 60 s",
+            ),
+            (
+                r#"{"id":"a","size":1500}"#,
+                RefusalKind::BadValue,
+                "timeout_ms: missing",
+            ),
+            (
+                r#"{"id":"a","size":1500,"timeout_ms":0}"#,
+                RefusalKind::BadValue,
+                "positive",
+            ),
+            (
+                r#"{"size":1500,"timeout_ms":2000}"#,
+                RefusalKind::BadValue,
+                "id: missing",
+            ),
+            (
+                "\u{1b}]0;x\u{7}",
+                RefusalKind::NotJson,
+                "not a JSON request",
+            ),
+        ] {
+            let (_, r) = PathRequest::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(r.kind, kind, "{text}: {}", r.message);
+            assert!(r.message.contains(says), "{text}: {}", r.message);
+            assert!(
+                !r.message.contains('\n') && !r.message.contains('\u{1b}'),
+                "{:?}",
+                r.message
+            );
+        }
+        assert_eq!(RefusalKind::NotHere.as_str(), "not-here");
+        assert_eq!(
+            serde_json::to_value(RefusalKind::PeerNotListed).unwrap(),
+            "peer-not-listed"
+        );
     }
 
     #[test]

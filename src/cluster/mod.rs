@@ -11,9 +11,9 @@
 //! ([`crate::report::cluster`]) carries every node's own report unchanged.
 
 pub mod args;
-mod nats;
+pub(crate) mod nats;
 pub mod plan;
-mod ssh;
+pub(crate) mod ssh;
 pub mod watch;
 
 use std::time::{Duration, Instant, SystemTime};

@@ -558,7 +558,7 @@ pub fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-fn user_name(u: &str) -> Result<(), UsageError> {
+pub(crate) fn user_name(u: &str) -> Result<(), UsageError> {
     let ok = !u.is_empty()
         && u.len() <= 32
         && !u.starts_with('-')
@@ -574,7 +574,7 @@ fn user_name(u: &str) -> Result<(), UsageError> {
     }
 }
 
-fn remote_bin_ok(bin: &str) -> Result<(), UsageError> {
+pub(crate) fn remote_bin_ok(bin: &str) -> Result<(), UsageError> {
     if bin.starts_with('-') || bin.ends_with('/') {
         return Err(UsageError(format!(
             "--remote-bin: {} is not a program name or path",

@@ -180,7 +180,7 @@ fn read_capped(
 
 /// `ssh ARGS` started in a process group of its own (so the deadline ends
 /// it and anything it started), its stdin empty.
-fn spawn_ssh(args: &[OsString]) -> Result<Child, Unreached> {
+pub(crate) fn spawn_ssh(args: &[OsString]) -> Result<Child, Unreached> {
     let mut cmd = Command::new("ssh");
     cmd.args(args)
         .stdin(Stdio::null())
@@ -202,13 +202,13 @@ fn spawn_ssh(args: &[OsString]) -> Result<Child, Unreached> {
 
 /// How an ssh run ended: its exit status (`None`: stopped at the
 /// deadline), its stdout (capped at `cap`) and its stderr.
-struct Ended {
-    status: Option<ExitStatus>,
-    stdout: Option<Vec<u8>>,
-    stderr: String,
+pub(crate) struct Ended {
+    pub(crate) status: Option<ExitStatus>,
+    pub(crate) stdout: Option<Vec<u8>>,
+    pub(crate) stderr: String,
 }
 
-fn wait_until(mut child: Child, deadline: Instant, cap: u64) -> Ended {
+pub(crate) fn wait_until(mut child: Child, deadline: Instant, cap: u64) -> Ended {
     let out = read_capped(child.stdout.take().expect("piped"), cap);
     let err = read_capped(child.stderr.take().expect("piped"), MAX_STDERR);
     let left = deadline.saturating_duration_since(Instant::now());
@@ -251,7 +251,10 @@ fn wait_until(mut child: Child, deadline: Instant, cap: u64) -> Ended {
 /// What the ssh_config makes of this node (`ssh OPTIONS -G HOST`: ssh's own
 /// reading, nothing is connected), by the deadline. `Ok(None)` when ssh
 /// could not say (it will say why when it runs).
-fn effective(job: &SshCommand, deadline: Instant) -> Result<Option<SshTarget>, Unreached> {
+pub(crate) fn effective(
+    job: &SshCommand,
+    deadline: Instant,
+) -> Result<Option<SshTarget>, Unreached> {
     let mut args = job.options.clone();
     args.push("-G".into());
     args.push(job.host.clone().into());
@@ -503,7 +506,7 @@ fn line_with(text: &str, needle: &str) -> Option<String> {
     text.lines().find(|l| l.contains(needle)).map(one_line)
 }
 
-fn last_line(text: &str) -> Option<String> {
+pub(crate) fn last_line(text: &str) -> Option<String> {
     text.lines()
         .rev()
         .find(|l| !l.trim().is_empty())
@@ -511,7 +514,7 @@ fn last_line(text: &str) -> Option<String> {
 }
 
 /// One printable line, at most 200 characters.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let clean: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

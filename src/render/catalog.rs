@@ -95,6 +95,13 @@ pub fn list_codes(term: &Term) -> String {
     for c in codes::all().filter(|c| c.kind.origin != Origin::Common) {
         table.add_row(vec![c.code(), c.kind.status.to_string(), c.kind.text()]);
     }
+    for k in spx_checks::path::codes() {
+        table.add_row(vec![
+            k.code(spx_checks::path::ID),
+            k.status.to_string(),
+            k.text(),
+        ]);
+    }
     for k in &COMMON {
         table.add_row(vec![
             format!("CHECK-ID/{}", k.name),
@@ -147,4 +154,26 @@ pub fn explain_code(code: &Code, term: &Term) -> String {
     heading(&mut out, term, &code.code(), &kind.status.to_string());
     paragraphs(&mut out, term, &s);
     out.into_string()
+}
+
+/// `explain path`: the question, what it reads and says, its codes.
+pub fn explain_path() -> String {
+    as_invoked(&format!(
+        "{} — {}\n(a question of its own: `spx doctor path FROM TO`, not a check)\n\n{}\n",
+        spx_checks::path::ID,
+        spx_checks::path::TITLE,
+        spx_checks::path::explain()
+    ))
+}
+
+/// `explain path/KIND`.
+pub fn explain_path_code(kind: &spx_checks::kind::KindDoc) -> String {
+    as_invoked(&format!(
+        "{} — {}\n{}\n\nReported by `spx doctor path FROM TO` — {} (`{} explain path`).\n",
+        kind.code(spx_checks::path::ID),
+        kind.status,
+        kind.text(),
+        spx_checks::path::TITLE,
+        doctor_command()
+    ))
 }

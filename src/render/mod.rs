@@ -11,6 +11,7 @@ pub mod inert;
 pub mod journal;
 pub mod json;
 pub mod junit;
+pub mod path;
 pub mod problem;
 pub mod prometheus;
 pub mod table;

@@ -15,6 +15,8 @@ mod ipsec;
 mod neigh;
 mod nic;
 mod partial_enable;
+mod path;
+mod path_bench;
 mod qemu;
 mod strongswan;
 mod tcp;
@@ -75,6 +77,7 @@ fn guest_helper() {
         ["tcp-serve", bind, dir] => tcp_serve(bind, dir),
         ["tcp-send", to, dir] => tcp_send(to, dir),
         ["qmp-prelaunch", socket] => qmp_prelaunch(socket),
+        ["ovn-lab-daemon", dir] => crate::support::ovn_lab_daemon::serve(dir),
         _ => panic!("unknown helper {spec:?}"),
     };
     println!("SPX-VMLAB {result}");

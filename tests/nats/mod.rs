@@ -7,6 +7,7 @@
 
 mod faults;
 mod hostile;
+mod path;
 mod refusals;
 mod watch;
 

@@ -10,6 +10,8 @@ pub mod fabric;
 pub mod nats;
 pub mod netns;
 pub mod otlp;
+pub mod ovn_lab;
+pub mod ovn_lab_daemon;
 pub mod ovsdb_server;
 pub mod pki;
 pub mod private;
@@ -277,6 +279,7 @@ pub fn strings(v: &Value) -> Vec<String> {
 
 static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 static CLUSTER_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+static PATH_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 fn schema_file(name: &str) -> Value {
     let path = repo_root().join("schema").join(name);
@@ -328,6 +331,29 @@ pub fn assert_valid_cluster(doc: &Value) {
             .expect("valid schema")
     });
     assert_matches(validator, "cluster-report-v1.schema.json", doc);
+}
+
+/// Validate a `path` document against schema/path-v1.schema.json, which
+/// takes the tool and status from schema/report-v1.schema.json.
+pub fn assert_valid_path(doc: &Value) {
+    let validator = PATH_SCHEMA.get_or_init(|| {
+        let node = schema_file("report-v1.schema.json");
+        let id = node["$id"].as_str().expect("$id").to_owned();
+        jsonschema::options()
+            .with_resource(
+                id,
+                jsonschema::Resource::from_contents(node).expect("resource"),
+            )
+            .build(&schema_file("path-v1.schema.json"))
+            .expect("valid schema")
+    });
+    assert_matches(validator, "path-v1.schema.json", doc);
+}
+
+/// Run `spx-doctor path … --format json`: parse, validate against the path
+/// schema, check the document's exit code is the process's.
+pub fn run_path_json(cmd: &mut Command) -> (i32, Value) {
+    run_doc(cmd, assert_valid_path)
 }
 
 /// Run a cluster run with `--format json`: parse, validate against the

@@ -55,6 +55,10 @@ pub struct Header {
     /// these, not the ones of the machine it runs on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub site_checks: Vec<SiteDefinition>,
+    /// A `spx-doctor path` run: the question and every other node's answer,
+    /// as that command reads them back (its own reads are the records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<Value>,
 }
 
 /// The flags that turn verdicts into levels and an exit code, as given.
@@ -98,6 +102,7 @@ impl Header {
             checks,
             policy: Policy::default(),
             site_checks: Vec::new(),
+            path: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod kernel_files;
 pub mod ovsdb;
 pub mod ovsdb_raft;
+pub mod ovsdb_topology;
 pub mod proc_stats;
 pub mod qemu;
 pub mod snmp;

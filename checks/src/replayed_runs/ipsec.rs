@@ -130,6 +130,7 @@ fn sa(src: &str, dst: &str, spi: u32, reqid: u32, dport: bool) -> SecurityAssoci
         larval: false,
         bytes: 0,
         packets: 0,
+        layout: None,
     }
 }
 

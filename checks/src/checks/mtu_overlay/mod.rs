@@ -36,7 +36,7 @@ use crate::targets::ovsdb_endpoints as endpoints;
 use crate::targets::peers::{self, UnderlayFamily};
 
 mod analyse;
-mod words;
+pub(crate) mod words;
 
 pub struct OverlayMtu;
 

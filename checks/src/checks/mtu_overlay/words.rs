@@ -27,7 +27,7 @@ pub fn set_ra_mtu(port: impl Display, mtu: impl Display) -> String {
 }
 
 /// What every fail adds: the guests themselves hold the old MTU.
-const RESTART_GUESTS: &str = "running guests need a stop/start (not a reboot from inside): QEMU's host_mtu and the DHCP lease (up to an hour) keep the old MTU";
+pub const RESTART_GUESTS: &str = "running guests need a stop/start (not a reboot from inside): QEMU's host_mtu and the DHCP lease (up to an hour) keep the old MTU";
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -241,7 +241,7 @@ pub struct LocalLink {
 }
 
 impl LocalLink {
-    fn from_link(link: &Link, ports: &[&Link]) -> LocalLink {
+    pub fn from_link(link: &Link, ports: &[&Link]) -> LocalLink {
         LocalLink {
             interface: link.name.clone(),
             mtu: link.mtu,
@@ -252,7 +252,7 @@ impl LocalLink {
     }
 
     /// The smallest MTU of this device and its ports: what leaves this host.
-    fn narrowest(&self) -> u32 {
+    pub fn narrowest(&self) -> u32 {
         std::iter::once(self)
             .chain(self.ports.iter())
             .map(|l| l.mtu)

@@ -14,6 +14,7 @@
 
 pub mod datum;
 pub mod raft;
+pub mod topology;
 pub mod wire;
 
 use std::net::IpAddr;
@@ -124,7 +125,7 @@ pub struct OvsRow {
 }
 
 /// One NB `DHCP_Options` row.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DhcpOptions {
     pub uuid: String,
     pub cidr: String,

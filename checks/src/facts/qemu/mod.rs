@@ -7,6 +7,7 @@
 
 pub mod cmdline;
 pub mod host;
+pub mod instance;
 pub mod opts;
 pub mod process;
 pub mod qmp;

@@ -25,4 +25,4 @@ pub mod state;
 pub use policy::{parse_policy_dump, Mark, PolicyAction, PolicyDir, PolicyTemplate, XfrmPolicy};
 pub use selector::{Port, Selector, IPPROTO_UDP};
 pub use stat::{parse_xfrm_stat, XfrmStat, XFRM_STAT};
-pub use state::{parse_dump, DumpChunk, SecurityAssociation, IPPROTO_ESP};
+pub use state::{parse_dump, DumpChunk, SaLayout, SecurityAssociation, UdpEncap, IPPROTO_ESP};

@@ -46,7 +46,48 @@ pub struct SecurityAssociation {
     pub bytes: u64,
     #[serde(default)]
     pub packets: u64,
+    /// What sets its size on the wire beyond the algorithm's name: the ICV,
+    /// a separate integrity algorithm, ESN and UDP encapsulation. `None` in
+    /// bundles of doctors that did not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<SaLayout>,
 }
+
+/// The parts of an SA that decide how many bytes ESP adds to a packet
+/// (what `ip xfrm state` shows after `aead`/`auth-trunc`, `flag esn` and
+/// `encap`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SaLayout {
+    /// The ICV length in bits: `XFRMA_ALG_AEAD`'s `alg_icv_len`
+    /// (`aead rfc4106(gcm(aes)) 0x… 128`), else `XFRMA_ALG_AUTH_TRUNC`'s
+    /// `alg_trunc_len` (`auth-trunc hmac(sha256) 0x… 128`).
+    #[serde(default)]
+    pub icv_bits: Option<u32>,
+    /// The separate integrity algorithm (`hmac(sha256)`), when the cipher
+    /// is not an AEAD.
+    #[serde(default)]
+    pub auth: Option<String>,
+    /// Extended sequence numbers (`flag esn`): the high 32 bits are never
+    /// sent (RFC 4303 §2.2.1), so they cost no byte on the wire.
+    #[serde(default)]
+    pub esn: bool,
+    /// UDP encapsulation (NAT traversal, RFC 3948), `XFRMA_ENCAP`: its
+    /// type (2: `espinudp`) and ports.
+    #[serde(default)]
+    pub encap: Option<UdpEncap>,
+}
+
+/// `XFRMA_ENCAP`: ESP inside UDP (RFC 3948), 8 bytes more per packet.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UdpEncap {
+    /// 2 `espinudp` (RFC 3948), 1 the older non-IKE marker form.
+    pub kind: u16,
+    pub sport: u16,
+    pub dport: u16,
+}
+
+/// `XFRM_STATE_ESN` in `xfrm_usersa_info.flags`.
+const XFRM_STATE_ESN: u8 = 128;
 
 impl SecurityAssociation {
     pub fn is_esp(&self) -> bool {
@@ -101,6 +142,7 @@ pub fn parse_dump(bytes: &[u8]) -> Result<DumpChunk, ProbeError> {
                     | XfrmAttrs::CompressionAlg(_)
             )
         });
+        let layout = layout_of(&m.nlas, info.flags);
         states.push(SecurityAssociation {
             src: address(family, &info.saddr.addr)?,
             dst: address(family, &info.id.daddr.addr)?,
@@ -113,10 +155,43 @@ pub fn parse_dump(bytes: &[u8]) -> Result<DumpChunk, ProbeError> {
             larval: info.id.spi == 0 && !keyed,
             bytes: info.lifetime_cur.bytes,
             packets: info.lifetime_cur.packets,
+            layout: Some(layout),
         });
         Ok(())
     })?;
     Ok(DumpChunk { states, done })
+}
+
+/// What decides the SA's size on the wire, from its attributes and flags.
+fn layout_of(nlas: &[XfrmAttrs], flags: u8) -> SaLayout {
+    let mut layout = SaLayout {
+        esn: flags & XFRM_STATE_ESN != 0
+            || nlas
+                .iter()
+                .any(|a| matches!(a, XfrmAttrs::ReplayStateEsn(_))),
+        ..SaLayout::default()
+    };
+    for a in nlas {
+        match a {
+            XfrmAttrs::EncryptionAlgAead(alg) => layout.icv_bits = Some(alg.alg_icv_len),
+            XfrmAttrs::AuthenticationAlgTrunc(alg) => {
+                layout.auth = Some(c_name(&alg.alg_name));
+                layout.icv_bits.get_or_insert(alg.alg_trunc_len);
+            }
+            XfrmAttrs::AuthenticationAlg(alg) if layout.auth.is_none() => {
+                layout.auth = Some(c_name(&alg.alg_name));
+            }
+            XfrmAttrs::EncapsulationTemplate(e) => {
+                layout.encap = Some(UdpEncap {
+                    kind: e.encap_type,
+                    sport: e.encap_sport,
+                    dport: e.encap_dport,
+                })
+            }
+            _ => {}
+        }
+    }
+    layout
 }
 
 fn c_name(bytes: &[u8]) -> String {

@@ -1,0 +1,154 @@
+//! Issue 33's benchmark, run by `bench/path.sh` (not a test): the manual
+//! runbook an operator follows today without `spx-doctor path`, scripted
+//! (`bench/path_runbook.sh`: the QEMU command line found over ssh, the tap's
+//! `iface-id`, `ovn-nbctl`/`ovn-sbctl` lookups, `ip link`, `ip xfrm state`,
+//! a `ping -M do` ladder from each side), against `spx-doctor path`, both
+//! run as root on spx1 of the real-OVN lab ([`crate::support::ovn_lab`]),
+//! on a healthy path and with spx2's switch port at 1500. Each figure is the
+//! median of `SPX_BENCH_RUNS` runs (default 5), timed in the guest; the two
+//! must give the same largest frame each way.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::support::ovn_lab::{note, OvnLab, A, B, GUEST_BIN, NB, NODES, SB};
+use crate::support::vm::quote;
+
+/// The runbook's answer: the largest frame each way.
+fn runbook_answer(stdout: &str) -> Vec<(String, u32)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [dir, "largest", n, "limit", ..] => Some(((*dir).to_owned(), n.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The doctor's answer, the same way.
+fn doctor_answer(doc: &Value) -> Vec<(String, u32)> {
+    doc["directions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| {
+            Some((
+                format!("{}->{}", d["from"].as_str()?, d["to"].as_str()?),
+                d["largest"]["bytes"].as_u64()? as u32,
+            ))
+        })
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Run `line` as spx1, timed in the guest: (seconds, stdout).
+fn timed(lab: &OvnLab, line: &str) -> (f64, String) {
+    let out = lab.on(
+        "spx1",
+        &format!("t0=$(date +%s%N); {line} >/tmp/bench.out 2>/tmp/bench.err; rc=$?; t1=$(date +%s%N); cat /tmp/bench.out; echo \"BENCH rc=$rc ns=$((t1 - t0))\""),
+    );
+    let tail = out
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("BENCH "))
+        .expect("timing line");
+    let ns: f64 = tail
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("ns="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    (ns / 1e9, out)
+}
+
+#[test]
+#[ignore = "a benchmark: bench/path.sh runs it"]
+#[allow(clippy::disallowed_macros)] // the table is the benchmark's output
+fn path_benchmark() {
+    let runs: usize = std::env::var("SPX_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let started = Instant::now();
+    let Some(lab) = OvnLab::boot("path_benchmark") else {
+        return;
+    };
+    note(&format!(
+        "lab up in {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
+    let runbook = lab.vm.file(
+        "path_runbook.sh",
+        include_str!("../../bench/path_runbook.sh"),
+    );
+    let nodes: Vec<String> = NODES
+        .iter()
+        .map(|n| format!("{}={}", n.name, n.wan()))
+        .collect();
+    let runbook_line = format!(
+        "NBDB={NB} SBDB={SB} NODES={} SSH_CONFIG={} bash {runbook} {} {}",
+        quote(&nodes.join(" ")),
+        lab.ssh_config(),
+        A.instance,
+        B.instance
+    );
+    let doctor_line = format!(
+        "PATH={GUEST_BIN}:$PATH spx-doctor path {} {} --format json --ssh-config {}",
+        A.instance,
+        B.instance,
+        lab.ssh_config()
+    );
+    let mut rows = Vec::new();
+    for (scenario, port) in [("healthy", 9000), ("black hole (spx2 port 1500)", 1500)] {
+        lab.set_switch_port(NODES[1], port);
+        let (mut manual, mut doctor, mut own) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut manual_answer, mut doctor_said) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let (s, out) = timed(&lab, &runbook_line);
+            manual.push(s);
+            manual_answer = runbook_answer(&out);
+            note(&format!("runbook ({scenario}, {s:.2}s): {}", out.trim()));
+            let (s, out) = timed(&lab, &doctor_line);
+            doctor.push(s);
+            let json = out.rsplit_once("BENCH ").map_or(out.as_str(), |(j, _)| j);
+            let doc: Value = serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("spx-doctor path: not JSON ({e}): {out}"));
+            own.push(doc["duration_ms"].as_f64().unwrap_or(f64::NAN) / 1000.0);
+            doctor_said = doctor_answer(&doc);
+        }
+        assert_eq!(
+            manual_answer, doctor_said,
+            "{scenario}: the runbook and the doctor disagree"
+        );
+        let (m, d, o) = (median(&mut manual), median(&mut doctor), median(&mut own));
+        rows.push(format!(
+            "{scenario:<28} {:>11.2} {:>11.2} {:>10.2} {:>8.1}x   {}",
+            m,
+            d,
+            o,
+            m / d,
+            doctor_said
+                .iter()
+                .map(|(dir, n)| format!("{dir} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    lab.set_switch_port(NODES[1], 9000);
+    println!("\nspx-doctor path vs the manual runbook, on the kernel lab's real OVN (median of {runs}, seconds, timed in the guest)");
+    println!(
+        "{:<28} {:>11} {:>11} {:>10} {:>9}   answer (both)",
+        "scenario", "runbook_s", "doctor_s", "doctor_own", "speedup"
+    );
+    for r in rows {
+        println!("{r}");
+    }
+}
