@@ -7,6 +7,7 @@
 
 mod hostile;
 mod refusals;
+mod swarm;
 mod watch;
 
 use std::collections::BTreeMap;
