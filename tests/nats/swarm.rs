@@ -160,21 +160,8 @@ fn the_swarm_answers_as_the_agent_does() {
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
     let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
-    // A real agent, node h1.
-    let cfg = dir.path().join("h1.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "node = \"h1\"\n[network]\nipsec_enabled = false\n[nodes.h1]\nhost = \"127.0.0.1\"\n{}",
-            support::nats::nats_tables(
-                &["h1".to_owned()],
-                "127.0.0.1:4222",
-                &server.ca.display().to_string(),
-                TOKEN
-            )
-        ),
-    )
-    .unwrap();
+    // A real agent, node h1, configured as the hostile tests' is.
+    let cfg = super::hostile::h1_config(dir.path(), &server.ca);
     let mut cmd = ns.command(support::bin());
     cmd.args(["agent", "--interval", "0", "--config"])
         .arg(&cfg)
