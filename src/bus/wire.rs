@@ -758,6 +758,109 @@ pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Requests the agent must refuse, with the kind and words of each
+/// refusal: the agent's test vectors, shared with the swarm's
+/// (bench/swarm), which must refuse them alike.
+#[cfg(test)]
+pub const REQUEST_VECTORS: &[(&str, RefusalKind, &str)] = &[
+    (
+        r#"{"id":"a","timeout_ms":2000,"config":"/etc/shadow"}"#,
+        RefusalKind::UnknownField,
+        "field \"config\"",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"record":"/tmp/x"}"#,
+        RefusalKind::UnknownField,
+        "\"record\"",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"peer":["198.18.0.9"]}"#,
+        RefusalKind::UnknownField,
+        "\"peer\"",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"checks":["/etc/shadow"]}"#,
+        RefusalKind::UnknownCheck,
+        "unknown check \"/etc/shadow\"",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"checks":["mtu.pth"]}"#,
+        RefusalKind::UnknownCheck,
+        "mtu.pth",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"checks":"mtu.path"}"#,
+        RefusalKind::BadValue,
+        "checks: a list",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"skips":[1]}"#,
+        RefusalKind::BadValue,
+        "not a string",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":86400000}"#,
+        RefusalKind::TimeoutTooLong,
+        "at most 60 s",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":18446744073709551615}"#,
+        RefusalKind::TimeoutTooLong,
+        "at most 60 s",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":-1}"#,
+        RefusalKind::BadValue,
+        "positive",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":0}"#,
+        RefusalKind::BadValue,
+        "positive",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":1.5}"#,
+        RefusalKind::BadValue,
+        "positive",
+    ),
+    (
+        r#"{"id":"a"}"#,
+        RefusalKind::BadValue,
+        "timeout_ms: missing",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"sample_ms":2000}"#,
+        RefusalKind::BadValue,
+        "shorter",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"profile":"yolo"}"#,
+        RefusalKind::BadValue,
+        "not a preflight",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"ovn_read_by":"n0;id"}"#,
+        RefusalKind::BadValue,
+        "not a node name",
+    ),
+    (
+        r#"{"id":"a b","timeout_ms":2000}"#,
+        RefusalKind::BadValue,
+        "not a request id",
+    ),
+    (
+        r#"{"timeout_ms":2000}"#,
+        RefusalKind::BadValue,
+        "id: missing",
+    ),
+    (r#"[1,2]"#, RefusalKind::NotJson, "JSON object"),
+    (
+        "\u{1b}[2J garbage",
+        RefusalKind::NotJson,
+        "not a JSON request",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,106 +901,9 @@ mod tests {
 
     #[test]
     fn anything_outside_the_vocabulary_is_refused_by_kind() {
-        for (text, kind, says) in [
-            (
-                r#"{"id":"a","timeout_ms":2000,"config":"/etc/shadow"}"#,
-                RefusalKind::UnknownField,
-                "field \"config\"",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"record":"/tmp/x"}"#,
-                RefusalKind::UnknownField,
-                "\"record\"",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"peer":["198.18.0.9"]}"#,
-                RefusalKind::UnknownField,
-                "\"peer\"",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"checks":["/etc/shadow"]}"#,
-                RefusalKind::UnknownCheck,
-                "unknown check \"/etc/shadow\"",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"checks":["mtu.pth"]}"#,
-                RefusalKind::UnknownCheck,
-                "mtu.pth",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"checks":"mtu.path"}"#,
-                RefusalKind::BadValue,
-                "checks: a list",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"skips":[1]}"#,
-                RefusalKind::BadValue,
-                "not a string",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":86400000}"#,
-                RefusalKind::TimeoutTooLong,
-                "at most 60 s",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":18446744073709551615}"#,
-                RefusalKind::TimeoutTooLong,
-                "at most 60 s",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":-1}"#,
-                RefusalKind::BadValue,
-                "positive",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":0}"#,
-                RefusalKind::BadValue,
-                "positive",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":1.5}"#,
-                RefusalKind::BadValue,
-                "positive",
-            ),
-            (
-                r#"{"id":"a"}"#,
-                RefusalKind::BadValue,
-                "timeout_ms: missing",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"sample_ms":2000}"#,
-                RefusalKind::BadValue,
-                "shorter",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"profile":"yolo"}"#,
-                RefusalKind::BadValue,
-                "not a preflight",
-            ),
-            (
-                r#"{"id":"a","timeout_ms":2000,"ovn_read_by":"n0;id"}"#,
-                RefusalKind::BadValue,
-                "not a node name",
-            ),
-            (
-                r#"{"id":"a b","timeout_ms":2000}"#,
-                RefusalKind::BadValue,
-                "not a request id",
-            ),
-            (
-                r#"{"timeout_ms":2000}"#,
-                RefusalKind::BadValue,
-                "id: missing",
-            ),
-            (r#"[1,2]"#, RefusalKind::NotJson, "JSON object"),
-            (
-                "\u{1b}[2J garbage",
-                RefusalKind::NotJson,
-                "not a JSON request",
-            ),
-        ] {
+        for (text, kind, says) in REQUEST_VECTORS {
             let (_, k, m) = refused(text);
-            assert_eq!(k, kind, "{text}: {m}");
+            assert_eq!(k, *kind, "{text}: {m}");
             assert!(m.contains(says), "{text}: {m}");
             assert!(
                 !m.contains('\n') && !m.contains('\u{1b}'),

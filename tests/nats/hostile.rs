@@ -121,7 +121,7 @@ async fn burst(c: &async_nats::Client) -> BTreeMap<String, usize> {
 }
 
 /// Node h1's config in `dir`: its bus at 127.0.0.1:4222, TLS against `ca`.
-fn h1_config(dir: &Path, ca: &Path) -> std::path::PathBuf {
+pub(super) fn h1_config(dir: &Path, ca: &Path) -> std::path::PathBuf {
     let cfg = dir.join("spinifex.toml");
     std::fs::write(
         &cfg,

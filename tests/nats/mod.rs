@@ -9,6 +9,7 @@ mod faults;
 mod hostile;
 mod path;
 mod refusals;
+mod swarm;
 mod watch;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,253 @@
+//! The swarm (`bench/swarm`, issue 37): simulated agents on a real bus.
+//!
+//! - It speaks the agent's protocol: the agent's own request vectors
+//!   (`src/bus/wire.rs`), the hostile requests of `hostile.rs` and a good
+//!   request, asked of a real `spx-doctor agent` and of a swarm node on the
+//!   same bus, get the same answers: the same kinds, refusals, words and
+//!   headers.
+
+#[path = "../../src/bus/wire.rs"]
+#[allow(dead_code)]
+mod wire;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::support::nats::{Logged, NatsServer, Tail, TOKEN};
+use crate::support::{self, Netns};
+use spx_test_harness::root_test;
+
+/// The swarm's binary, beside the doctor's (`cargo test --workspace`
+/// builds it; a test run of this crate alone builds it here).
+fn swarm_bin() -> PathBuf {
+    let doctor = Path::new(support::bin());
+    let dir = doctor.parent().expect("the target directory");
+    let swarm = dir.join("spx-swarm");
+    let release = dir.file_name().is_some_and(|d| d == "release");
+    let mut build = Command::new(env!("CARGO"));
+    build
+        .args(["build", "--quiet", "-p", "spx-swarm", "--manifest-path"])
+        .arg(support::repo_root().join("Cargo.toml"));
+    if release {
+        build.arg("--release");
+    }
+    let status = build.status().expect("cargo");
+    assert!(status.success(), "cargo build -p spx-swarm");
+    assert!(swarm.exists(), "{}", swarm.display());
+    swarm
+}
+
+/// The swarm on the bus at 127.0.0.1:4222 in `ns`, ready.
+struct Swarm {
+    /// Stopped when the test ends (its Drop), even on failure.
+    _proc: Tail,
+}
+
+impl Swarm {
+    fn start(ns: &Netns, n: usize, bundle: &Path, dir: &Path, ca: &Path, more: &[&str]) -> Swarm {
+        std::fs::create_dir_all(dir).unwrap();
+        let token = dir.join("token");
+        std::fs::write(&token, TOKEN).unwrap();
+        let mut cmd = ns.command(swarm_bin().to_str().unwrap());
+        cmd.args(["--nodes", &n.to_string(), "--bundle"])
+            .arg(bundle)
+            .arg("--spx")
+            .arg(support::bin())
+            .arg("--dir")
+            .arg(dir)
+            .args(["--bus", "127.0.0.1:4222", "--ca"])
+            .arg(ca)
+            .arg("--token-file")
+            .arg(&token)
+            .args(more);
+        let proc = Tail::spawn(cmd);
+        proc.wait(
+            Instant::now() - Duration::from_secs(1),
+            Duration::from_secs(120),
+            "the swarm",
+            |l| l.starts_with("ready"),
+        );
+        Swarm { _proc: proc }
+    }
+}
+
+/// One request to `subject` and every answer to it within `wait`: (the
+/// reply kind, each header's name and value, the body).
+async fn answers(
+    c: &async_nats::Client,
+    subject: &str,
+    payload: Vec<u8>,
+    wait: Duration,
+) -> Vec<(String, Vec<(String, String)>, Value)> {
+    let inbox = c.new_inbox();
+    let mut sub = c.subscribe(inbox.clone()).await.unwrap();
+    c.publish_with_reply(subject.to_owned(), inbox, Bytes::from(payload))
+        .await
+        .unwrap();
+    c.flush().await.unwrap();
+    let mut out = Vec::new();
+    let until = Instant::now() + wait;
+    while let Ok(Some(m)) =
+        tokio::time::timeout(until.saturating_duration_since(Instant::now()), sub.next()).await
+    {
+        let mut headers: Vec<(String, String)> = m
+            .headers
+            .iter()
+            .flat_map(|h| h.iter())
+            .flat_map(|(k, vs)| {
+                vs.iter()
+                    .map(move |v| (k.to_string(), v.as_str().to_owned()))
+            })
+            .collect();
+        headers.sort();
+        let kind = headers
+            .iter()
+            .find(|(k, _)| k == "Spx-Doctor-Reply")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let final_answer = kind != "accepted";
+        out.push((
+            kind,
+            headers,
+            serde_json::from_slice(&m.payload).unwrap_or(Value::Null),
+        ));
+        if final_answer {
+            break;
+        }
+    }
+    out
+}
+
+/// An answer as two agents of different nodes must give it alike: the
+/// node's own name and what differs between two runs taken out.
+fn alike(answer: &(String, Vec<(String, String)>, Value), node: &str) -> Value {
+    let (kind, headers, body) = answer;
+    let headers: Vec<Value> = headers
+        .iter()
+        .map(|(k, v)| {
+            let v = match k.as_str() {
+                "Spx-Doctor-Node" => v.replace(node, "NODE"),
+                "traceparent" => v.get(..36).unwrap_or(v).to_owned(),
+                _ => v.clone(),
+            };
+            serde_json::json!([k, v])
+        })
+        .collect();
+    let body = match kind.as_str() {
+        "error" => {
+            let mut e = body["error"].clone();
+            e["node"] = Value::from(if e["node"] == node { "NODE" } else { "?" });
+            e
+        }
+        "report" => {
+            serde_json::json!({"node": if body["node"] == node { "NODE" } else { "?" }, "schema_version": body["schema_version"]})
+        }
+        _ => body.clone(),
+    };
+    serde_json::json!({"kind": kind, "headers": headers, "body": body})
+}
+
+#[root_test]
+fn the_swarm_answers_as_the_agent_does() {
+    if !super::nats_or_skip("the_swarm_answers_as_the_agent_does") {
+        return;
+    }
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
+    // A real agent, node h1, configured as the hostile tests' is.
+    let cfg = super::hostile::h1_config(dir.path(), &server.ca);
+    let mut cmd = ns.command(support::bin());
+    cmd.args(["agent", "--interval", "0", "--config"])
+        .arg(&cfg)
+        .env("HOME", "/nonexistent-spx-test-home");
+    let agent = Logged::spawn(cmd);
+    agent.wait_for("connected to NATS at", 1, Duration::from_secs(15), "agent");
+    // Three swarm nodes, from the committed template.
+    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
+    let swarm = Swarm::start(
+        &ns,
+        3,
+        &template,
+        &dir.path().join("swarm"),
+        &server.ca,
+        &["--interval", "0", "--run-time", "300ms"],
+    );
+
+    let mut requests: Vec<Vec<u8>> = wire::REQUEST_VECTORS
+        .iter()
+        .map(|(text, _, _)| text.as_bytes().to_vec())
+        .collect();
+    requests.extend([
+        br#"{"id":"h5","timeout_ms":2000,"checks":["$(touch /tmp/spx-swarm-pwned)"]}"#.to_vec(),
+        b"\x1b[2J\x00\xff garbage".to_vec(),
+        format!(
+            r#"{{"id":"h7","timeout_ms":2000,"pad":"{}"}}"#,
+            "x".repeat(8000)
+        )
+        .into_bytes(),
+        br#"{"id":"late","timeout_ms":100}"#.to_vec(),
+        // A good one: acknowledged, then the node's report.
+        br#"{"id":"ok1","timeout_ms":5000,"sample_ms":100,"checks":["sysctl"]}"#.to_vec(),
+    ]);
+    let ca = server.ca.clone();
+    let pairs = ns
+        .in_thread(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    let c = async_nats::ConnectOptions::new()
+                        .add_root_certificates(ca)
+                        .require_tls(true)
+                        .token(TOKEN.to_owned())
+                        .connect("nats://127.0.0.1:4222")
+                        .await
+                        .unwrap();
+                    let mut out = Vec::new();
+                    for r in requests {
+                        let wait = Duration::from_secs(8);
+                        let a = answers(&c, "spinifex.doctor.h1.run", r.clone(), wait).await;
+                        let s = answers(&c, "spinifex.doctor.n1.run", r, wait).await;
+                        out.push((a, s));
+                    }
+                    out
+                })
+        })
+        .join()
+        .unwrap();
+    let mut refusals = 0;
+    for (agent_said, swarm_said) in &pairs {
+        let a: Vec<Value> = agent_said.iter().map(|x| alike(x, "h1")).collect();
+        let s: Vec<Value> = swarm_said.iter().map(|x| alike(x, "n1")).collect();
+        assert!(!a.is_empty(), "the agent answered");
+        assert_eq!(a, s, "the swarm answers as the agent does");
+        refusals += usize::from(a.last().unwrap()["kind"] == "error");
+    }
+    assert_eq!(
+        refusals,
+        pairs.len() - 1,
+        "every request but the good one refused"
+    );
+    let (_, good) = pairs.last().unwrap();
+    assert_eq!(good.len(), 2, "acknowledged, then answered: {good:#?}");
+    let report = &good[1].2;
+    support::assert_valid(report);
+    assert_eq!(report["node"], "n1");
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["sysctl.udp-buffers"], "the selection's checks alone");
+    assert!(!Path::new("/tmp/spx-swarm-pwned").exists());
+    drop(swarm);
+    drop(agent);
+}
