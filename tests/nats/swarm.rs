@@ -132,6 +132,11 @@ fn alike(answer: &(String, Vec<(String, String)>, Value), node: &str) -> Value {
         .map(|(k, v)| {
             let v = match k.as_str() {
                 "Spx-Doctor-Node" => v.replace(node, "NODE"),
+                // Who answered: each its own, present on both sides.
+                "Spx-Doctor-Machine-Id"
+                | "Spx-Doctor-Boot-Id"
+                | "Spx-Doctor-Started"
+                | "Spx-Doctor-Addresses" => "WHO".to_owned(),
                 "traceparent" => v.get(..36).unwrap_or(v).to_owned(),
                 _ => v.clone(),
             };

@@ -367,9 +367,10 @@ fn failures_of_the_nagios_api_are_errors_that_say_which() {
     assert_eq!(code, "site.escapes/ok");
     assert_eq!(summary, "OK \x1b[2J\x1b]0;owned\x07 \u{202e}done");
     // …and the table shows it inert.
-    let (_, table, _) = run(lab
-        .doctor()
-        .args(["--check", "site.escapes", "--color", "never", "-v"]));
+    let (_, table, _) =
+        run(lab
+            .doctor()
+            .args(["--check", "site.escapes", "--color", "never", "-v"]));
     assert!(
         !table.contains('\x1b') && !table.contains('\x07') && !table.contains('\u{202e}'),
         "{table:?}"

@@ -134,6 +134,7 @@ pub async fn run(
         speaker: Speaker {
             node: spec.name.clone(),
             runs_per_minute: common.limits.runs_per_minute,
+            identity: crate::answer::identity_of(&spec.name, SystemTime::now()),
         },
         scheduler: Scheduler::new(common.limits),
         running: None,
@@ -189,6 +190,7 @@ fn default_key() -> RunKey {
         profile: None,
         sample: Duration::from_secs(1),
         ovn_read_by: None,
+        path: None,
     }
 }
 
@@ -254,6 +256,7 @@ impl Node<'_> {
                 request: req.id.clone(),
                 trace,
             },
+            from: Some(crate::scheduler::requester(reply.as_str())),
         };
         match self.scheduler.offer(job, now) {
             Offered::Joined | Offered::Queued => {

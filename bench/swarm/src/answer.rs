@@ -11,7 +11,10 @@
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
+use spx_checks::cluster::AgentIdentity;
 use spx_checks::Status;
+
+use crate::bus::identity;
 
 use crate::bus::wire::{
     ErrorBody, ErrorReply, RefusalKind, RunKey, TraceParent, HEADER_NODE, HEADER_REPLY,
@@ -30,6 +33,29 @@ pub struct Answer {
 pub struct Speaker {
     pub node: String,
     pub runs_per_minute: u32,
+    /// Who this simulated agent says it is (its own machine id, the
+    /// swarm's boot, its start), as an agent says in every answer.
+    pub identity: AgentIdentity,
+}
+
+/// A simulated node's identity: a machine id of its own (from its name),
+/// the swarm process's boot and start, no addresses (it has none of its
+/// own).
+pub fn identity_of(node: &str, started: std::time::SystemTime) -> AgentIdentity {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    node.hash(&mut h);
+    let a = h.finish();
+    "spx-swarm".hash(&mut h);
+    let b = h.finish();
+    AgentIdentity {
+        machine_id: Some(format!("{a:016x}{b:016x}")),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|s| s.trim().to_ascii_lowercase()),
+        started_at: Some(humantime::format_rfc3339_seconds(started).to_string()),
+        addresses: Vec::new(),
+    }
 }
 
 impl Speaker {
@@ -54,6 +80,18 @@ impl Speaker {
         if let Some(t) = trace {
             h.push((HEADER_TRACEPARENT, t.child(span).to_string()));
         }
+        let id = &self.identity;
+        for (name, value) in [
+            (identity::HEADER_MACHINE_ID, id.machine_id.clone()),
+            (identity::HEADER_BOOT_ID, id.boot_id.clone()),
+            (identity::HEADER_STARTED, id.started_at.clone()),
+        ] {
+            if let Some(v) = value {
+                h.push((name, v));
+            }
+        }
+        let addrs: Vec<String> = id.addresses.iter().map(ToString::to_string).collect();
+        h.push((identity::HEADER_ADDRESSES, addrs.join(",")));
         h
     }
 
@@ -192,6 +230,7 @@ mod tests {
         Speaker {
             node: "s1".into(),
             runs_per_minute: 12,
+            identity: identity_of("s1", std::time::SystemTime::now()),
         }
     }
 
@@ -232,7 +271,11 @@ mod tests {
                 HEADER_NODE,
                 HEADER_REQUEST,
                 HEADER_RUNS_PER_MINUTE,
-                HEADER_TRACEPARENT
+                HEADER_TRACEPARENT,
+                identity::HEADER_MACHINE_ID,
+                identity::HEADER_BOOT_ID,
+                identity::HEADER_STARTED,
+                identity::HEADER_ADDRESSES,
             ]
         );
         assert_eq!(
@@ -276,6 +319,7 @@ mod tests {
             profile: None,
             sample: std::time::Duration::from_secs(1),
             ovn_read_by: None,
+            path: None,
         };
         assert_eq!(report_for(&default, &key(&[])), default);
         let cut: Value = serde_json::from_slice(&report_for(&default, &key(&["sysctl"]))).unwrap();
