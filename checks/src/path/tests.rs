@@ -327,6 +327,7 @@ impl Side {
                     other_error: None,
                     rounds: if refused.is_some() { 2 } else { 1 },
                     probes_sent: 4,
+                    refused_at_send: 0,
                     cut_short: false,
                 }),
                 socket: Some("raw".into()),
