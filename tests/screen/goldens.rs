@@ -57,13 +57,13 @@ fn a_node_without_a_config() {
         in_order(
             &text,
             &[
-                "vm · 19 checks",
+                "vm · 20 checks",
                 "✘ sysctl.udp-buffers/",
                 "  fix: ",
                 "✘ nic.offloads/",
                 "! nic.rings/",
                 "✔ 4 pass: ",
-                "- 9 skip: no config: ",
+                "- 10 skip: no config: ",
                 "exit 1: sysctl.udp-buffers and nic.offloads failed",
             ],
         );
@@ -113,7 +113,7 @@ fn a_node_with_three_problems() {
         in_order(
             &text,
             &[
-                "n1 · 17 checks",
+                "n1 · 18 checks",
                 "✘ sysctl.udp-buffers/",
                 "✘ mtu.path/black-hole",
                 "! nic.queues/unused-queues",
