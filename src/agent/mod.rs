@@ -582,17 +582,31 @@ impl State<'_> {
         self.send(to, headers, Bytes::from(body)).await;
     }
 
-    async fn request(&mut self, msg: async_nats::Message) {
+    /// Where a request's answer goes and the trace it came in, or `None`
+    /// (said once) when it names no reply subject: nobody to answer.
+    fn addressed(
+        &mut self,
+        msg: &async_nats::Message,
+        what: &str,
+    ) -> Option<(Subject, Option<TraceParent>)> {
         let Some(reply) = msg.reply.clone() else {
-            self.quiet
-                .refusal("ignored a request without a reply subject (nobody to answer)");
-            return;
+            self.quiet.refusal(&format!(
+                "ignored {what} without a reply subject (nobody to answer)"
+            ));
+            return None;
         };
         let trace = msg
             .headers
             .as_ref()
             .and_then(|h| h.get(HEADER_TRACEPARENT))
             .and_then(|v| TraceParent::parse(v.as_str()));
+        Some((reply, trace))
+    }
+
+    async fn request(&mut self, msg: async_nats::Message) {
+        let Some((reply, trace)) = self.addressed(&msg, "a request") else {
+            return;
+        };
         // Read against this node's catalogue as it is now: a site check
         // dropped into doctor.d since the last run is known (a broken file
         // leaves the last catalogue; the run then says what is wrong).
@@ -611,16 +625,9 @@ impl State<'_> {
     /// A path request: this node's side of a guest's path, scheduled
     /// like a run (one at a time, bounded per minute).
     async fn path_request(&mut self, msg: async_nats::Message) {
-        let Some(reply) = msg.reply.clone() else {
-            self.quiet
-                .refusal("ignored a path request without a reply subject (nobody to answer)");
+        let Some((reply, trace)) = self.addressed(&msg, "a path request") else {
             return;
         };
-        let trace = msg
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(HEADER_TRACEPARENT))
-            .and_then(|v| TraceParent::parse(v.as_str()));
         let req = match PathRequest::parse(&msg.payload) {
             Ok(r) => r,
             Err((id, r)) => {

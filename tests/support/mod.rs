@@ -316,37 +316,32 @@ pub fn assert_valid(doc: &Value) {
     assert_matches(validator, "report-v1.schema.json", doc);
 }
 
+/// The validator of schema/`name`, which refers to
+/// schema/report-v1.schema.json (given to it as a resource by its `$id`).
+fn beside_the_report(name: &str) -> jsonschema::Validator {
+    let node = schema_file("report-v1.schema.json");
+    let id = node["$id"].as_str().expect("$id").to_owned();
+    jsonschema::options()
+        .with_resource(
+            id,
+            jsonschema::Resource::from_contents(node).expect("resource"),
+        )
+        .build(&schema_file(name))
+        .expect("valid schema")
+}
+
 /// Validate a cluster report against schema/cluster-report-v1.schema.json,
 /// which holds every node's report to schema/report-v1.schema.json.
 pub fn assert_valid_cluster(doc: &Value) {
-    let validator = CLUSTER_SCHEMA.get_or_init(|| {
-        let node = schema_file("report-v1.schema.json");
-        let id = node["$id"].as_str().expect("$id").to_owned();
-        jsonschema::options()
-            .with_resource(
-                id,
-                jsonschema::Resource::from_contents(node).expect("resource"),
-            )
-            .build(&schema_file("cluster-report-v1.schema.json"))
-            .expect("valid schema")
-    });
+    let validator =
+        CLUSTER_SCHEMA.get_or_init(|| beside_the_report("cluster-report-v1.schema.json"));
     assert_matches(validator, "cluster-report-v1.schema.json", doc);
 }
 
 /// Validate a `path` document against schema/path-v1.schema.json, which
 /// takes the tool and status from schema/report-v1.schema.json.
 pub fn assert_valid_path(doc: &Value) {
-    let validator = PATH_SCHEMA.get_or_init(|| {
-        let node = schema_file("report-v1.schema.json");
-        let id = node["$id"].as_str().expect("$id").to_owned();
-        jsonschema::options()
-            .with_resource(
-                id,
-                jsonschema::Resource::from_contents(node).expect("resource"),
-            )
-            .build(&schema_file("path-v1.schema.json"))
-            .expect("valid schema")
-    });
+    let validator = PATH_SCHEMA.get_or_init(|| beside_the_report("path-v1.schema.json"));
     assert_matches(validator, "path-v1.schema.json", doc);
 }
 
