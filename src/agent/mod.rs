@@ -20,7 +20,7 @@
 //! phase drawn from the node's name (within one interval) and the rest one
 //! interval apart, so agents started together spread their runs. After each periodic run it writes the
 //! report into the doctor's JetStream bucket ([`bucket`]: key = node,
-//! with its interval and identity), publishes a [`events::Transition`] on
+//! with its interval and identity), publishes a [`Transition`](crate::bus::events::Transition) on
 //! `spinifex.doctor.events.<node>` for every check whose code changed
 //! since the last periodic report (the bucket's, across restarts), both
 //! from a task of their own ([`writer`], which also makes a deleted bucket

@@ -3,8 +3,8 @@
 //! are the project's own wordings: `ip link set dev … mtu N`
 //! ([`spinifex::set_mtus`]), `[network]` keys ([`spinifex::set_network_key`]),
 //! `ovn-nbctl --db=… set DHCP_Options …` (mtu.overlay's
-//! [`nbctl`] and [`set_dhcp_mtu`]), and the guests' stop/start
-//! ([`RESTART_GUESTS`]).
+//! `nbctl` and `set_dhcp_mtu`), and the guests' stop/start
+//! (`RESTART_GUESTS`).
 
 use crate::checks::mtu_overlay::words::{nbctl, set_dhcp_mtu, set_ra_mtu, RESTART_GUESTS};
 use crate::spinifex;

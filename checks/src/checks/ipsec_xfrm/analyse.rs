@@ -45,7 +45,7 @@ impl Leg {
 pub struct PeerState {
     pub peer: IpAddr,
     /// This node's address toward it, the one the kernel really uses
-    /// ([`local_toward`]); None when nothing says (never loopback, never
+    /// (`local_toward`); None when nothing says (never loopback, never
     /// link-local).
     pub local: Option<IpAddr>,
     /// This node's geneve to the peer.

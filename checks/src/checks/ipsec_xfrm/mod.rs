@@ -175,7 +175,7 @@ pub struct XfrmFacts {
     pub local_addresses: Vec<IpAddr>,
     /// The preferred source of the route to a peer (`RTM_GETROUTE`), asked
     /// only for the peers no state, policy or ovn-encap-ip places this
-    /// node's end of ([`analyse::local_toward`]).
+    /// node's end of (`analyse::local_toward`).
     pub route_sources: BTreeMap<IpAddr, IpAddr>,
 }
 

@@ -16,7 +16,7 @@
 //! "packet too big" and `net.ipv6.icmp.echo_ignore_all`.
 //!
 //! A peer nothing came back from because this kernel's neighbour table was
-//! full is not a silent peer: see [`neighbour`].
+//! full is not a silent peer: see `neighbour`.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -11,7 +11,7 @@
 //! process group and cgroup, its timeout, a bounded read) and a replay
 //! answers with what the recorded plugin answered. [`judge`] reads the
 //! answer (the Nagios states and perfdata, or the JSON object) into a
-//! finding of the check's kinds ([`kinds`]).
+//! finding of the check's kinds (`kinds`).
 
 mod context;
 mod evidence;

@@ -212,7 +212,7 @@ fn name_of(row: &Row) -> Result<String, String> {
 }
 
 /// The rows of one northbound transaction, in the order of
-/// [`NB_SELECTS`]: switch ports, switches, DHCP options, port groups,
+/// `NB_SELECTS`: switch ports, switches, DHCP options, port groups,
 /// ACLs, routers, router ports. A row of the wrong shape is an error naming
 /// its table.
 pub fn nb_topology(tables: &[Vec<Row>]) -> Result<NbTopology, String> {

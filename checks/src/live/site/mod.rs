@@ -2,13 +2,13 @@
 //! program someone else wrote, so the place every failure of the Nagios
 //! runners before it is closed.
 //!
-//! - Its files are judged first (sshd's StrictModes, [`secure_path`]);
+//! - Its files are judged first (sshd's StrictModes, `secure_path`);
 //!   a refusal is the check's answer and nothing runs.
 //! - It runs with an argv, no shell; stdin holds the run's context as JSON;
 //!   its environment is `PATH`, `LANG=C` and `SPX_DOCTOR_*`, nothing
 //!   inherited; its working directory is `/`; it gets no terminal.
 //! - It is a session and process group of its own, inside a cgroup of its
-//!   own where cgroup v2 is writable ([`cgroup`]): at its timeout the whole
+//!   own where cgroup v2 is writable (`cgroup`): at its timeout the whole
 //!   group, or cgroup, is killed, so no child survives it (Icinga 2 killed
 //!   only the plugin, #2672). When it exits, whatever it left behind is
 //!   killed too.
