@@ -294,26 +294,9 @@ pub enum Format {
     Otlp,
 }
 
-/// How text reaches the screen: `--color` and `--width`, the same on every
-/// command that prints text ([`crate::render::term`]).
-#[derive(Args, Debug, Default, Clone, Copy)]
-pub struct TermArgs {
-    /// When to colour: auto (on a terminal, unless NO_COLOR is set), always, never.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
-
-    /// Wrap text to N columns [default: the terminal's width; off a terminal, $COLUMNS, else 100].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(20..=1000))]
-    pub width: Option<u16>,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]
-pub enum ColorChoice {
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
+/// `--color` and `--width`, flattened into every command that prints
+/// text, are the screen's own ([`crate::render::term`]).
+pub use crate::render::term::TermArgs;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Change {

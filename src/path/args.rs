@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::TermArgs;
 use crate::cluster::args::ViaFlag;
+use crate::render::term::TermArgs;
 
 /// `--format` of `path`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -16,7 +16,7 @@
 //!   `ok !! XX -- ??`, and ASCII for the few other symbols the tables use.
 //!
 //! A renderer of another command (`path`, say) adopts it in three steps:
-//! flatten [`crate::cli::TermArgs`] into its flags; make its `Term` with
+//! flatten [`TermArgs`] into its flags; make its `Term` with
 //! `Term::detect(args.term, to_terminal)` (`to_terminal`: stdout is one
 //! and no `--output FILE`); build its text in a
 //! [`super::inert::Screen`] with [`super::inert::Lead`] and
@@ -26,12 +26,32 @@
 
 use std::io::IsTerminal;
 
+use clap::{Args, ValueEnum};
 use comfy_table::presets::{ASCII_FULL_CONDENSED, UTF8_FULL_CONDENSED};
 use comfy_table::{ContentArrangement, Table};
 use spx_checks::Status;
 use unicode_width::UnicodeWidthStr;
 
-use crate::cli::{ColorChoice, TermArgs};
+/// How text reaches the screen: `--color` and `--width`, the same on every
+/// command that prints text (this module).
+#[derive(Args, Debug, Default, Clone, Copy)]
+pub struct TermArgs {
+    /// When to colour: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// Wrap text to N columns [default: the terminal's width; off a terminal, $COLUMNS, else 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(20..=1000))]
+    pub width: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
 
 /// The width off a terminal, when `COLUMNS` does not say.
 pub const DEFAULT_WIDTH: usize = 100;

@@ -271,7 +271,10 @@ pub fn build(
         summary,
         checks,
         runbook: None,
-        config: spx_checks::cluster::ReportedConfig::of(config),
+        config: spx_checks::cluster::ReportedConfig::of(
+            config,
+            &spx_checks::catalogue::site_definitions(),
+        ),
         addresses: own_addresses(host),
         allow: levelled.allow,
         deny: levelled.deny,

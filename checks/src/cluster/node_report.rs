@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::evidence::{self, Evidence};
 use crate::finding::Status;
 use crate::settings::ConfigState;
+use crate::site_definition::SiteDefinition;
 
 /// What a node ran with (JSON v1 `config`), written by every node run and
 /// compared across nodes by `cluster.config-drift`.
@@ -46,8 +47,8 @@ pub struct SiteDigest {
 
 impl ReportedConfig {
     /// The config of this run, when one was read, with the run's site
-    /// checks ([`crate::catalogue::site_definitions`]).
-    pub fn of(config: &ConfigState) -> Option<ReportedConfig> {
+    /// checks (`site`: the catalogue's, which the caller hands down).
+    pub fn of(config: &ConfigState, site: &[SiteDefinition]) -> Option<ReportedConfig> {
         match config {
             ConfigState::Loaded { path, config } => Some(ReportedConfig {
                 path: path.display().to_string(),
@@ -55,11 +56,11 @@ impl ReportedConfig {
                 ipsec_enabled: config.network.ipsec_enabled,
                 underlay_mtu: config.network.underlay_mtu,
                 nodes: config.nodes.keys().cloned().collect(),
-                site_checks: crate::catalogue::site_definitions()
-                    .into_iter()
+                site_checks: site
+                    .iter()
                     .map(|d| SiteDigest {
-                        id: d.id,
-                        sha256: d.executable_sha256,
+                        id: d.id.clone(),
+                        sha256: d.executable_sha256.clone(),
                     })
                     .collect(),
             }),
