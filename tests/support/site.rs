@@ -1,8 +1,9 @@
 //! A site's own checks for the tests: a config and its `doctor.d` in a
 //! folder of their own, with real executables beside them (shell scripts,
 //! Debian's monitoring-plugins, the contrib examples), made where the
-//! doctor will run them: under the checkout's `target/tmp`, whose parents
-//! are root's (or the tester's) and not writable by others. (`/tmp` is
+//! doctor will run them: under the checkout's `target/tmp` when its parents
+//! are root's (or the tester's) and not writable by others, else (a checkout
+//! under `/tmp`) where `live::site::trusted_scratch` says. (`/tmp` is
 //! world-writable, so the doctor refuses anything under it, as it should.)
 
 use std::os::unix::fs::PermissionsExt;
@@ -36,9 +37,8 @@ impl SiteLab {
 
     pub fn with_config(config: &str) -> SiteLab {
         static N: AtomicU32 = AtomicU32::new(0);
-        let base = repo_root().join("target/tmp");
-        std::fs::create_dir_all(&base).expect("target/tmp");
-        let base = std::fs::canonicalize(base).expect("target/tmp");
+        let base = spx_checks::live::site::trusted_scratch(&repo_root().join("target/tmp"))
+            .expect("a folder for the lab's plugins");
         let dir = tempfile::Builder::new()
             .prefix("site-lab-")
             .tempdir_in(&base)

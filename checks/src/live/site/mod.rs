@@ -179,6 +179,28 @@ pub fn run(p: &Plugin<'_>, deadline: Option<Instant>) -> Result<SiteRun, ProbeEr
     })
 }
 
+/// A folder for executables made at run time (the tests' plugins, a
+/// benchmark's) that the StrictModes walk accepts: `preferred` (made when
+/// missing) when no folder from it up to `/` is writable by group or
+/// others; otherwise, as root, `/run/spx-doctor-scratch` (root's, 0755),
+/// since a checkout under `/tmp` has a world-writable parent. The doctor
+/// itself never calls this: it only ever judges the files it is given.
+pub fn trusted_scratch(preferred: &Path) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(preferred)?;
+    let preferred = std::fs::canonicalize(preferred)?;
+    let open = preferred
+        .ancestors()
+        .any(|d| std::fs::metadata(d).map_or(true, |m| m.permissions().mode() & 0o022 != 0));
+    if !open || !nix::unistd::geteuid().is_root() {
+        return Ok(preferred);
+    }
+    let run = Path::new("/run/spx-doctor-scratch");
+    std::fs::create_dir_all(run)?;
+    std::fs::set_permissions(run, std::fs::Permissions::from_mode(0o755))?;
+    Ok(run.to_owned())
+}
+
 /// The SHA-256 of a file (lowercase hex), or none when it cannot be read:
 /// a site check's executable, as `cluster.config-drift` compares it.
 pub fn file_sha256(path: &Path) -> Option<String> {
@@ -629,14 +651,40 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// Scratch under a world-writable folder is moved, as root, to one the
+    /// walk accepts; a safe one is kept.
+    #[test]
+    fn scratch_under_tmp_moves_to_a_folder_the_walk_accepts() {
+        let open = std::env::temp_dir().join(format!("spx-scratch-{}", std::process::id()));
+        let got = super::trusted_scratch(&open).unwrap();
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(got, Path::new("/run/spx-doctor-scratch"));
+            let exe = got.join(format!("probe-{}", std::process::id()));
+            std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let walked = super::secure_path::verify(&exe, Role::Executable, 0);
+            std::fs::remove_file(&exe).unwrap();
+            assert!(walked.is_ok(), "{walked:?}");
+        } else {
+            assert_eq!(got, std::fs::canonicalize(&open).unwrap());
+        }
+        std::fs::remove_dir(&open).unwrap();
+        let safe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp");
+        let kept = super::trusted_scratch(&safe).unwrap();
+        if !kept.starts_with("/run") {
+            assert_eq!(kept, std::fs::canonicalize(&safe).unwrap());
+        }
+    }
+
     /// An agent runs the same check again and again: while an earlier
     /// run's plugin is still stuck, the check is not started again (each
     /// run would leave one more unkillable process behind).
     #[test]
     fn a_check_whose_earlier_plugin_is_stuck_is_not_started_again() {
-        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp");
-        std::fs::create_dir_all(&base).unwrap();
-        let dir = tempfile::tempdir_in(std::fs::canonicalize(base).unwrap()).unwrap();
+        let base =
+            super::trusted_scratch(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp"))
+                .unwrap();
+        let dir = tempfile::tempdir_in(base).unwrap();
         let canary = dir.path().join("ran");
         let exe = dir.path().join("plugin");
         std::fs::write(

@@ -103,12 +103,12 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    /// A folder under the build's own target/, whose parents are the
-    /// checkout's (root's, or the builder's, and not writable by others).
+    /// A folder whose parents the walk accepts: under the build's own
+    /// target/, or where [`super::super::trusted_scratch`] says when the
+    /// checkout itself lies under a world-writable folder.
     fn safe_dir() -> tempfile::TempDir {
         let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp");
-        std::fs::create_dir_all(&base).unwrap();
-        tempfile::tempdir_in(std::fs::canonicalize(base).unwrap()).unwrap()
+        tempfile::tempdir_in(super::super::trusted_scratch(&base).unwrap()).unwrap()
     }
 
     fn euid() -> u32 {
