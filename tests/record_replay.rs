@@ -254,7 +254,8 @@ fn a_bundle_of_another_version_replays_what_it_can_and_skips_the_rest() {
         check(&doc, "sysctl.udp-buffers"),
         check(&live, "sysctl.udp-buffers")
     );
-    assert_eq!(doc["checks"].as_array().unwrap().len(), 2);
+    // tcp.reordering and the sysctl category's two (udp-buffers, neigh).
+    assert_eq!(doc["checks"].as_array().unwrap().len(), 3);
 }
 
 #[test]
