@@ -765,10 +765,10 @@ fn the_local_end_toward_a_peer_is_the_one_the_kernel_uses_never_loopback() {
     // route's preferred source does, unless it is loopback or link-local.
     let states: Vec<SecurityAssociation> = Vec::new();
     let policies: Vec<XfrmPolicy> = Vec::new();
-    let local = ips(&["127.0.0.1", "169.254.0.7", "10.9.0.1", "10.9.1.1"]);
+    let local = ips(&["127.0.0.1", "169.254.0.7", "198.19.0.1", "198.19.1.1"]);
     let toward = |route: Option<&str>| {
         super::analyse::local_toward(
-            ip("10.9.0.3"),
+            ip("198.19.0.3"),
             &local,
             false,
             &states,
@@ -776,15 +776,15 @@ fn the_local_end_toward_a_peer_is_the_one_the_kernel_uses_never_loopback() {
             route.map(ip),
         )
     };
-    assert_eq!(toward(Some("10.9.1.1")), Some(ip("10.9.1.1")));
+    assert_eq!(toward(Some("198.19.1.1")), Some(ip("198.19.1.1")));
     assert_eq!(toward(Some("127.0.0.1")), None);
     assert_eq!(toward(Some("169.254.0.7")), None);
     assert_eq!(toward(None), None, "never the first address of the family");
     // OVN's ovn-encap-ip is the tunnel's source when the tables say nothing.
-    let encap = ips(&["10.9.0.1"]);
+    let encap = ips(&["198.19.0.1"]);
     assert_eq!(
-        super::analyse::local_toward(ip("10.9.0.3"), &encap, true, &states, &policies, None),
-        Some(ip("10.9.0.1"))
+        super::analyse::local_toward(ip("198.19.0.3"), &encap, true, &states, &policies, None),
+        Some(ip("198.19.0.1"))
     );
     // An SA's own local end comes first, whatever the route says.
     let mut facts = situation(1, "mesh-up-n1");

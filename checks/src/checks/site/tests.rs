@@ -271,8 +271,8 @@ fn a_json_answer_is_read_against_the_schema_and_the_declared_codes() {
     let c = check(STORAGE);
     assert_eq!(c.profiles(), [Preflight::EnableJumbo]);
     let answer = json!({
-        "status": "fail", "code": "low-mtu", "summary": "the array at 10.9.0.5 carries 8000, not 9000",
-        "fix": ["ip link set dev bond1 mtu 9000"], "evidence": {"array": "10.9.0.5", "mtu": 8000}
+        "status": "fail", "code": "low-mtu", "summary": "the array at 198.18.0.5 carries 8000, not 9000",
+        "fix": ["ip link set dev bond1 mtu 9000"], "evidence": {"array": "198.18.0.5", "mtu": 8000}
     });
     let (f, doc) = verdict(c, &exited(2, &answer.to_string()));
     pin!(doc);
