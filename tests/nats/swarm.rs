@@ -8,6 +8,8 @@
 //! - Its reports are the doctor's: the reports it relabels from one judged
 //!   node per role are, byte for byte, what the doctor judges from each
 //!   node's own bundle.
+//! - At 256 nodes, `--cluster --via nats` hears every node, names every
+//!   black-holed pair and exits 1 (issue 37's CI run).
 
 #[path = "../../src/bus/wire.rs"]
 #[allow(dead_code)]
@@ -387,4 +389,100 @@ fn the_relabelled_reports_are_what_the_doctor_judges() {
         ["198.18.0.12".to_owned(), "198.18.0.14".to_owned()].into()
     );
     assert_eq!(doc("n7.json")["node"], "n7");
+}
+
+/// Issue 37's CI run: 256 swarm nodes on one real bus, n255 behind a port
+/// at 1500 and the pair n3:n200 black-holed; `--cluster --via nats` (the
+/// real binary, debug as the suite builds it) hears all 256, names exactly
+/// the 512 black-holed pairs and exits 1.
+#[root_test]
+fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
+    if !super::nats_or_skip("a_256_node_swarm_gathered_over_nats_names_every_black_hole") {
+        return;
+    }
+    const N: usize = 256;
+    let t0 = Instant::now();
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
+    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
+    let swarm_dir = dir.path().join("swarm");
+    let swarm = Swarm::start(
+        &ns,
+        N,
+        &template,
+        &swarm_dir,
+        &server.ca,
+        &[
+            "--black-hole",
+            "n255",
+            "--black-hole",
+            "n3:n200",
+            "--interval",
+            "0",
+            "--run-time",
+            "300ms",
+        ],
+    );
+    let ready = t0.elapsed();
+    let want: BTreeSet<String> = std::fs::read_to_string(swarm_dir.join("black-holes"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(want.len(), 2 * (N - 1) + 2, "n255's paths and the pair's");
+
+    let t1 = Instant::now();
+    let out = ns
+        .spx()
+        .args(["--cluster", "--via", "nats", "--config"])
+        .arg(swarm_dir.join("spinifex.toml"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let gathered = t1.elapsed();
+    let code = out.status.code().unwrap_or(-1);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no cluster report ({e}), exit {code}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc["exit_code"], 1);
+    assert_eq!(doc["via"], "nats");
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), N);
+    let silent: Vec<&Value> = nodes
+        .iter()
+        .filter(|n| n["status"] != "ok" || n["via"] != "nats" || n["report"].is_null())
+        .map(|n| &n["name"])
+        .collect();
+    assert!(silent.is_empty(), "every node answered: {silent:?}");
+    let matrix = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "cluster.path-matrix")
+        .expect("cluster.path-matrix");
+    assert_eq!(matrix["status"], "fail");
+    let failing: BTreeSet<String> = matrix["evidence"]["failing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(failing, want, "exactly the black-holed pairs named");
+    let cells = doc["path_matrix"].as_array().unwrap();
+    assert_eq!(cells.len(), N * (N - 1), "the matrix in full");
+    let blackholes = cells.iter().filter(|c| c["verdict"] == "blackhole").count();
+    let ok = cells.iter().filter(|c| c["verdict"] == "ok").count();
+    assert_eq!((blackholes, ok), (want.len(), N * (N - 1) - want.len()));
+    drop(swarm);
+    println!(
+        "256-node swarm: ready in {:.1} s, gathered in {:.1} s ({} bytes of cluster report)",
+        ready.as_secs_f64(),
+        gathered.as_secs_f64(),
+        out.stdout.len()
+    );
 }
