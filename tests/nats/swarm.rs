@@ -369,12 +369,7 @@ fn the_relabelled_reports_are_what_the_doctor_judges() {
         serde_json::from_slice(&fast_reports.iter().find(|(n, _)| n == name).unwrap().1).unwrap()
     };
     let holes = |d: &Value| -> BTreeSet<String> {
-        let m = d["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == "mtu.path")
-            .unwrap();
+        let m = support::check(d, "mtu.path");
         m["evidence"]["peers"]
             .as_array()
             .unwrap()
@@ -396,6 +391,7 @@ fn the_relabelled_reports_are_what_the_doctor_judges() {
 /// real binary, debug as the suite builds it) hears all 256, names exactly
 /// the 512 black-holed pairs and exits 1.
 #[root_test]
+#[allow(clippy::disallowed_macros)] // its timings belong in the test log
 fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
     if !super::nats_or_skip("a_256_node_swarm_gathered_over_nats_names_every_black_hole") {
         return;
@@ -459,12 +455,7 @@ fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
         .map(|n| &n["name"])
         .collect();
     assert!(silent.is_empty(), "every node answered: {silent:?}");
-    let matrix = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "cluster.path-matrix")
-        .expect("cluster.path-matrix");
+    let matrix = support::check(&doc, "cluster.path-matrix");
     assert_eq!(matrix["status"], "fail");
     let failing: BTreeSet<String> = matrix["evidence"]["failing"]
         .as_array()

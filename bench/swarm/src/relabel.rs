@@ -215,38 +215,43 @@ mod tests {
         // n2's: n0 n1 n10 n11 n3 ….
         let o = order(12);
         let r = Relabel::between(&o, 0, 2);
-        assert_eq!(r.text("n0"), "n2");
-        assert_eq!(r.text("n1"), "n0");
-        assert_eq!(r.text("n10"), "n1");
-        assert_eq!(r.text("n11"), "n10");
-        assert_eq!(r.text("n2"), "n11");
-        assert_eq!(r.text("n3"), "n3", "past both, itself");
-        assert_eq!(r.text("198.18.0.1"), "198.18.0.3");
-        assert_eq!(r.text("198.19.0.3"), "198.19.0.12");
+        for (from, to) in [
+            ("n0", "n2"),
+            ("n1", "n0"),
+            ("n10", "n1"),
+            ("n11", "n10"),
+            ("n2", "n11"),
+            ("n3", "n3"),
+            ("198.18.0.1", "198.18.0.3"),
+            ("198.19.0.3", "198.19.0.12"),
+        ] {
+            assert_eq!(r.text(from), to, "{from}");
+        }
     }
 
     #[test]
     fn only_whole_names_and_addresses_and_each_once() {
         let o = order(12);
         let r = Relabel::between(&o, 0, 2);
-        // n0→n2 and n2→n11: never n0→n2→n11.
-        assert_eq!(r.text("n0->n2"), "n2->n11");
-        assert_eq!(r.text("n0 and n1's path"), "n2 and n0's path");
-        assert_eq!(r.text("en1 n1x xn1 n1_a"), "en1 n1x xn1 n1_a");
-        assert_eq!(
-            r.text("via 198.18.0.1: to 198.18.0.10, 198.18.0.1."),
-            "via 198.18.0.3: to 198.18.0.10, 198.18.0.3."
-        );
-        assert_eq!(
-            r.text("198.18.0.1/24 198.18.0.1:4222"),
-            "198.18.0.3/24 198.18.0.3:4222"
-        );
-        assert_eq!(
-            r.text("10.198.18.0.1 198.18.0.1.5"),
-            "10.198.18.0.1 198.18.0.1.5"
-        );
-        assert_eq!(r.text("n1.n10"), "n0.n1");
-        assert_eq!(r.text("é n1 → n10"), "é n0 → n1");
+        for (from, to) in [
+            // n0→n2 and n2→n11: never n0→n2→n11.
+            ("n0->n2", "n2->n11"),
+            ("n0 and n1's path", "n2 and n0's path"),
+            ("en1 n1x xn1 n1_a", "en1 n1x xn1 n1_a"),
+            (
+                "via 198.18.0.1: to 198.18.0.10, 198.18.0.1.",
+                "via 198.18.0.3: to 198.18.0.10, 198.18.0.3.",
+            ),
+            (
+                "198.18.0.1/24 198.18.0.1:4222",
+                "198.18.0.3/24 198.18.0.3:4222",
+            ),
+            ("10.198.18.0.1 198.18.0.1.5", "10.198.18.0.1 198.18.0.1.5"),
+            ("n1.n10", "n0.n1"),
+            ("é n1 → n10", "é n0 → n1"),
+        ] {
+            assert_eq!(r.text(from), to, "{from}");
+        }
         assert!(matches!(r.text("no digits"), Cow::Borrowed(_)));
         let every: Vec<String> = o.iter().map(|&i| Swarm::name(i)).collect();
         let v = serde_json::json!({"n0": ["n1", 3, {"to": "198.18.0.2"}], "all": every});
