@@ -251,13 +251,20 @@ fn the_swarm_answers_as_the_agent_does() {
     let report = &good[1].2;
     support::assert_valid(report);
     assert_eq!(report["node"], "n1");
-    let ids: Vec<&str> = report["checks"]
+    let ids: BTreeSet<&str> = report["checks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["sysctl.udp-buffers"], "the selection's checks alone");
+    // The sysctl category's checks (sysctl.udp-buffers, sysctl.neigh).
+    let sysctl: BTreeSet<&str> = spx_checks::CHECKS
+        .iter()
+        .map(|c| c.id())
+        .filter(|id| id.starts_with("sysctl."))
+        .collect();
+    assert!(sysctl.len() >= 2, "{sysctl:?}");
+    assert_eq!(ids, sysctl, "the selection's checks alone");
     assert!(!Path::new("/tmp/spx-swarm-pwned").exists());
     drop(swarm);
     drop(agent);
