@@ -26,9 +26,13 @@
 #   watch --once --format json            wall time, peak RSS
 # each the median of RUNS runs (default 3); the coordinator's target is
 # peak RSS <= 24 MiB + 2 x the reports received, and at 1,024 nodes a
-# wall time <= 5 s. Then live `watch --format json` for WATCH_SECS
-# (default 30) at the largest size while one node's report changes every
-# second (spx-swarm --flap): its CPU per second and peak RSS.
+# wall time <= 5 s. Then live `watch` for WATCH_SECS (default 30) at the
+# largest size while one node's report changes every second (spx-swarm
+# --flap) and every node writes its report every INTERVAL: `--format json`
+# and the table redrawn on a terminal (a pseudo-terminal from script(1),
+# its output thrown away), each its CPU per second and peak RSS (from
+# /proc) and how long it took to stop after SIGTERM (killed past 10 s).
+# RUNS=0 skips the table and measures only that.
 #
 # Then the mtu.path-toward-N-peers bench (bench/mtu_path_peers.sh) when it
 # is there.
@@ -38,7 +42,8 @@
 #
 # Needs: root, iproute2, nats-server, openssl, time, python3.
 # Usage: bench/scale.sh [RUNS]   (SIZES="64 256 1024", INTERVAL=30 (s),
-# WATCH_SECS=30, CAP=600 (s: a run still going then is killed and its
+# WATCH_SECS=30, WATCH_GIB=8 (watch's address space at most, GiB: past it
+# the allocation fails and the figure says so), CAP=600 (s: a run still going then is killed and its
 # figures are the cap's); SPX=path and SWARM=path use those binaries; TEMPLATE=path
 # uses that bundle instead of recording one, and SWARM_DIR=DIR keeps the
 # swarm's judged reports there for the next run with the same template
@@ -50,11 +55,13 @@ RUNS=${1:-3}
 SIZES=${SIZES:-64 256 1024}
 INTERVAL=${INTERVAL:-30}
 WATCH_SECS=${WATCH_SECS:-30}
+WATCH_GIB=${WATCH_GIB:-8}
+WATCH_MEM=$((WATCH_GIB << 30))
 CAP=${CAP:-600}
 SWARM_DIR=${SWARM_DIR:-}
 [[ $(id -u) -eq 0 ]] || { echo "bench/scale.sh: needs root (network namespaces)" >&2; exit 2; }
-for tool in ip /usr/bin/time python3 nats-server openssl; do
-    command -v "$tool" >/dev/null || { echo "bench/scale.sh: $tool not found (apt-get install iproute2 time python3 nats-server openssl)" >&2; exit 2; }
+for tool in ip /usr/bin/time python3 nats-server openssl script prlimit pgrep; do
+    command -v "$tool" >/dev/null || { echo "bench/scale.sh: $tool not found (apt-get install iproute2 time python3 nats-server openssl util-linux procps)" >&2; exit 2; }
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -214,10 +221,14 @@ print("exit %d, %d/%d answered, %d failing pairs %s" % (d["exit_code"], answered
 PY
 }
 
-printf '%-6s | %-34s | %-10s | %-12s | %-22s | %s\n' "nodes" "--via nats: wall, peak RSS (bound)" "report" "nats CPU" "watch --once: wall, RSS" "verdicts"
-printf '%-6s | %-34s | %-10s | %-12s | %-22s | %s\n' "---" "---" "---" "---" "---" "---"
+if ((RUNS > 0)); then
+    printf '%-6s | %-34s | %-10s | %-12s | %-22s | %s\n' "nodes" "--via nats: wall, peak RSS (bound)" "report" "nats CPU" "watch --once: wall, RSS" "verdicts"
+    printf '%-6s | %-34s | %-10s | %-12s | %-22s | %s\n' "---" "---" "---" "---" "---" "---"
+fi
 LAST=""
 for n in $SIZES; do
+    LAST=$n
+    ((RUNS > 0)) || continue
     start_swarm "$n" --interval "${INTERVAL}s"
     received=$(awk '/^judged/ {print $7}' "$WORK/swarm.out")
     cfg=$SWARM_DIR/spinifex.toml
@@ -245,21 +256,59 @@ for n in $SIZES; do
         "$(printf '%s' "${wwalls[@]/%/$'\n'}" | median) s, $(mib "$wrss") MiB" "$verdicts" "$wheld" "$n"
     echo "       (reports received: $(mib $((received / 1024))) MiB; $(grep '^judged' "$WORK/swarm.out" | sed 's/ (.*//'))"
     stop_swarm
-    LAST=$n
 done
+
+# watch_cost OUT ARGS: `spx-doctor watch ARGS` in the bus's namespace
+# for WATCH_SECS, its output to OUT: "CPU-seconds-per-second peak-RSS-KiB
+# stop", read from /proc (utime + stime over the window, VmHWM), stop being
+# how long it took to end after SIGTERM, or "killed" past 10 s (a
+# background job of a script ignores SIGINT). With
+# TTY=1 it runs on a pseudo-terminal (script(1); what it draws is thrown
+# away).
+watch_cost() {
+    local out=$1 pid wrapper c0 c1 t0 t1 hwm stop i
+    shift
+    local cmd=(prlimit --as="$WATCH_MEM" "$SPX" watch --config "$SWARM_DIR/spinifex.toml" "$@")
+    if [[ ${TTY:-0} == 1 ]]; then
+        ip netns exec "$BUSNS" script -qec "exec ${cmd[*]}" /dev/null >/dev/null 2>&1 </dev/null &
+        wrapper=$!
+        PIDS+=("$wrapper")
+        for _ in $(seq 50); do pid=$(pgrep -P "$wrapper" | head -1) && [[ -n $pid ]] && break; sleep 0.1; done
+    else
+        ip netns exec "$BUSNS" "${cmd[@]}" >"$out" 2>"$WORK/watch.err" &
+        pid=$!
+        wrapper=$pid
+        PIDS+=("$pid")
+    fi
+    sleep 1
+    c0=$(cpu_ticks "$pid")
+    t0=$(date +%s%N)
+    sleep "$WATCH_SECS"
+    c1=$(cpu_ticks "$pid")
+    t1=$(date +%s%N)
+    hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+    kill -TERM "$pid"
+    stop=killed
+    for i in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || { stop="$(awk -v i="$i" 'BEGIN{printf "%.1f s", i/10}')"; break; }
+        sleep 0.1
+    done
+    [[ $stop == killed ]] && kill -KILL "$pid" 2>/dev/null
+    wait "$wrapper" 2>/dev/null || true
+    echo "$(awk -v a="$c0" -v b="$c1" -v hz="$HZ" -v ns=$((t1 - t0)) 'BEGIN{printf "%.3f", (b-a)/hz/(ns/1e9)}') $hwm $stop"
+}
 
 # Live watch at the largest size, one change a second.
 if [[ -n $LAST && $WATCH_SECS -gt 0 ]]; then
     n=$LAST
     start_swarm "$n" --interval "${INTERVAL}s" --flap "n1:n2" --flap-every 1s
-    sleep "$INTERVAL"
-    ip netns exec "$BUSNS" /usr/bin/time -o "$WORK/wtime" -f '%M %U %S' \
-        timeout --signal=INT "$WATCH_SECS" "$SPX" watch --config "$SWARM_DIR/spinifex.toml" --format json \
-        >"$WORK/watch.lines" 2>/dev/null || true
-    read -r wrss wu ws <<<"$(tail -1 "$WORK/wtime")"
-    changes=$(grep -c '"code_before":"mtu.path/' "$WORK/watch.lines" || true)
     echo
-    echo "watch --format json at $n nodes, one change a second, ${WATCH_SECS} s: CPU $(awk -v u="$wu" -v s="$ws" -v t="$WATCH_SECS" 'BEGIN{printf "%.3f", (u+s)/t}') s per second, peak RSS $(mib "$wrss") MiB, $changes changes of n1's mtu.path seen"
+    echo "$(grep '^judged' "$WORK/swarm.out" | sed 's/ bytes in all.*/ bytes/')"
+    sleep "$INTERVAL"
+    read -r cpu rss stop <<<"$(watch_cost "$WORK/watch.lines" --format json)"
+    echo "watch --format json at $n nodes, one change a second, ${WATCH_SECS} s: CPU $cpu s per second, peak RSS $(mib "$rss") MiB, stopped $stop after SIGTERM; $(wc -l <"$WORK/watch.lines") lines$(grep -q 'memory allocation' "$WORK/watch.err" && echo " (out of its $WATCH_GIB GiB: the allocation failed)")"
+    read -r cpu rss stop <<<"$(TTY=1 watch_cost /dev/null)"
+    echo "watch on a terminal at $n nodes, one change a second, ${WATCH_SECS} s: CPU $cpu s per second, peak RSS $(mib "$rss") MiB, stopped $stop after SIGTERM"
     stop_swarm
 fi
 

@@ -188,7 +188,9 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
         "{text}"
     );
 
-    // Prometheus: every node's series with a node label, and the matrix.
+    // Prometheus: every node's series with a node label, and the matrix:
+    // a count per verdict, and no series for a healthy pair (one per
+    // failing pair only; never N²).
     // (mtu.path alone: promtool's lint objects to the existing
     // spx_doctor_esp_sa_count name, a gauge with a `_count` suffix.)
     let (code, text, err) =
@@ -198,8 +200,7 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
     assert_eq!(code, 0, "{err}");
     crate::monitoring::promtool_check(&text);
     for line in [
-        "spx_doctor_cluster_path_mtu_bytes{from=\"n0\",to=\"n5\"} 9000",
-        "spx_doctor_cluster_path_mtu_bytes{from=\"n5\",to=\"n0\"} 9000",
+        "spx_doctor_cluster_paths{verdict=\"ok\"} 30",
         "spx_doctor_check_status{node=\"n3\",check=\"mtu.path\",status=\"pass\"} 1",
         "spx_doctor_cluster_check_status{check=\"cluster.path-matrix\",status=\"pass\"} 1",
         "spx_doctor_cluster_node_up{node=\"n4\"} 1",
@@ -208,6 +209,11 @@ fn cluster_healthy_then_a_1500_port_an_asymmetric_path_and_drift() {
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
     }
+    assert!(
+        !text.contains("spx_doctor_cluster_path_mtu_bytes{")
+            && !text.contains("spx_doctor_path_mtu_bytes{"),
+        "no series per healthy pair:\n{text}"
+    );
 
     // 2. n3's switch port at 1500: exactly the paths through it fail, both
     // directions, black-holed at 1500.

@@ -8,6 +8,8 @@
 //! and says the first in full, then the other subjects, cut after
 //! [`NAMED`] with their count and the command that lists them all.
 
+use std::collections::{HashMap, HashSet};
+
 /// Subjects named on the first screen, the one in the fix included.
 pub const NAMED: usize = 10;
 
@@ -29,26 +31,30 @@ pub enum Fix<'a> {
 /// them stood; every other line stays, in order.
 pub fn grouped<'a>(fixes: &[&'a str], subjects: &[&'a str]) -> Vec<Fix<'a>> {
     let mut by_length: Vec<&str> = Vec::new();
+    let mut seen = HashSet::new();
     for s in subjects.iter().filter(|s| !s.trim().is_empty()) {
-        if !by_length.contains(s) {
+        if seen.insert(*s) {
             by_length.push(s);
         }
     }
     by_length.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let index = Index::of(&by_length);
     // (template, first line, subjects) in the order first seen, or a line
-    // on its own.
+    // on its own; each template's place among them.
     let mut groups: Vec<(Option<String>, &'a str, Vec<&'a str>)> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
     for &line in fixes {
-        let Some((subject, template)) = only_subject(line, &by_length) else {
+        let Some((subject, template)) = only_subject(line, &index.candidates(line, &by_length))
+        else {
             groups.push((None, line, Vec::new()));
             continue;
         };
-        match groups
-            .iter_mut()
-            .find(|(t, _, _)| t.as_deref() == Some(template.as_str()))
-        {
-            Some((_, _, named)) => named.push(subject),
-            None => groups.push((Some(template), line, vec![subject])),
+        match at.get(&template) {
+            Some(&i) => groups[i].2.push(subject),
+            None => {
+                at.insert(template.clone(), groups.len());
+                groups.push((Some(template), line, vec![subject]));
+            }
         }
     }
     groups
@@ -61,6 +67,52 @@ pub fn grouped<'a>(fixes: &[&'a str], subjects: &[&'a str]) -> Vec<Fix<'a>> {
             },
         })
         .collect()
+}
+
+/// A character that joins a word (`eth1` is one word, `eth1.100` two).
+fn joins(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The subjects by the word they begin with, so a line is searched only
+/// for the subjects that begin with one of its words: a whole-word
+/// occurrence of a subject starts where the line has that word, whole
+/// (what follows the word in the subject does not join it). 1,022 lines of
+/// a cluster's matrix, each against 1,022 subjects, were a million
+/// searches a redraw.
+struct Index<'s> {
+    by_word: HashMap<&'s str, Vec<usize>>,
+    /// Subjects that do not begin with a word: searched for in every line.
+    always: Vec<usize>,
+}
+
+impl<'s> Index<'s> {
+    fn of(by_length: &[&'s str]) -> Index<'s> {
+        let mut by_word: HashMap<&'s str, Vec<usize>> = HashMap::new();
+        let mut always = Vec::new();
+        for (i, s) in by_length.iter().enumerate() {
+            let end = s.find(|c: char| !joins(c)).unwrap_or(s.len());
+            if end == 0 {
+                always.push(i);
+            } else {
+                by_word.entry(&s[..end]).or_default().push(i);
+            }
+        }
+        Index { by_word, always }
+    }
+
+    /// The subjects `line` may name, longest first (as `by_length`).
+    fn candidates(&self, line: &str, by_length: &[&'s str]) -> Vec<&'s str> {
+        let mut found = self.always.clone();
+        for word in line.split(|c: char| !joins(c)).filter(|w| !w.is_empty()) {
+            if let Some(i) = self.by_word.get(word) {
+                found.extend(i);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        found.into_iter().map(|i| by_length[i]).collect()
+    }
 }
 
 /// The one subject `line` names (as a whole word), and the line with it
@@ -95,7 +147,6 @@ fn only_subject<'s>(line: &str, subjects: &[&'s str]) -> Option<(&'s str, String
 /// Where `word` stands in `line` as a whole word: not inside a longer
 /// name, number or address (`eth1` is not in `eth10` or `eth1.100`).
 fn occurrences(line: &str, word: &str) -> Vec<usize> {
-    let joins = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(i) = line[from..].find(word) {
@@ -194,5 +245,42 @@ mod tests {
         assert!(grouped(&fixes, &[])
             .iter()
             .all(|f| matches!(f, Fix::One(_))));
+    }
+
+    /// A cluster's size: 1,022 subjects (a path matrix's failing pairs)
+    /// and a fix line each, grouped as one fix; a line naming two of them
+    /// and one naming a subject inside a longer word stay lines of their
+    /// own; a subject that begins with no word is still found.
+    #[test]
+    fn a_thousand_subjects_are_grouped_as_a_few() {
+        let pairs: Vec<String> = (0..511)
+            .flat_map(|i| [format!("n{i}->n511"), format!("n511->n{i}")])
+            .collect();
+        let lines: Vec<String> = pairs
+            .iter()
+            .map(|p| format!("raise the switch port on the path {p} to 9000"))
+            .collect();
+        let mut fixes: Vec<&str> = lines.iter().map(String::as_str).collect();
+        fixes.push("the paths n0->n511 and n1->n511 share a port");
+        fixes.push("xn0->n511 is not a pair");
+        fixes.push("see -> here for 198.18.0.1");
+        let mut subjects: Vec<&str> = pairs.iter().map(String::as_str).collect();
+        subjects.push("-> here");
+        let g = grouped(&fixes, &subjects);
+        assert_eq!(g.len(), 4, "{:?}", &g[1..]);
+        let Fix::PerSubject { first, others } = &g[0] else {
+            panic!("{:?}", g[0])
+        };
+        assert_eq!(*first, "raise the switch port on the path n0->n511 to 9000");
+        assert_eq!(others.len(), 1021);
+        assert_eq!(others[0], "n511->n0");
+        assert_eq!(
+            &g[1..],
+            [
+                Fix::One("the paths n0->n511 and n1->n511 share a port"),
+                Fix::One("xn0->n511 is not a pair"),
+                Fix::One("see -> here for 198.18.0.1"),
+            ]
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! and the cluster's own (`spx_doctor_cluster_*`). Nothing here reads a
 //! measurement by key.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -134,12 +135,12 @@ pub fn render(report: &Report) -> String {
 /// A node run's families.
 pub fn families(report: &Report) -> Vec<Family> {
     let doc = serde_json::to_value(report).expect("a report always serializes");
-    node_families(&[(None, &doc)])
+    node_families(&[(None, &doc)], Peers::Each)
 }
 
 /// A node report as JSON v1 (an agent's, read back): its families.
 pub fn families_of_doc(doc: &Value) -> Vec<Family> {
-    node_families(&[(None, doc)])
+    node_families(&[(None, doc)], Peers::Each)
 }
 
 /// A cluster run: every node's series with a `node` label, then the
@@ -155,7 +156,7 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
         .iter()
         .filter_map(|n| Some((Some(n.name.as_str()), n.report.as_ref()?)))
         .collect();
-    let mut out = node_families(&docs);
+    let mut out = node_families(&docs, Peers::InTheMatrix);
     let mut up = Family::new(
         "spx_doctor_cluster_node_up",
         "1 when the node answered the cluster run with a valid report, 0 when it did not.",
@@ -178,17 +179,31 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
         }
     }
     out.push(status);
+    // The matrix: one series per failing pair and a count per verdict,
+    // never one per cell (N² at N nodes: a million series at 1,024).
     let mut mtu = Family::new(
         "spx_doctor_cluster_path_mtu_bytes",
-        "The largest packet the underlay carries from one node to another, measured by the from node.",
+        "The largest packet the underlay carries from one node to another, measured by the from node, for each pair whose path does not carry the target (spx_doctor_cluster_paths counts the others).",
     );
+    let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
     for c in &report.path_matrix {
-        if let Some(m) = c.path_mtu {
+        *verdicts.entry(c.verdict.as_str()).or_default() += 1;
+        if let (true, Some(m)) = (c.verdict.fails(), c.path_mtu) {
             mtu.push(None, &[("from", &c.from), ("to", &c.to)], f64::from(m));
         }
     }
     if !mtu.samples.is_empty() {
         out.push(mtu);
+    }
+    if !verdicts.is_empty() {
+        let mut paths = Family::new(
+            "spx_doctor_cluster_paths",
+            "How many ordered pairs of nodes the path-MTU matrix holds with this verdict (ok, blackhole, too-big, local-mtu, unreachable, neighbour-table-full, not-probed, not-measured).",
+        );
+        for (verdict, n) in verdicts {
+            paths.push(None, &[("verdict", verdict)], n as f64);
+        }
+        out.push(paths);
     }
     let mut at = Family::new(
         "spx_doctor_cluster_last_run_timestamp_seconds",
@@ -206,9 +221,21 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
     out
 }
 
+/// A declared metric labelled by `peer` (mtu.path's path MTU toward each
+/// peer) has one series per peer: N−1 for one node, and N(N−1) for a
+/// cluster's N nodes together.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Peers {
+    /// A node's own run: a series per peer.
+    Each,
+    /// A cluster run: none per node; the pairs are the matrix's, whose
+    /// failing ones `spx_doctor_cluster_path_mtu_bytes` carries.
+    InTheMatrix,
+}
+
 /// The families of node reports, each family's samples together (as the
 /// text format wants them).
-fn node_families(docs: &[Doc]) -> Vec<Family> {
+fn node_families(docs: &[Doc], peers: Peers) -> Vec<Family> {
     let mut info = Family::new(
         "spx_doctor_info",
         "The spx doctor build that wrote this file.",
@@ -275,6 +302,9 @@ fn node_families(docs: &[Doc]) -> Vec<Family> {
             };
             for s in spx_checks::catalogue::series(text_of(c, "id"), evidence) {
                 let def: &'static MetricDef = s.metric;
+                if peers == Peers::InTheMatrix && def.labels.contains(&"peer") {
+                    continue;
+                }
                 let i = match declared.iter().position(|f| f.name == def.name) {
                     Some(i) => i,
                     None => {
@@ -299,4 +329,115 @@ fn node_families(docs: &[Doc]) -> Vec<Family> {
     }
     out.extend(declared);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(families: &[Family], name: &str) -> usize {
+        families
+            .iter()
+            .filter(|f| f.name == name)
+            .map(|f| f.samples.len())
+            .sum()
+    }
+
+    fn value(families: &[Family], name: &str, label: (&str, &str)) -> Option<f64> {
+        let f = families.iter().find(|f| f.name == name)?;
+        let s = f.samples.iter().find(|s| {
+            s.labels
+                .iter()
+                .any(|(k, v)| (k.as_str(), v.as_str()) == label)
+        })?;
+        Some(s.value)
+    }
+
+    /// A cluster of `n` nodes, the last behind a port at 1500 (2·(n−1)
+    /// failing pairs), each node's mtu.path naming its n−1 peers, checked
+    /// and counted: (all its series, a node's own without its peers',
+    /// the failing pairs).
+    fn counted(n: usize) -> (usize, usize, usize) {
+        let mut r = crate::render::cluster::tests::cluster("n", n, n, None);
+        let addr = |i: usize| format!("198.18.{}.{}", i / 250, i % 250 + 1);
+        for (i, node) in r.nodes.iter_mut().enumerate() {
+            let report = node.report.as_mut().expect("every node answered");
+            let checks = report["checks"].as_array_mut().unwrap();
+            let mtu = checks.iter_mut().find(|c| c["id"] == "mtu.path").unwrap();
+            let peers: Vec<Value> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    let bad = i + 1 == n || j + 1 == n;
+                    serde_json::json!({
+                        "address": addr(j), "source": "config", "interface": "eth0",
+                        "verdict": if bad { "blackhole" } else { "ok" },
+                        "path_mtu": if bad { 1500 } else { 9000 }, "rtt_ms": 0.2, "rounds": 1,
+                    })
+                })
+                .collect();
+            mtu["evidence"] = serde_json::json!({"target_mtu": 9000, "peers": peers});
+        }
+        let failing = 2 * (n - 1);
+        assert_eq!(
+            r.path_matrix.iter().filter(|c| c.verdict.fails()).count(),
+            failing
+        );
+
+        // A node's own run: a series per peer (N−1: linear in N).
+        let one = families_of_doc(r.nodes[0].report.as_ref().unwrap());
+        assert_eq!(series(&one, "spx_doctor_path_mtu_bytes"), n - 1);
+        let per_node = series_total(&one) - (n - 1);
+
+        let all = cluster_families(&r);
+        assert_eq!(series(&all, "spx_doctor_cluster_path_mtu_bytes"), failing);
+        assert_eq!(series(&all, "spx_doctor_path_mtu_bytes"), 0);
+        assert!(all
+            .iter()
+            .flat_map(|f| &f.samples)
+            .all(|s| !s.labels.iter().any(|(k, _)| k == "peer")));
+        let cells = |v| value(&all, "spx_doctor_cluster_paths", ("verdict", v));
+        assert_eq!(cells("ok"), Some((n * (n - 1) - failing) as f64));
+        assert_eq!(cells("blackhole"), Some(failing as f64));
+        let last = format!("n{n}");
+        assert_eq!(
+            value(&all, "spx_doctor_cluster_path_mtu_bytes", ("to", &last)),
+            Some(1500.0)
+        );
+        let total = series_total(&all);
+        // OTLP carries the same families, so as many points.
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        let req = crate::otlp::request(&all, Vec::new(), 0);
+        let points: usize = req.resource_metrics[0].scope_metrics[0]
+            .metrics
+            .iter()
+            .map(|m| match &m.data {
+                Some(Data::Gauge(g)) => g.data_points.len(),
+                Some(Data::Sum(s)) => s.data_points.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(points, total);
+        (total, per_node, failing)
+    }
+
+    /// At 128 and 256 nodes (16,256 and 65,280 cells): the cluster's
+    /// series (Prometheus and OTLP alike) are each node's own (but its
+    /// per-peer ones), a node_up per node, one per failing pair and a few
+    /// of the cluster's, the same few at both sizes: linear in the nodes
+    /// and the failing pairs, never one per cell or per node and peer.
+    #[test]
+    fn a_clusters_series_grow_with_its_failing_pairs_never_with_its_cells() {
+        let (small, per_node, small_failing) = counted(128);
+        let (large, per_node_large, large_failing) = counted(256);
+        assert_eq!(per_node, per_node_large, "a node's own series do not grow");
+        let rest = |total: usize, n: usize, failing: usize| total - n * (per_node + 1) - failing;
+        let few = rest(small, 128, small_failing);
+        assert_eq!(few, rest(large, 256, large_failing), "{small} and {large}");
+        assert!(few < 16, "{few} series of the cluster's own");
+        assert!(large < 256 * 255, "{large} series: fewer than the cells");
+    }
+
+    fn series_total(families: &[Family]) -> usize {
+        families.iter().map(|f| f.samples.len()).sum()
+    }
 }

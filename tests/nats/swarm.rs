@@ -5,11 +5,17 @@
 //!   request, asked of a real `spx-doctor agent` and of a swarm node on the
 //!   same bus, get the same answers: the same kinds, refusals, words and
 //!   headers.
+//! - Its reports are the doctor's: the reports it relabels from one judged
+//!   node per role are, byte for byte, what the doctor judges from each
+//!   node's own bundle.
+//! - At 256 nodes, `--cluster --via nats` hears every node, names every
+//!   black-holed pair and exits 1 (issue 37's CI run).
 
 #[path = "../../src/bus/wire.rs"]
 #[allow(dead_code)]
 mod wire;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -245,14 +251,236 @@ fn the_swarm_answers_as_the_agent_does() {
     let report = &good[1].2;
     support::assert_valid(report);
     assert_eq!(report["node"], "n1");
-    let ids: Vec<&str> = report["checks"]
+    let ids: BTreeSet<&str> = report["checks"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| c["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["sysctl.udp-buffers"], "the selection's checks alone");
+    // The sysctl category's checks (sysctl.udp-buffers, sysctl.neigh).
+    let sysctl: BTreeSet<&str> = spx_checks::CHECKS
+        .iter()
+        .map(|c| c.id())
+        .filter(|id| id.starts_with("sysctl."))
+        .collect();
+    assert!(sysctl.len() >= 2, "{sysctl:?}");
+    assert_eq!(ids, sysctl, "the selection's checks alone");
     assert!(!Path::new("/tmp/spx-swarm-pwned").exists());
     drop(swarm);
     drop(agent);
+}
+
+/// `spx-swarm --prepare-only` into `dir`: its stdout.
+fn prepare(n: usize, dir: &Path, more: &[&str]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let out = Command::new(swarm_bin())
+        .args(["--nodes", &n.to_string(), "--bundle"])
+        .arg(support::repo_root().join("bench/swarm/testdata/n0.bundle"))
+        .arg("--spx")
+        .arg(support::bin())
+        .arg("--dir")
+        .arg(dir)
+        .args(["--bus", "127.0.0.1:4222", "--ca", "/nonexistent-ca.pem"])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--prepare-only")
+        .args(more)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "spx-swarm: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Every report a prepared swarm holds, by file name.
+fn reports_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let sub = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("reports-")
+        })
+        .expect("a reports directory");
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&sub)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The swarm judges one node per role (the classes of its peers' paths, in
+/// the config's order) and relabels every other node's report from it
+/// (`bench/swarm/src/relabel.rs`). Here the doctor also judges every
+/// node's own bundle, and the two agree byte for byte: 14 nodes, whose
+/// names sort n0 n1 n10 … n13 n2 … (so a node's i-th peer is not node i),
+/// n13 behind a port at 1500, the pair n2:n11 black-holed both ways and
+/// n4's path to n6 flapping (its second report, a role of its own).
+#[test]
+fn the_relabelled_reports_are_what_the_doctor_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = [
+        "--black-hole",
+        "n13",
+        "--black-hole",
+        "n2:n11",
+        "--flap",
+        "n4:n6",
+    ];
+    let fast = prepare(14, &dir.path().join("fast"), &faults);
+    let mut every = faults.to_vec();
+    every.push("--judge-every-node");
+    let full = prepare(14, &dir.path().join("full"), &every);
+    let (fast_reports, full_reports) = (
+        reports_in(&dir.path().join("fast")),
+        reports_in(&dir.path().join("full")),
+    );
+    assert_eq!(fast_reports.len(), 15, "14 nodes and the flapped report");
+    let names = |r: &[(String, Vec<u8>)]| r.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&fast_reports), names(&full_reports));
+    for ((name, relabelled), (_, judged)) in fast_reports.iter().zip(&full_reports) {
+        assert!(
+            relabelled == judged,
+            "{name}: the relabelled report differs from the doctor's:\n{}\n{}",
+            String::from_utf8_lossy(relabelled),
+            String::from_utf8_lossy(judged)
+        );
+    }
+    // The fast way judged fewer: the roles (before n13 by name, after it,
+    // n13, n2, n11, n4 flapped), not the 15 reports.
+    assert!(
+        fast.contains("(6 judged by the doctor, 9 relabelled from them;"),
+        "{fast}"
+    );
+    assert!(
+        full.contains("(15 judged by the doctor, 0 relabelled from them;"),
+        "{full}"
+    );
+    // And they hold what they should: n0 sees n13 and nobody else
+    // black-hole; n2 sees n11 and n13.
+    let doc = |name: &str| -> Value {
+        serde_json::from_slice(&fast_reports.iter().find(|(n, _)| n == name).unwrap().1).unwrap()
+    };
+    let holes = |d: &Value| -> BTreeSet<String> {
+        let m = support::check(d, "mtu.path");
+        m["evidence"]["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["verdict"] == "blackhole")
+            .map(|p| p["address"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(holes(&doc("n0.json")), ["198.18.0.14".to_owned()].into());
+    assert_eq!(
+        holes(&doc("n2.json")),
+        ["198.18.0.12".to_owned(), "198.18.0.14".to_owned()].into()
+    );
+    assert_eq!(doc("n7.json")["node"], "n7");
+}
+
+/// Issue 37's CI run: 256 swarm nodes on one real bus, n255 behind a port
+/// at 1500 and the pair n3:n200 black-holed; `--cluster --via nats` (the
+/// real binary, debug as the suite builds it) hears all 256, names exactly
+/// the 512 black-holed pairs and exits 1.
+#[root_test]
+#[allow(clippy::disallowed_macros)] // its timings belong in the test log
+fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
+    if !super::nats_or_skip("a_256_node_swarm_gathered_over_nats_names_every_black_hole") {
+        return;
+    }
+    const N: usize = 256;
+    let t0 = Instant::now();
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
+    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
+    let swarm_dir = dir.path().join("swarm");
+    let swarm = Swarm::start(
+        &ns,
+        N,
+        &template,
+        &swarm_dir,
+        &server.ca,
+        &[
+            "--black-hole",
+            "n255",
+            "--black-hole",
+            "n3:n200",
+            "--interval",
+            "0",
+            "--run-time",
+            "300ms",
+        ],
+    );
+    let ready = t0.elapsed();
+    let want: BTreeSet<String> = std::fs::read_to_string(swarm_dir.join("black-holes"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(want.len(), 2 * (N - 1) + 2, "n255's paths and the pair's");
+
+    let t1 = Instant::now();
+    let out = ns
+        .spx()
+        .args(["--cluster", "--via", "nats", "--config"])
+        .arg(swarm_dir.join("spinifex.toml"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let gathered = t1.elapsed();
+    let code = out.status.code().unwrap_or(-1);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no cluster report ({e}), exit {code}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc["exit_code"], 1);
+    assert_eq!(doc["via"], "nats");
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), N);
+    let silent: Vec<&Value> = nodes
+        .iter()
+        .filter(|n| n["status"] != "ok" || n["via"] != "nats" || n["report"].is_null())
+        .map(|n| &n["name"])
+        .collect();
+    assert!(silent.is_empty(), "every node answered: {silent:?}");
+    let matrix = support::check(&doc, "cluster.path-matrix");
+    assert_eq!(matrix["status"], "fail");
+    let failing: BTreeSet<String> = matrix["evidence"]["failing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(failing, want, "exactly the black-holed pairs named");
+    let cells = doc["path_matrix"].as_array().unwrap();
+    assert_eq!(cells.len(), N * (N - 1), "the matrix in full");
+    let blackholes = cells.iter().filter(|c| c["verdict"] == "blackhole").count();
+    let ok = cells.iter().filter(|c| c["verdict"] == "ok").count();
+    assert_eq!((blackholes, ok), (want.len(), N * (N - 1) - want.len()));
+    drop(swarm);
+    println!(
+        "256-node swarm: ready in {:.1} s, gathered in {:.1} s ({} bytes of cluster report)",
+        ready.as_secs_f64(),
+        gathered.as_secs_f64(),
+        out.stdout.len()
+    );
 }

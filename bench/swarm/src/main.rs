@@ -9,7 +9,10 @@
 //! and `src/agent/scheduler.rs`), and answers with a report the real
 //! doctor judged from a recorded bundle of a real lab node, made that
 //! node's ([`rejudge`]): its peers are the swarm's other nodes, and the
-//! pairs given as black holes are black holes in it. Each also writes its
+//! pairs given as black holes are black holes in it. The doctor judges one
+//! node per role (the classes of its peers' paths, in order); every other
+//! node's report is that one relabelled ([`relabel`]), which the tests
+//! compare with the doctor's own judgement of each node. Each also writes its
 //! report into the doctor's bucket and publishes what changed, at an
 //! interval, as an agent does. What it measures is the coordinator and the
 //! bus: no node probes anyone.
@@ -25,6 +28,7 @@ mod agent;
 mod answer;
 mod plan;
 mod rejudge;
+mod relabel;
 
 #[path = "../../../src/bus/mod.rs"]
 #[allow(dead_code)]
@@ -102,9 +106,15 @@ struct Args {
     /// Connections being made at once.
     #[arg(long, default_value_t = 32)]
     connecting: usize,
-    /// Judge the reports and write the config, then stop.
+    /// Judge the reports and write the config, then stop; every node's
+    /// report is then in the reports directory, judged or relabelled.
     #[arg(long)]
     prepare_only: bool,
+    /// Have the doctor judge every node's bundle, instead of one node per
+    /// role with the others relabelled from it (slow: N bundles of N−1
+    /// peers; for the test that compares the two).
+    #[arg(long)]
+    judge_every_node: bool,
 }
 
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
@@ -171,24 +181,52 @@ fn main() -> anyhow::Result<()> {
     let reports_dir = args
         .dir
         .join(format!("reports-{:016x}", cache_key(&args, &swarm)?));
-    let mut jobs: Vec<rejudge::Job<'_>> = Vec::new();
-    for k in 0..swarm.nodes {
-        let (t, s) = (&template, &swarm);
-        jobs.push(rejudge::Job {
-            file: Swarm::name(k),
-            node: Swarm::name(k),
-            make: Box::new(move || t.for_node(s, k, |a, b| s.black_holed(a, b))),
+    // Each report to make: node k's, with its paths' classes.
+    let flapped =
+        |a: usize, c: usize| swarm.black_holed(a, c) || flap.is_some_and(|(f, t)| a == f && c == t);
+    let mut wanted: Vec<(String, usize, bool)> = (0..swarm.nodes)
+        .map(|k| (Swarm::name(k), k, false))
+        .collect();
+    if let Some((from, to)) = flap {
+        wanted.push((
+            format!("{}-flapped-{}", Swarm::name(from), Swarm::name(to)),
+            from,
+            true,
+        ));
+    }
+    // One node per role is judged; the others are relabelled from it.
+    let order = swarm.config_order();
+    let mut judged_for: BTreeMap<Vec<bool>, usize> = BTreeMap::new();
+    let mut source = Vec::with_capacity(wanted.len());
+    for (i, (_, k, flapping)) in wanted.iter().enumerate() {
+        let role = if *flapping {
+            relabel::role(&order, *k, flapped)
+        } else {
+            relabel::role(&order, *k, |a, b| swarm.black_holed(a, b))
+        };
+        source.push(if args.judge_every_node {
+            i
+        } else {
+            *judged_for.entry(role).or_insert(i)
         });
     }
-    if let Some((from, to)) = flap {
-        let (t, s) = (&template, &swarm);
+    let mut jobs: Vec<rejudge::Job<'_>> = Vec::new();
+    let mut judged_index = Vec::new();
+    for (i, (file, k, flapping)) in wanted.iter().enumerate() {
+        if source[i] != i {
+            continue;
+        }
+        let (t, s, k, flapping) = (&template, &swarm, *k, *flapping);
+        judged_index.push(i);
         jobs.push(rejudge::Job {
-            file: format!("{}-flapped-{}", Swarm::name(from), Swarm::name(to)),
-            node: Swarm::name(from),
+            file: file.clone(),
+            node: Swarm::name(k),
             make: Box::new(move || {
-                t.for_node(s, from, |a, c| {
-                    s.black_holed(a, c) || (a == from && c == to)
-                })
+                if flapping {
+                    t.for_node(s, k, flapped)
+                } else {
+                    t.for_node(s, k, |a, b| s.black_holed(a, b))
+                }
             }),
         });
     }
@@ -196,20 +234,64 @@ fn main() -> anyhow::Result<()> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let paths = judge_reports(&args.spx, &reports_dir, jobs, jobs_n)?;
-    let mut reports: Vec<Bytes> = Vec::with_capacity(paths.len());
-    for p in &paths {
-        reports.push(Bytes::from(
-            std::fs::read(p).with_context(|| p.display().to_string())?,
-        ));
+    let mut judged: BTreeMap<usize, Bytes> = BTreeMap::new();
+    for (p, i) in paths.iter().zip(&judged_index) {
+        let bytes = std::fs::read(p).with_context(|| p.display().to_string())?;
+        judged.insert(*i, Bytes::from(bytes));
     }
+    // The others, relabelled from their role's, a share per thread.
+    let mut docs: BTreeMap<usize, Value> = BTreeMap::new();
+    for (i, bytes) in &judged {
+        let doc =
+            serde_json::from_slice(bytes).with_context(|| format!("{}.json", wanted[*i].0))?;
+        docs.insert(*i, doc);
+    }
+    let mut reports: Vec<Bytes> = vec![Bytes::new(); wanted.len()];
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let shares: Vec<_> = (0..jobs_n.max(1))
+            .map(|t| {
+                let (wanted, source, docs, order, dir) =
+                    (&wanted, &source, &docs, &order, &reports_dir);
+                let (judged, n, prepare_only) = (&judged, jobs_n.max(1), args.prepare_only);
+                scope.spawn(move || -> anyhow::Result<Vec<(usize, Bytes)>> {
+                    let mut out = Vec::new();
+                    for (i, (file, k, _)) in wanted.iter().enumerate().skip(t).step_by(n) {
+                        let from = source[i];
+                        if from == i {
+                            out.push((i, judged[&i].clone()));
+                            continue;
+                        }
+                        let r = relabel::Relabel::between(order, wanted[from].1, *k);
+                        let bytes = r.to_vec(&docs[&from]);
+                        if prepare_only {
+                            std::fs::write(dir.join(format!("{file}.json")), &bytes)?;
+                        }
+                        out.push((i, Bytes::from(bytes)));
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        for share in shares {
+            let made = share
+                .join()
+                .map_err(|_| anyhow!("a relabelling thread panicked"))??;
+            for (i, bytes) in made {
+                reports[i] = bytes;
+            }
+        }
+        Ok(())
+    })?;
     let total: usize = reports[..swarm.nodes].iter().map(Bytes::len).sum();
     let largest = reports.iter().map(Bytes::len).max().unwrap_or(0);
     println!(
-        "judged {} reports in {:.1} s: {} bytes in all, {} the largest ({})",
+        "judged {} reports in {:.1} s: {} bytes in all, {} the largest ({} judged by the doctor, {} relabelled from them; {})",
         reports.len(),
         t0.elapsed().as_secs_f64(),
         total,
         largest,
+        judged.len(),
+        reports.len() - judged.len(),
         reports_dir.display()
     );
 
@@ -349,6 +431,7 @@ fn cache_key(args: &Args, swarm: &Swarm) -> anyhow::Result<u64> {
     swarm.nodes.hash(&mut h);
     swarm.behind_1500.hash(&mut h);
     swarm.pairs.hash(&mut h);
+    args.judge_every_node.hash(&mut h);
     Ok(h.finish())
 }
 

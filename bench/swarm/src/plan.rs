@@ -40,6 +40,14 @@ impl Swarm {
         Self::addr(198, 19, i)
     }
 
+    /// Every node in the config's order (by name: n0, n1, n10, …), the
+    /// order a node's report lists its peers in.
+    pub fn config_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.nodes).collect();
+        order.sort_by_key(|&i| Self::name(i));
+        order
+    }
+
     /// Whether the path from `a` to `b` black-holes large frames.
     pub fn black_holed(&self, a: usize, b: usize) -> bool {
         self.behind_1500.contains(&a)

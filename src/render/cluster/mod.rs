@@ -141,7 +141,7 @@ fn exit_line(out: &mut Screen, r: &ClusterReport, term: &Term) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     use crate::report::cluster::{ClusterSummary, NodeEntry};
@@ -154,7 +154,12 @@ mod tests {
     /// mtu.path failing alike on every node but `hole` (which fails its
     /// own way), `silent` without a report, the matrix black-holed to and
     /// from `hole`.
-    fn cluster(prefix: &str, count: usize, hole: usize, silent: Option<usize>) -> ClusterReport {
+    pub(crate) fn cluster(
+        prefix: &str,
+        count: usize,
+        hole: usize,
+        silent: Option<usize>,
+    ) -> ClusterReport {
         let names: Vec<String> = (1..=count).map(|i| format!("{prefix}{i}")).collect();
         let checks: Vec<Value> = CHECKS
             .iter()
