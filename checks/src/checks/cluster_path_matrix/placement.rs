@@ -4,7 +4,7 @@
 //! detail, why it holds no measurement when it holds none; what nothing
 //! places is kept by address.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{Cell, CellVerdict, Unplaced};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
@@ -15,10 +15,10 @@ use crate::finding::Status;
 /// mtu.path placed by name: its config's `[nodes.NAME]` entry, or an SB
 /// `Encap` row whose chassis is that node. How the matrix places a probe
 /// toward a node that did not answer (whose own addresses are unknown).
-fn placement_book(facts: &ClusterFacts) -> AddressBook {
+fn placement_book(facts: &ClusterFacts, evidence: &[Option<PathMtuEvidence>]) -> AddressBook {
     let mut book = facts.address_book();
-    for n in facts.answered() {
-        let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
+    for (n, e) in facts.nodes.iter().zip(evidence) {
+        let Some(e) = e.as_ref().filter(|_| n.report.is_ok()) else {
             continue;
         };
         for p in &e.peers {
@@ -50,19 +50,42 @@ pub fn addresses_unknown(n: &NodeAnswer) -> Option<String> {
 /// says so, by address. A failure toward a node that did not answer is
 /// shown but not judged: its own side is unknown.
 pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
-    let book = placement_book(facts);
+    // Each node's mtu.path evidence, read once.
+    let mut evidence: Vec<Option<PathMtuEvidence>> = facts
+        .nodes
+        .iter()
+        .map(|n| n.check("mtu.path").and_then(|c| c.evidence_as()))
+        .collect();
+    let book = placement_book(facts, &evidence);
     let unknown: BTreeMap<&str, String> = facts
         .nodes
         .iter()
         .filter_map(|n| Some((n.name.as_str(), addresses_unknown(n)?)))
         .collect();
-    let mut cells = Vec::new();
+    // Those whose addresses are unknown, in node order: who an unplaced
+    // result may be.
+    let unknown_names: Vec<&str> = facts
+        .nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .filter(|n| unknown.contains_key(n))
+        .collect();
+    let n = facts.nodes.len();
+    let mut cells = Vec::with_capacity(n * n.saturating_sub(1));
     let mut unplaced = Vec::new();
-    for from in &facts.nodes {
+    for (from, evidence) in facts.nodes.iter().zip(evidence.iter_mut()) {
         let path = from.check("mtu.path");
-        let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
+        let evidence = evidence.take();
         let target = evidence.as_ref().map(|e| e.target_mtu);
         let peers = evidence.map(|e| e.peers).unwrap_or_default();
+        // The row's results by the node owning their address, each list
+        // in the row's order.
+        let mut by_owner: HashMap<&str, Vec<&PeerReport>> = HashMap::new();
+        for p in &peers {
+            if let Some(owner) = book.owner(p.address) {
+                by_owner.entry(owner).or_default().push(p);
+            }
+        }
         let status = path.map(|c| c.status);
         let why_none = match (&from.report, path) {
             (Err(e), _) => Some(format!(
@@ -104,11 +127,10 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                     v => v,
                 },
                 path_mtu: p.path_mtu,
-                may_be: facts
-                    .nodes
+                may_be: unknown_names
                     .iter()
-                    .filter(|n| n.name != from.name && unknown.contains_key(n.name.as_str()))
-                    .map(|n| n.name.clone())
+                    .filter(|n| **n != from.name)
+                    .map(|n| (*n).to_owned())
                     .collect(),
             })
             .collect();
@@ -127,10 +149,12 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
             };
             if why_none.is_none() {
                 let mut found: Option<&PeerReport> = None;
-                for p in &peers {
-                    if book.owner(p.address) != Some(to.name.as_str()) {
-                        continue;
-                    }
+                for p in by_owner
+                    .get(to.name.as_str())
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                {
                     let v = verdict_of(p);
                     let mtu = p.path_mtu;
                     if found.is_none() || v.rank() > cell.verdict.rank() {

@@ -2,7 +2,7 @@
 //! subject, the words and fix of a node cut off, of failing pairs and of
 //! asymmetric ones beside their kinds, the headline, and the evidence.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
 use super::analyse::{Analysis, CutOff, Gate, OwnLink};
@@ -37,9 +37,14 @@ const CUT_OFF_PAIRS_NAMED: usize = 10;
 /// `a<->b` for pairs failing both ways, `a->b` otherwise, in matrix order,
 /// each with the first cell it stands for.
 fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
+    let pairs: HashSet<(&str, &str)> = failing
+        .iter()
+        .map(|c| (c.from.as_str(), c.to.as_str()))
+        .collect();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut out: Vec<(String, &Cell)> = Vec::new();
     for c in failing {
-        let reverse = failing.iter().any(|r| r.from == c.to && r.to == c.from);
+        let reverse = pairs.contains(&(c.to.as_str(), c.from.as_str()));
         let name = if reverse {
             // Natural order: n2<->n12, never n12<->n2.
             let (a, b) = if crate::natural::cmp(&c.from, &c.to).is_le() {
@@ -51,7 +56,7 @@ fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
         } else {
             pair(&c.from, &c.to)
         };
-        if !out.iter().any(|(n, _)| *n == name) {
+        if seen.insert(name.clone()) {
             out.push((name, c));
         }
     }
