@@ -18,9 +18,10 @@ pub mod watch;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
 use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
-use spx_checks::cluster::{ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind};
+use spx_checks::cluster::{
+    ClusterFacts, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
+};
 use spx_checks::{endpoint, expect, spinifex::as_invoked, Finding, Status};
 
 use crate::cli::RunArgs;
@@ -81,13 +82,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 nats::gather(g)
                     .into_iter()
                     .enumerate()
-                    .map(|(index, got)| {
-                        let answer = ssh::Answer {
-                            index,
-                            report: got.report,
-                            target: None,
-                        };
-                        (answer, got.agents)
+                    .map(|(index, got)| Remote {
+                        index,
+                        report: got.report,
+                        target: None,
+                        agents: got.agents,
                     })
                     .collect::<Vec<_>>()
             })
@@ -95,7 +94,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         None => std::thread::spawn(move || {
             ssh::run_all(jobs, parallel, deadline)
                 .into_iter()
-                .map(|a| (a, Vec::new()))
+                .map(|a| Remote {
+                    index: a.index,
+                    report: a.report.map(ReportText::from),
+                    target: a.target,
+                    agents: Vec::new(),
+                })
                 .collect()
         }),
     };
@@ -108,19 +112,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
                 i,
-                serde_json::to_value(&r).expect("a report always serializes"),
+                ReportText::new(serde_json::to_string(&r).expect("a report always serializes")),
             )
         });
-    let mut answers: Vec<Option<Result<Value, Unreached>>> = vec![None; plan.nodes.len()];
+    let mut answers: Vec<Option<Result<ReportText, Unreached>>> = vec![None; plan.nodes.len()];
     let mut targets = vec![None; plan.nodes.len()];
     let mut agents = vec![Vec::new(); plan.nodes.len()];
     if let Some((i, r)) = local {
         answers[i] = Some(Ok(r));
     }
-    for (a, heard) in remote.join().unwrap_or_default() {
+    for a in remote.join().unwrap_or_default() {
         answers[a.index] = Some(a.report);
         targets[a.index] = a.target;
-        agents[a.index] = heard;
+        agents[a.index] = a.agents;
     }
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
@@ -184,6 +188,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     );
     crate::emit(&plan.settings, &out)?;
     Ok(report.exit_code as u8)
+}
+
+/// One node's answer from another machine (ssh or its agent).
+struct Remote {
+    index: usize,
+    report: Result<ReportText, Unreached>,
+    target: Option<spx_checks::cluster::SshTarget>,
+    agents: Vec<spx_checks::cluster::AgentIdentity>,
 }
 
 /// The nodes' answers, however they were gathered.

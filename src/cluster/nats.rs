@@ -27,7 +27,7 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{AgentIdentity, Unreached, UnreachedKind};
+use spx_checks::cluster::{AgentIdentity, ReportText, Unreached, UnreachedKind};
 
 use crate::bus::identity;
 use crate::bus::wire::{
@@ -188,7 +188,7 @@ pub struct Gather {
 
 /// What one node answered, and every agent that answered as it.
 pub struct NodeGathered {
-    pub report: Result<Value, Unreached>,
+    pub report: Result<ReportText, Unreached>,
     pub agents: Vec<AgentIdentity>,
 }
 
@@ -221,7 +221,7 @@ fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<NodeGathered> {
 #[derive(Clone)]
 enum Said {
     Accepted,
-    Done(Result<Value, Unreached>),
+    Done(Result<ReportText, Unreached>),
 }
 
 /// What every agent of one node has said: by identity (`None`: a doctor
@@ -427,8 +427,9 @@ fn no_agent(node: &str) -> Unreached {
     )
 }
 
-/// A report from `node`'s agent, checked before it is trusted.
-fn report(node: &str, body: &[u8]) -> Result<Value, Unreached> {
+/// A report from `node`'s agent, checked before it is trusted, and kept as
+/// the text it came as (a tree of it lives only while it is checked).
+fn report(node: &str, body: &[u8]) -> Result<ReportText, Unreached> {
     let invalid = |detail: String| Unreached::new(UnreachedKind::InvalidAnswer, detail);
     if body.len() > MAX_REPLY {
         return Err(invalid(format!("more than {} MiB", MAX_REPLY >> 20)));
@@ -450,7 +451,10 @@ fn report(node: &str, body: &[u8]) -> Result<Value, Unreached> {
             one_line(&doc.get("node").map_or("null".into(), Value::to_string))
         )));
     }
-    Ok(doc)
+    drop(doc);
+    // JSON is UTF-8 (serde_json checked it while parsing).
+    let text = String::from_utf8(body.to_vec()).map_err(|e| invalid(format!("not UTF-8 ({e})")))?;
+    Ok(ReportText::new(text))
 }
 
 /// An agent's typed refusal.
@@ -555,7 +559,7 @@ mod tests {
     #[test]
     fn every_answer_of_the_window_is_kept_and_named() {
         let window = Duration::from_millis(3800);
-        let report = || Said::Done(Ok(serde_json::json!({"node": "n2"})));
+        let report = || Said::Done(Ok(serde_json::json!({"node": "n2"}).into()));
         let mut h = Heard::default();
         h.said(Some(agent("aaaa", "198.19.0.3")), Said::Accepted);
         h.said(Some(agent("bbbb", "198.19.0.9")), Said::Accepted);

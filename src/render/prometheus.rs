@@ -153,7 +153,7 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
     let docs: Vec<Doc> = report
         .nodes
         .iter()
-        .filter_map(|n| Some((Some(n.name.as_str()), n.report.as_ref()?)))
+        .filter_map(|n| Some((Some(n.name.as_str()), n.doc()?)))
         .collect();
     let mut out = node_families(&docs);
     let mut up = Family::new(

@@ -189,7 +189,7 @@ mod tests {
                     Ok(serde_json::json!({"checks": checks, "exit_code": 1}))
                 };
                 NodeEntry::of(
-                    &spx_checks::cluster::NodeAnswer::new(n.clone(), Some(format!("198.19.0.{}", i + 1)), report),
+                    &spx_checks::cluster::NodeAnswer::new(n.clone(), Some(format!("198.19.0.{}", i + 1)), report.map(Into::into)),
                     "ssh",
                 )
             })

@@ -347,7 +347,7 @@ mod tests {
                 ("ok", 9000)
             }
         });
-        let checks = f.nodes[2].report.clone().unwrap()["checks"].clone();
+        let checks = f.nodes[2].report.clone().unwrap().to_value()["checks"].clone();
         let mut checks = checks;
         let e = &mut checks[0]["evidence"];
         for p in e["peers"].as_array_mut().unwrap() {
@@ -465,14 +465,14 @@ mod tests {
 
         // A node that answered, with its addresses, was simply not probed.
         let mut f = lab(|_, _| ("ok", 9000));
-        let peers = f.nodes[0].report.clone().unwrap()["checks"][0]["evidence"]["peers"]
+        let peers = f.nodes[0].report.clone().unwrap().to_value()["checks"][0]["evidence"]["peers"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|p| p["address"] != addr(3))
             .cloned()
             .collect::<Vec<_>>();
-        let mut doc = f.nodes[0].report.clone().unwrap();
+        let mut doc = f.nodes[0].report.clone().unwrap().to_value();
         doc["checks"][0]["evidence"]["peers"] = json!(peers);
         f.nodes[0] = answer("n0", doc);
         let out = judge(&f);
@@ -505,7 +505,7 @@ mod tests {
         };
         let mut f = narrow_to_n3();
         f.nodes[3] = unreached("n3", UnreachedKind::ConnectionRefused, "");
-        let mut doc = f.nodes[1].report.clone().unwrap();
+        let mut doc = f.nodes[1].report.clone().unwrap().to_value();
         for p in doc["checks"][0]["evidence"]["peers"]
             .as_array_mut()
             .unwrap()
