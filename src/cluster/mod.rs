@@ -16,6 +16,7 @@ pub mod plan;
 pub(crate) mod ssh;
 pub mod watch;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
@@ -179,6 +180,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             t0,
         },
     );
+    if plan.settings.format == crate::cli::Format::Json {
+        // Streamed: at hundreds of nodes the document is hundreds of MiB.
+        crate::emit_with(&plan.settings, |w| render::json::write_cluster(&report, w))?;
+        return Ok(report.exit_code as u8);
+    }
     let style = crate::style(&plan.settings);
     let out = render::render_cluster(
         &report,
@@ -237,19 +243,27 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     };
 
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());
+    // The matrix, made once: cluster.path-matrix's evidence and the
+    // report's `path_matrix` are this one list.
+    let mut path_matrix: Option<Arc<Vec<cluster_path_matrix::Cell>>> = None;
     for check in &plan.cluster_checks {
         let t = Instant::now();
         let f = match check.cluster() {
+            Some(_) if check.id() == "cluster.path-matrix" => {
+                let judged = cluster_path_matrix::judged(&cluster);
+                path_matrix = Some(judged.matrix);
+                judged.finding
+            }
             Some(judge) => judge(&cluster),
             None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
         };
         let f = runner::police(*check, f);
         findings.push((*check, f, t.elapsed()));
     }
-    let path_matrix = if cluster.selected("mtu.path") {
-        cluster_path_matrix::matrix(&cluster)
-    } else {
-        Vec::new()
+    let path_matrix = match path_matrix {
+        Some(m) if cluster.selected("mtu.path") => m,
+        _ if cluster.selected("mtu.path") => Arc::new(cluster_path_matrix::matrix(&cluster)),
+        _ => Arc::default(),
     };
     let runbook = plan.profile.map(|p| {
         let matrix = findings
@@ -312,12 +326,16 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     let mut checks: Vec<CheckReport> = findings
         .into_iter()
         .map(|(check, finding, duration)| {
-            check_report(Outcome {
+            let mut report = check_report(Outcome {
                 check,
                 finding,
                 duration,
                 timed_out: false,
-            })
+            });
+            if report.id == "cluster.path-matrix" && report.evidence.map.contains_key("matrix") {
+                report.evidence.matrix = Some(Arc::clone(&path_matrix));
+            }
+            report
         })
         .collect();
     // The same levels as every node's report (the flags are forwarded,

@@ -344,14 +344,23 @@ async fn once(
         .await
         .map_err(|e| anyhow::anyhow!("watch: {e}"))?;
     let mut held = BTreeMap::new();
+    // Each revision's bytes are let go once held (as its report's text).
+    let asked: std::collections::HashSet<&str> =
+        plan.nodes.iter().map(|n| n.name.as_str()).collect();
     for r in revisions
-        .iter()
-        .filter(|r| plan.nodes.iter().any(|n| n.name == r.key))
+        .into_iter()
+        .filter(|r| asked.contains(r.key.as_str()))
     {
-        hold(&mut held, r);
+        hold(&mut held, &r);
     }
     let now = SystemTime::now();
     let (report, _) = judge(plan, &held, now, now, None);
+    drop(held);
+    if format == WatchFormat::Json {
+        // Streamed, as `--cluster` writes it.
+        render::to_stdout_with(|w| render::json::write_cluster(&report, w))?;
+        return Ok(report.exit_code as u8);
+    }
     let out = render::render_cluster(&report, format.into(), style, None);
     render::to_stdout_bytes(&out)?;
     Ok(report.exit_code as u8)

@@ -182,7 +182,7 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
         "spx_doctor_cluster_path_mtu_bytes",
         "The largest packet the underlay carries from one node to another, measured by the from node.",
     );
-    for c in &report.path_matrix {
+    for c in report.path_matrix.iter() {
         if let Some(m) = c.path_mtu {
             mtu.push(None, &[("from", &c.from), ("to", &c.to)], f64::from(m));
         }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix::Cell;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use spx_checks::cluster::{NodeAnswer, ReportText, UnreachedKind};
 use spx_checks::Status;
@@ -33,7 +33,7 @@ pub struct ClusterReport {
     pub checks: Vec<CheckReport>,
     /// Every ordered pair of nodes, rows in node order (empty when
     /// mtu.path was not selected).
-    pub path_matrix: Vec<Cell>,
+    pub path_matrix: Arc<Vec<Cell>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runbook: Option<Vec<String>>,
     /// What the operator should know about the levels as the cluster

@@ -201,8 +201,8 @@ mod tests {
                 if a != b {
                     let bad = *a == hole_name || *b == hole_name;
                     path_matrix.push(MatrixCell {
-                        from: a.clone(),
-                        to: b.clone(),
+                        from: a.as_str().into(),
+                        to: b.as_str().into(),
                         verdict: if bad {
                             CellVerdict::BlackHole
                         } else {
@@ -247,7 +247,7 @@ mod tests {
                 )],
                 ..crate::report::tests::c("cluster.path-matrix", Status::Fail)
             }],
-            path_matrix,
+            path_matrix: path_matrix.into(),
             runbook: None,
             notes: Vec::new(),
         }

@@ -79,7 +79,7 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
     let names: Vec<String> = facts.names().into_iter().map(str::to_owned).collect();
     let targets: BTreeMap<String, u32> = cells
         .iter()
-        .filter_map(|c| Some((c.from.clone(), c.target?)))
+        .filter_map(|c| Some((c.from.to_string(), c.target?)))
         .collect();
     let mut distinct_targets: Vec<u32> = targets.values().copied().collect();
     distinct_targets.sort_unstable();
@@ -97,7 +97,7 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
     }
     let mut ends: HashMap<&str, Ends> = HashMap::with_capacity(names.len());
     for c in &measured {
-        for (end, from) in [(c.from.as_str(), true), (c.to.as_str(), false)] {
+        for (end, from) in [(&*c.from, true), (&*c.to, false)] {
             let e = ends.entry(end).or_default();
             e.measured += 1;
             e.failing += usize::from(c.verdict.fails());
@@ -115,17 +115,15 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
         .collect();
 
     // Every cell by its ordered pair, so a reverse is one lookup.
-    let by_pair: HashMap<(&str, &str), &Cell> = cells
-        .iter()
-        .map(|c| ((c.from.as_str(), c.to.as_str()), c))
-        .collect();
+    let by_pair: HashMap<(&str, &str), &Cell> =
+        cells.iter().map(|c| ((&*c.from, &*c.to), c)).collect();
     let mut asymmetric = Vec::new();
     for c in &measured {
         if c.from >= c.to {
             continue;
         }
         let Some(r) = by_pair
-            .get(&(c.to.as_str(), c.from.as_str()))
+            .get(&(&*c.to, &*c.from))
             .filter(|r| r.verdict.measured())
         else {
             continue;
@@ -181,7 +179,7 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
 fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
     let row: Vec<&Cell> = cells
         .iter()
-        .filter(|c| c.from == k && c.verdict.measured())
+        .filter(|c| &*c.from == k && c.verdict.measured())
         .collect();
     if row.is_empty() || row.iter().any(|c| c.verdict != CellVerdict::LocalMtu) {
         return None;
@@ -222,11 +220,11 @@ fn cell_kind(
     if !c.verdict.measured() {
         return PathMatrixKind::NotMeasured;
     }
-    if cut_off.contains(c.from.as_str()) || cut_off.contains(c.to.as_str()) {
+    if cut_off.contains(&*c.from) || cut_off.contains(&*c.to) {
         return PathMatrixKind::CutOff;
     }
     let reverse_carries = by_pair
-        .get(&(c.to.as_str(), c.from.as_str()))
+        .get(&(&*c.to, &*c.from))
         .is_some_and(|r| r.verdict == CellVerdict::Ok);
     if reverse_carries {
         PathMatrixKind::Asymmetric

@@ -5,6 +5,7 @@
 //! places is kept by address.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::{Cell, CellVerdict, Unplaced};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
@@ -15,10 +16,10 @@ use crate::finding::Status;
 /// mtu.path placed by name: its config's `[nodes.NAME]` entry, or an SB
 /// `Encap` row whose chassis is that node. How the matrix places a probe
 /// toward a node that did not answer (whose own addresses are unknown).
-fn placement_book(facts: &ClusterFacts, evidence: &[Option<PathMtuEvidence>]) -> AddressBook {
+fn placement_book(facts: &ClusterFacts) -> AddressBook {
     let mut book = facts.address_book();
-    for (n, e) in facts.nodes.iter().zip(evidence) {
-        let Some(e) = e.as_ref().filter(|_| n.report.is_ok()) else {
+    for n in facts.answered() {
+        let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
             continue;
         };
         for p in &e.peers {
@@ -50,13 +51,7 @@ pub fn addresses_unknown(n: &NodeAnswer) -> Option<String> {
 /// says so, by address. A failure toward a node that did not answer is
 /// shown but not judged: its own side is unknown.
 pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
-    // Each node's mtu.path evidence, read once.
-    let mut evidence: Vec<Option<PathMtuEvidence>> = facts
-        .nodes
-        .iter()
-        .map(|n| n.check("mtu.path").and_then(|c| c.evidence_as()))
-        .collect();
-    let book = placement_book(facts, &evidence);
+    let book = placement_book(facts);
     let unknown: BTreeMap<&str, String> = facts
         .nodes
         .iter()
@@ -70,12 +65,15 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
         .map(|n| n.name.as_str())
         .filter(|n| unknown.contains_key(n))
         .collect();
+    // Every node's name once, shared by all its cells.
+    let names: Vec<Arc<str>> = facts.nodes.iter().map(|n| Arc::from(&*n.name)).collect();
     let n = facts.nodes.len();
     let mut cells = Vec::with_capacity(n * n.saturating_sub(1));
     let mut unplaced = Vec::new();
-    for (from, evidence) in facts.nodes.iter().zip(evidence.iter_mut()) {
+    // Each row's evidence is read when the row is made, and let go after.
+    for (from, from_name) in facts.nodes.iter().zip(&names) {
         let path = from.check("mtu.path");
-        let evidence = evidence.take();
+        let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
         let target = evidence.as_ref().map(|e| e.target_mtu);
         let peers = evidence.map(|e| e.peers).unwrap_or_default();
         // The row's results by the node owning their address, each list
@@ -134,13 +132,14 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                     .collect(),
             })
             .collect();
-        for to in &facts.nodes {
+        let why_none: Option<Arc<str>> = why_none.map(Arc::from);
+        for (to, to_name) in facts.nodes.iter().zip(&names) {
             if to.name == from.name {
                 continue;
             }
             let mut cell = Cell {
-                from: from.name.clone(),
-                to: to.name.clone(),
+                from: Arc::clone(from_name),
+                to: Arc::clone(to_name),
                 verdict: CellVerdict::NotMeasured,
                 path_mtu: None,
                 path_mtu_inexact: false,
@@ -161,7 +160,7 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                         cell.verdict = v;
                         cell.path_mtu = mtu;
                         cell.path_mtu_inexact = p.path_mtu_inexact;
-                        cell.detail = p.detail.clone();
+                        cell.detail = p.detail.as_deref().map(Arc::from);
                         found = Some(p);
                     } else if v == cell.verdict {
                         cell.path_mtu = match (cell.path_mtu, mtu) {
@@ -170,10 +169,10 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                         };
                     }
                     if v == CellVerdict::NotMeasured {
-                        cell.detail = Some(format!(
-                            "{}'s mtu.path was cut short by the deadline",
-                            from.name
-                        ));
+                        cell.detail = Some(
+                            format!("{}'s mtu.path was cut short by the deadline", from.name)
+                                .into(),
+                        );
                     }
                     found = found.or(Some(p));
                 }
@@ -192,7 +191,7 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                             p.address,
                             to.name,
                             to.name
-                        ));
+                        ).into());
                         cell.verdict = CellVerdict::NotMeasured;
                         cell.path_mtu = None;
                         cell.path_mtu_inexact = false;
@@ -207,14 +206,17 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                                 from.name,
                                 and_list(&shown),
                                 to.name
-                            ));
+                            ).into());
                         }
                         _ => {
                             cell.verdict = CellVerdict::NotProbed;
-                            cell.detail = Some(format!(
-                                "{} did not probe {} (no address of it among its peers)",
-                                from.name, to.name
-                            ));
+                            cell.detail = Some(
+                                format!(
+                                    "{} did not probe {} (no address of it among its peers)",
+                                    from.name, to.name
+                                )
+                                .into(),
+                            );
                         }
                     },
                 }
