@@ -284,10 +284,19 @@ pub fn style(settings: &Settings) -> Style {
 
 /// Write the rendered report to --output (atomically) or stdout.
 pub fn emit(settings: &Settings, out: &[u8]) -> anyhow::Result<()> {
+    emit_with(settings, |w| w.write_all(out))
+}
+
+/// [`emit`] of what `write` writes, as it is made (a large report is never
+/// whole in memory).
+pub fn emit_with(
+    settings: &Settings,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     match &settings.output {
-        Some(path) => render::write_atomically(path, out)
+        Some(path) => render::write_atomically_with(path, write)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
-        None => render::to_stdout_bytes(out)?,
+        None => render::to_stdout_with(write)?,
     }
     Ok(())
 }

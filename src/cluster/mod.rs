@@ -16,11 +16,13 @@ pub mod plan;
 pub(crate) mod ssh;
 pub mod watch;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
 use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
-use spx_checks::cluster::{ClusterFacts, NodeAnswer, Transport, Unreached, UnreachedKind};
+use spx_checks::cluster::{
+    ClusterFacts, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
+};
 use spx_checks::{endpoint, expect, spinifex::as_invoked, Finding, Status};
 
 use crate::cli::RunArgs;
@@ -81,13 +83,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 nats::gather(g)
                     .into_iter()
                     .enumerate()
-                    .map(|(index, got)| {
-                        let answer = ssh::Answer {
-                            index,
-                            report: got.report,
-                            target: None,
-                        };
-                        (answer, got.agents)
+                    .map(|(index, got)| Remote {
+                        index,
+                        report: got.report,
+                        target: None,
+                        agents: got.agents,
                     })
                     .collect::<Vec<_>>()
             })
@@ -95,7 +95,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         None => std::thread::spawn(move || {
             ssh::run_all(jobs, parallel, deadline)
                 .into_iter()
-                .map(|a| (a, Vec::new()))
+                .map(|a| Remote {
+                    index: a.index,
+                    report: a.report.map(ReportText::from),
+                    target: a.target,
+                    agents: Vec::new(),
+                })
                 .collect()
         }),
     };
@@ -108,19 +113,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
                 i,
-                serde_json::to_value(&r).expect("a report always serializes"),
+                ReportText::new(serde_json::to_string(&r).expect("a report always serializes")),
             )
         });
-    let mut answers: Vec<Option<Result<Value, Unreached>>> = vec![None; plan.nodes.len()];
+    let mut answers: Vec<Option<Result<ReportText, Unreached>>> = vec![None; plan.nodes.len()];
     let mut targets = vec![None; plan.nodes.len()];
     let mut agents = vec![Vec::new(); plan.nodes.len()];
     if let Some((i, r)) = local {
         answers[i] = Some(Ok(r));
     }
-    for (a, heard) in remote.join().unwrap_or_default() {
+    for a in remote.join().unwrap_or_default() {
         answers[a.index] = Some(a.report);
         targets[a.index] = a.target;
-        agents[a.index] = heard;
+        agents[a.index] = a.agents;
     }
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
@@ -175,6 +180,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             t0,
         },
     );
+    if plan.settings.format == crate::cli::Format::Json {
+        // Streamed: at hundreds of nodes the document is hundreds of MiB.
+        crate::emit_with(&plan.settings, |w| render::json::write_cluster(&report, w))?;
+        return Ok(report.exit_code as u8);
+    }
     let style = crate::style(&plan.settings);
     let out = render::render_cluster(
         &report,
@@ -184,6 +194,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     );
     crate::emit(&plan.settings, &out)?;
     Ok(report.exit_code as u8)
+}
+
+/// One node's answer from another machine (ssh or its agent).
+struct Remote {
+    index: usize,
+    report: Result<ReportText, Unreached>,
+    target: Option<spx_checks::cluster::SshTarget>,
+    agents: Vec<spx_checks::cluster::AgentIdentity>,
 }
 
 /// The nodes' answers, however they were gathered.
@@ -225,19 +243,27 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     };
 
     let mut findings = Vec::with_capacity(plan.cluster_checks.len());
+    // The matrix, made once: cluster.path-matrix's evidence and the
+    // report's `path_matrix` are this one list.
+    let mut path_matrix: Option<Arc<Vec<cluster_path_matrix::Cell>>> = None;
     for check in &plan.cluster_checks {
         let t = Instant::now();
         let f = match check.cluster() {
+            Some(_) if check.id() == "cluster.path-matrix" => {
+                let judged = cluster_path_matrix::judged(&cluster);
+                path_matrix = Some(judged.matrix);
+                judged.finding
+            }
             Some(judge) => judge(&cluster),
             None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
         };
         let f = runner::police(*check, f);
         findings.push((*check, f, t.elapsed()));
     }
-    let path_matrix = if cluster.selected("mtu.path") {
-        cluster_path_matrix::matrix(&cluster)
-    } else {
-        Vec::new()
+    let path_matrix = match path_matrix {
+        Some(m) if cluster.selected("mtu.path") => m,
+        _ if cluster.selected("mtu.path") => Arc::new(cluster_path_matrix::matrix(&cluster)),
+        _ => Arc::default(),
     };
     let runbook = plan.profile.map(|p| {
         let matrix = findings
@@ -300,12 +326,16 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
     let mut checks: Vec<CheckReport> = findings
         .into_iter()
         .map(|(check, finding, duration)| {
-            check_report(Outcome {
+            let mut report = check_report(Outcome {
                 check,
                 finding,
                 duration,
                 timed_out: false,
-            })
+            });
+            if report.id == "cluster.path-matrix" && report.evidence.map.contains_key("matrix") {
+                report.evidence.matrix = Some(Arc::clone(&path_matrix));
+            }
+            report
         })
         .collect();
     // The same levels as every node's report (the flags are forwarded,

@@ -27,7 +27,7 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{AgentIdentity, Unreached, UnreachedKind};
+use spx_checks::cluster::{AgentIdentity, ReportText, Unreached, UnreachedKind};
 
 use crate::bus::identity;
 use crate::bus::wire::{
@@ -188,7 +188,7 @@ pub struct Gather {
 
 /// What one node answered, and every agent that answered as it.
 pub struct NodeGathered {
-    pub report: Result<Value, Unreached>,
+    pub report: Result<ReportText, Unreached>,
     pub agents: Vec<AgentIdentity>,
 }
 
@@ -221,7 +221,7 @@ fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<NodeGathered> {
 #[derive(Clone)]
 enum Said {
     Accepted,
-    Done(Result<Value, Unreached>),
+    Done(Result<ReportText, Unreached>),
 }
 
 /// What every agent of one node has said: by identity (`None`: a doctor
@@ -427,11 +427,19 @@ fn no_agent(node: &str) -> Unreached {
     )
 }
 
-/// A report from `node`'s agent, checked before it is trusted.
-fn report(node: &str, body: &[u8]) -> Result<Value, Unreached> {
+/// A report from `node`'s agent, checked before it is trusted, and kept as
+/// the text it came as. A well-formed report is checked without a tree of
+/// it ([`well_formed`]); anything else is checked on a tree, dropped at
+/// once, which says exactly what is wrong.
+fn report(node: &str, body: &[u8]) -> Result<ReportText, Unreached> {
     let invalid = |detail: String| Unreached::new(UnreachedKind::InvalidAnswer, detail);
     if body.len() > MAX_REPLY {
         return Err(invalid(format!("more than {} MiB", MAX_REPLY >> 20)));
+    }
+    if well_formed(node, body) {
+        if let Ok(text) = std::str::from_utf8(body) {
+            return Ok(ReportText::new(text.to_owned()));
+        }
     }
     let doc: Value = serde_json::from_slice(body).map_err(|e| {
         invalid(format!(
@@ -450,7 +458,56 @@ fn report(node: &str, body: &[u8]) -> Result<Value, Unreached> {
             one_line(&doc.get("node").map_or("null".into(), Value::to_string))
         )));
     }
-    Ok(doc)
+    drop(doc);
+    // JSON is UTF-8 (serde_json checked it while parsing).
+    let text = String::from_utf8(body.to_vec()).map_err(|e| invalid(format!("not UTF-8 ({e})")))?;
+    Ok(ReportText::new(text))
+}
+
+/// True only when `body` is `node`'s JSON v1 report of the shape
+/// [`super::ssh::shape`] takes: read as its members' text, each check's
+/// evidence only scanned, never made into a tree. False means "look
+/// closer", never "invalid": [`report`] then checks it on a tree.
+fn well_formed(node: &str, body: &[u8]) -> bool {
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+    use std::collections::HashMap;
+    type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
+    let Ok(doc) = serde_json::from_slice::<Members<'_>>(body) else {
+        return false;
+    };
+    let text = |m: &Members<'_>, k: &str| -> Option<String> {
+        serde_json::from_str::<String>(m.get(k)?.get()).ok()
+    };
+    let tool = doc
+        .get("tool")
+        .and_then(|t| serde_json::from_str::<Members<'_>>(t.get()).ok());
+    let exit_code = doc
+        .get("exit_code")
+        .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
+        .and_then(|c| c.as_i64());
+    let Some(checks) = doc
+        .get("checks")
+        .and_then(|c| serde_json::from_str::<Vec<Members<'_>>>(c.get()).ok())
+    else {
+        return false;
+    };
+    let starts =
+        |m: &Members<'_>, k: &str, c: char| m.get(k).is_some_and(|v| v.get().starts_with(c));
+    doc.get("schema_version").map(|v| v.get()) == Some("1")
+        && !doc.contains_key("kind")
+        && tool.is_some_and(|t| text(&t, "name").is_some() && text(&t, "version").is_some())
+        && exit_code.is_some_and(|c| i64::from(c as i32) == c)
+        && checks.iter().all(|c| {
+            text(c, "id").is_some()
+                && text(c, "status").is_some_and(|s| {
+                    ["pass", "warn", "fail", "skip", "error"].contains(&s.as_str())
+                })
+                && text(c, "summary").is_some()
+                && starts(c, "evidence", '{')
+                && starts(c, "remediation", '[')
+        })
+        && text(&doc, "node").as_deref() == Some(node)
 }
 
 /// An agent's typed refusal.
@@ -540,6 +597,53 @@ mod tests {
         assert_eq!(e.kind, UnreachedKind::InvalidAnswer);
     }
 
+    /// What the quick look takes, the tree takes too; what it does not,
+    /// the tree says why, in the same words as ever.
+    #[test]
+    fn the_quick_look_takes_only_what_the_tree_takes() {
+        let good = br#"{"schema_version":1,"tool":{"name":"spx-doctor","version":"0.1.0"},"node":"n1","exit_code":1,
+            "checks":[{"id":"a.b","status":"fail","summary":"s","evidence":{"peers":[{"x":1}]},"remediation":["r"]}]}"#;
+        assert!(well_formed("n1", good));
+        assert_eq!(report("n1", good).unwrap().as_str().as_bytes(), good);
+        let text = String::from_utf8(good.to_vec()).unwrap();
+        for (bad, why) in [
+            (
+                text.replace(r#""schema_version":1"#, r#""schema_version":1.0"#),
+                "not a JSON v1 report (schema_version is not 1)",
+            ),
+            (
+                text.replace(r#""status":"fail""#, r#""status":"bad""#),
+                "a.b: status \"bad\"",
+            ),
+            (
+                text.replace(r#""evidence":{"#, r#""evidence":[{"#)
+                    .replace(r#"}]},"rem"#, r#"}]}],"rem"#),
+                "a.b: lacks summary, evidence or remediation",
+            ),
+            (
+                text.replace(r#""remediation":["r"]"#, r#""remediation":"r""#),
+                "a.b: lacks summary, evidence or remediation",
+            ),
+            (
+                text.replace(r#""tool":{"name":"spx-doctor","#, r#""tool":{"#),
+                "`tool` lacks name or version",
+            ),
+            (
+                text.replace(r#""exit_code":1"#, r#""exit_code":4294967297"#),
+                "the report says exit 4294967297 but the doctor exited 1",
+            ),
+        ] {
+            assert!(!well_formed("n1", bad.as_bytes()), "{bad}");
+            assert_eq!(
+                report("n1", bad.as_bytes()).unwrap_err().detail,
+                why,
+                "{bad}"
+            );
+        }
+        assert!(!well_formed("n2", good), "another node's");
+        assert!(!well_formed("n1", b"[1]"));
+    }
+
     fn agent(machine: &str, addr: &str) -> AgentIdentity {
         AgentIdentity {
             machine_id: Some(machine.into()),
@@ -555,7 +659,7 @@ mod tests {
     #[test]
     fn every_answer_of_the_window_is_kept_and_named() {
         let window = Duration::from_millis(3800);
-        let report = || Said::Done(Ok(serde_json::json!({"node": "n2"})));
+        let report = || Said::Done(Ok(serde_json::json!({"node": "n2"}).into()));
         let mut h = Heard::default();
         h.said(Some(agent("aaaa", "198.19.0.3")), Said::Accepted);
         h.said(Some(agent("bbbb", "198.19.0.9")), Said::Accepted);

@@ -35,7 +35,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{AgentIdentity, NodeAnswer, Transport, Unreached, UnreachedKind};
+use spx_checks::cluster::{
+    AgentIdentity, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
+};
 use spx_checks::{natural, ConfigState};
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -64,8 +66,11 @@ const BUCKET_POLL: Duration = Duration::from_secs(1);
 /// What the bucket holds for one node.
 #[derive(Clone, Debug)]
 pub struct Held {
-    /// The entry, or why its value is not one.
+    /// The entry, or why its value is not one. Its `report` is taken out
+    /// into [`Held::report`]: held as text, not as a tree.
     pub entry: Result<Entry, String>,
+    /// The entry's report, as text (none when it did not fit).
+    pub report: Option<ReportText>,
     /// When the server stored this revision.
     pub stored: SystemTime,
     pub revision: u64,
@@ -80,7 +85,12 @@ fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
         held.remove(&r.key);
         return;
     }
-    let entry = Entry::parse(&r.key, &r.value);
+    let mut entry = Entry::parse(&r.key, &r.value);
+    let report = entry
+        .as_mut()
+        .ok()
+        .filter(|e| !e.report.is_null())
+        .map(|e| ReportText::from(std::mem::take(&mut e.report)));
     let who = entry.as_ref().ok().and_then(|e| e.identity.clone());
     let mut writers = held.remove(&r.key).map(|h| h.writers).unwrap_or_default();
     writers.push((r.stored, who));
@@ -92,6 +102,7 @@ fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
         r.key.clone(),
         Held {
             entry,
+            report,
             stored: r.stored,
             revision: r.revision,
             writers,
@@ -103,7 +114,7 @@ fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
 #[derive(Clone, Debug)]
 pub struct NodeNow {
     /// Its answer for the judgement.
-    pub answer: Result<Value, Unreached>,
+    pub answer: Result<ReportText, Unreached>,
     /// `ok`, `stale`, `unknown`, `too-large` or `duplicate`.
     pub status: &'static str,
     pub since: SystemTime,
@@ -210,7 +221,18 @@ pub fn node_state(
             agents,
         );
     }
-    state(Ok(entry.report.clone()), "ok", h.stored, agents)
+    match &h.report {
+        Some(report) => state(Ok(report.clone()), "ok", h.stored, agents),
+        None => state(
+            Err(Unreached::new(
+                UnreachedKind::NoReport,
+                "its entry holds no report",
+            )),
+            "unknown",
+            h.stored,
+            agents,
+        ),
+    }
 }
 
 /// The cluster report over what is held, at `now`.
@@ -322,14 +344,23 @@ async fn once(
         .await
         .map_err(|e| anyhow::anyhow!("watch: {e}"))?;
     let mut held = BTreeMap::new();
+    // Each revision's bytes are let go once held (as its report's text).
+    let asked: std::collections::HashSet<&str> =
+        plan.nodes.iter().map(|n| n.name.as_str()).collect();
     for r in revisions
-        .iter()
-        .filter(|r| plan.nodes.iter().any(|n| n.name == r.key))
+        .into_iter()
+        .filter(|r| asked.contains(r.key.as_str()))
     {
-        hold(&mut held, r);
+        hold(&mut held, &r);
     }
     let now = SystemTime::now();
     let (report, _) = judge(plan, &held, now, now, None);
+    drop(held);
+    if format == WatchFormat::Json {
+        // Streamed, as `--cluster` writes it.
+        render::to_stdout_with(|w| render::json::write_cluster(&report, w))?;
+        return Ok(report.exit_code as u8);
+    }
     let out = render::render_cluster(&report, format.into(), style, None);
     render::to_stdout_bytes(&out)?;
     Ok(report.exit_code as u8)
@@ -385,7 +416,7 @@ impl Memory {
             }
         }
         for n in &report.nodes {
-            let Some(doc) = &n.report else { continue };
+            let Some(doc) = n.doc() else { continue };
             let now = events::seen(n.checks());
             let since = doc.get("started_at").and_then(Value::as_str).unwrap_or("");
             let before = self.nodes.get(&n.name);

@@ -129,8 +129,7 @@ pub fn render_cluster(report: &ClusterReport, strict: bool) -> String {
         .map(|n| Suite {
             name: &n.name,
             cases: n
-                .report
-                .as_ref()
+                .doc()
                 .and_then(|r| r["checks"].as_array())
                 .map(|checks| checks.iter().filter_map(case_of_json).collect())
                 .unwrap_or_default(),

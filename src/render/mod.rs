@@ -91,6 +91,15 @@ fn otlp_cluster(report: &ClusterReport, node: Option<&str>) -> Vec<u8> {
 /// place: renaming over it would replace the device with a file. A link to
 /// a regular file is followed, so the link stays and its target is replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomically`], of what `write` writes (through a buffer): a
+/// large report goes to the file as it is made, never whole in memory.
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let target = match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
             return Err(io::Error::new(
@@ -99,8 +108,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
             ))
         }
         Ok(meta) if !meta.is_file() => {
-            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-            return f.write_all(bytes).and_then(|()| f.flush());
+            let f = std::fs::OpenOptions::new().write(true).open(path)?;
+            let mut w = io::BufWriter::new(f);
+            return write(&mut w).and_then(|()| w.flush());
         }
         Ok(_) => std::fs::canonicalize(path)?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_owned(),
@@ -114,7 +124,11 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .prefix(".spx-doctor-")
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut w = io::BufWriter::new(&mut tmp);
+        write(&mut w)?;
+        w.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
@@ -127,8 +141,13 @@ pub fn to_stdout(text: &str) -> io::Result<()> {
 
 /// [`to_stdout`], for output that is not text (`--format otlp`).
 pub fn to_stdout_bytes(bytes: &[u8]) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
+    to_stdout_with(|w| w.write_all(bytes))
+}
+
+/// [`to_stdout`] of what `write` writes, through a buffer, as it is made.
+pub fn to_stdout_with(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(64 << 10, io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }

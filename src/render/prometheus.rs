@@ -154,7 +154,7 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
     let docs: Vec<Doc> = report
         .nodes
         .iter()
-        .filter_map(|n| Some((Some(n.name.as_str()), n.report.as_ref()?)))
+        .filter_map(|n| Some((Some(n.name.as_str()), n.doc()?)))
         .collect();
     let mut out = node_families(&docs, Peers::InTheMatrix);
     let mut up = Family::new(
@@ -186,7 +186,7 @@ pub fn cluster_families(report: &ClusterReport) -> Vec<Family> {
         "The largest packet the underlay carries from one node to another, measured by the from node, for each pair whose path does not carry the target (spx_doctor_cluster_paths counts the others).",
     );
     let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in &report.path_matrix {
+    for c in report.path_matrix.iter() {
         *verdicts.entry(c.verdict.as_str()).or_default() += 1;
         if let (true, Some(m)) = (c.verdict.fails(), c.path_mtu) {
             mtu.push(None, &[("from", &c.from), ("to", &c.to)], f64::from(m));

@@ -85,7 +85,7 @@ fn detail(c: &CheckReport) -> Vec<String> {
             f.status, f.code, f.subject, f.summary
         ));
     }
-    for (k, v) in &c.evidence {
+    for (k, v) in &c.evidence.map {
         let v = match v {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -159,7 +159,11 @@ mod tests {
                 skip_reason: None,
                 needs: v["needs"].as_str().map(str::to_owned),
                 notes: Vec::new(),
-                evidence: v["evidence"].as_object().cloned().unwrap_or_default(),
+                evidence: v["evidence"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into(),
                 remediation: v["remediation"]
                     .as_array()
                     .into_iter()

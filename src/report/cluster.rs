@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use spx_checks::checks::cluster_path_matrix::Cell;
-use spx_checks::cluster::{NodeAnswer, UnreachedKind};
+use std::sync::{Arc, OnceLock};
+
+use spx_checks::cluster::{NodeAnswer, ReportText, UnreachedKind};
 use spx_checks::Status;
 
 use super::{CheckReport, Tool};
@@ -31,7 +33,7 @@ pub struct ClusterReport {
     pub checks: Vec<CheckReport>,
     /// Every ordered pair of nodes, rows in node order (empty when
     /// mtu.path was not selected).
-    pub path_matrix: Vec<Cell>,
+    pub path_matrix: Arc<Vec<Cell>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runbook: Option<Vec<String>>,
     /// What the operator should know about the levels as the cluster
@@ -80,15 +82,26 @@ pub struct NodeEntry {
     /// Why there is no report, in one line.
     pub error: Option<String>,
     pub reason: Option<UnreachedKind>,
-    pub report: Option<Value>,
+    /// The node's report, the text it sent (shared with the gather, not
+    /// copied), written as the JSON it is.
+    pub report: Option<ReportText>,
     /// Each check's status in the report, in its order, from the typed
     /// report: what the table marks and the summary counts.
     #[serde(skip)]
     pub statuses: Vec<(String, Status)>,
+    /// The report's `exit_code`.
+    #[serde(skip)]
+    exit_code: Option<i32>,
+    /// The report as a tree, made the first time a renderer reads it by
+    /// key (the table, Prometheus, JUnit, `watch`'s changes); never for
+    /// JSON, which writes the text.
+    #[serde(skip)]
+    doc: OnceLock<Option<Value>>,
 }
 
 impl NodeEntry {
     pub fn of(n: &NodeAnswer, via: &'static str) -> NodeEntry {
+        let (statuses, exit_code) = statuses(n);
         NodeEntry {
             name: n.name.clone(),
             host: n.host.clone(),
@@ -103,8 +116,18 @@ impl NodeEntry {
             error: n.report.as_ref().err().map(|e| e.to_string()),
             reason: n.report.as_ref().err().map(|e| e.kind),
             report: n.report.as_ref().ok().cloned(),
-            statuses: statuses(n),
+            statuses,
+            exit_code,
+            doc: OnceLock::new(),
         }
+    }
+
+    /// The node's report as a JSON tree, when there is a report (made once,
+    /// on first use).
+    pub fn doc(&self) -> Option<&Value> {
+        self.doc
+            .get_or_init(|| self.report.as_ref().map(ReportText::to_value))
+            .as_ref()
     }
 
     /// Check `id`'s status in the node's report, when it has that check.
@@ -114,33 +137,32 @@ impl NodeEntry {
 
     /// The node report's checks, when there is a report.
     pub fn checks(&self) -> &[Value] {
-        self.report
-            .as_ref()
+        self.doc()
             .and_then(|r| r.get("checks"))
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice)
     }
 
     pub fn exit_code(&self) -> Option<i32> {
-        self.report
-            .as_ref()
-            .and_then(|r| r.get("exit_code"))
-            .and_then(Value::as_i64)
-            .map(|c| c as i32)
+        self.exit_code
     }
 }
 
-/// Every check's status in `n`'s report: from the typed report; a report
-/// that does not read typed (an entry from the bucket is not held to the
-/// JSON v1 shape) has each status read alone, one not known an error.
-fn statuses(n: &NodeAnswer) -> Vec<(String, Status)> {
+/// Every check's status in `n`'s report, and its exit code: from the typed
+/// report; a report that does not read typed (an entry from the bucket is
+/// not held to the JSON v1 shape) has each read alone, a status not known
+/// an error.
+fn statuses(n: &NodeAnswer) -> (Vec<(String, Status)>, Option<i32>) {
     if let Some(r) = n.typed() {
-        return r.checks.iter().map(|c| (c.id.clone(), c.status)).collect();
+        let each = r.checks.iter().map(|c| (c.id.clone(), c.status)).collect();
+        return (each, Some(r.exit_code));
     }
-    let Ok(doc) = &n.report else {
-        return Vec::new();
+    let Ok(text) = &n.report else {
+        return (Vec::new(), None);
     };
-    doc.get("checks")
+    let doc = text.to_value();
+    let each = doc
+        .get("checks")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -152,5 +174,10 @@ fn statuses(n: &NodeAnswer) -> Vec<(String, Status)> {
                 .unwrap_or(Status::Error);
             (id.to_owned(), status)
         })
-        .collect()
+        .collect();
+    let code = doc
+        .get("exit_code")
+        .and_then(Value::as_i64)
+        .map(|c| c as i32);
+    (each, code)
 }

@@ -8,8 +8,11 @@ pub mod cluster;
 
 use std::time::{Duration, SystemTime};
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
+use spx_checks::checks::cluster_path_matrix::Cell;
 use spx_checks::host::HostRef;
 use spx_checks::kind::SkipCategory;
 use spx_checks::profile::RunProfile;
@@ -130,7 +133,7 @@ pub struct CheckReport {
     /// judged), each with its code; never repeated in `summary`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<spx_checks::finding::Note>,
-    pub evidence: Map<String, Value>,
+    pub evidence: CheckEvidence,
     pub remediation: Vec<String>,
     /// Per-subject outcomes (per peer, interface, instance).
     pub findings: Vec<FindingReport>,
@@ -284,6 +287,54 @@ pub fn build(
     }
 }
 
+/// A check's evidence as the report writes it: the finding's object, and
+/// for `cluster.path-matrix` in a cluster report the matrix's cells, held
+/// once (the report's `path_matrix` is the same list) and written as
+/// `matrix` in the place the object keeps for them. The same JSON as the
+/// object with the cells in it, without a JSON tree of N(N−1) cells.
+#[derive(Debug, Default)]
+pub struct CheckEvidence {
+    pub map: Map<String, Value>,
+    /// Written as `matrix`, in its place in `map`.
+    pub matrix: Option<Arc<Vec<Cell>>>,
+}
+
+impl From<Map<String, Value>> for CheckEvidence {
+    fn from(map: Map<String, Value>) -> CheckEvidence {
+        CheckEvidence { map, matrix: None }
+    }
+}
+
+impl CheckEvidence {
+    /// Each key and its value as JSON text (the matrix's cells written
+    /// from the cells).
+    pub fn texts(&self) -> impl Iterator<Item = (&str, String)> {
+        self.map.iter().map(|(k, v)| {
+            let text = match (&self.matrix, k.as_str()) {
+                (Some(cells), "matrix") => {
+                    serde_json::to_string(&**cells).expect("cells always serialize")
+                }
+                _ => v.to_string(),
+            };
+            (k.as_str(), text)
+        })
+    }
+}
+
+impl Serialize for CheckEvidence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.map.len()))?;
+        for (k, v) in &self.map {
+            match (&self.matrix, k.as_str()) {
+                (Some(cells), "matrix") => m.serialize_entry(k, &**cells)?,
+                _ => m.serialize_entry(k, v)?,
+            }
+        }
+        m.end()
+    }
+}
+
 pub fn check_report(o: Outcome) -> CheckReport {
     let id = o.check.id();
     let f = o.finding;
@@ -296,7 +347,7 @@ pub fn check_report(o: Outcome) -> CheckReport {
         skip_reason: f.kind.skip,
         needs: f.needs,
         notes: f.notes,
-        evidence: f.evidence,
+        evidence: CheckEvidence::from(f.evidence),
         remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
         findings: f
             .findings
@@ -331,7 +382,7 @@ pub(crate) mod tests {
             skip_reason: None,
             needs: None,
             notes: vec![],
-            evidence: Map::new(),
+            evidence: CheckEvidence::default(),
             remediation: vec![],
             findings: vec![],
             allowed: vec![],
@@ -407,6 +458,71 @@ pub(crate) mod tests {
             exit_code(&[c("x.y", Status::Pass)], &p),
             2,
             "a required check that did not run"
+        );
+    }
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    use std::sync::Arc;
+
+    use serde_json::{json, Map, Value};
+    use spx_checks::checks::cluster_path_matrix::{Cell, CellVerdict};
+
+    use super::CheckEvidence;
+
+    /// The matrix written from its cells, in the place the evidence keeps
+    /// for it, is the same JSON (pretty, as the report is) as the object
+    /// with the cells in it.
+    #[test]
+    fn the_matrix_is_written_in_its_place_as_the_object_would_write_it() {
+        let (a, b): (Arc<str>, Arc<str>) = ("n0".into(), "n1".into());
+        let cells = vec![
+            Cell {
+                from: a.clone(),
+                to: b.clone(),
+                verdict: CellVerdict::Ok,
+                path_mtu: Some(9000),
+                path_mtu_inexact: false,
+                target: Some(9000),
+                detail: None,
+            },
+            Cell {
+                from: b,
+                to: a,
+                verdict: CellVerdict::BlackHole,
+                path_mtu: Some(1500),
+                path_mtu_inexact: true,
+                target: Some(9000),
+                detail: Some("n1 did not probe n0".into()),
+            },
+        ];
+        let object = |matrix: Value| -> Map<String, Value> {
+            let Value::Object(m) = json!({
+                "nodes": ["n0", "n1"],
+                "matrix": matrix,
+                "failing": ["n1->n0"],
+            }) else {
+                unreachable!()
+            };
+            m
+        };
+        let whole = object(serde_json::to_value(&cells).unwrap());
+        let evidence = CheckEvidence {
+            map: object(json!([])),
+            matrix: Some(Arc::new(cells)),
+        };
+        assert_eq!(
+            serde_json::to_string_pretty(&evidence).unwrap(),
+            serde_json::to_string_pretty(&whole).unwrap()
+        );
+        let texts: Vec<(&str, String)> = evidence.texts().collect();
+        assert_eq!(texts[1].1, whole["matrix"].to_string());
+        // Without cells, the object as it is.
+        let plain = CheckEvidence::from(object(json!([])));
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"nodes":["n0","n1"],"matrix":[],"failing":["n1->n0"]}"#
         );
     }
 }

@@ -13,14 +13,15 @@
 mod node_report;
 pub mod runbook;
 
-pub use node_report::{CheckResult, NodeReport, ReportedConfig, ReportedTool, SiteDigest};
+pub use node_report::{
+    CheckResult, NodeReport, ReportText, ReportedConfig, ReportedTool, SiteDigest,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::evidence::Evidence;
 use crate::finding::{Finding, SkipReason};
@@ -208,9 +209,10 @@ pub struct NodeAnswer {
     pub name: String,
     /// The address ssh was given; `None` for this node (run in-process).
     pub host: Option<String>,
-    /// Its report, JSON v1 as the node wrote it, or why there is none.
-    pub report: Result<Value, Unreached>,
-    /// The same report, typed.
+    /// Its report, JSON v1 as the node wrote it (its text, held once), or
+    /// why there is none.
+    pub report: Result<ReportText, Unreached>,
+    /// The same report, typed (its evidence read from that text on demand).
     typed: Option<NodeReport>,
     /// What ssh made of its configuration for this node (`ssh -G`), when
     /// it was asked: the user, host, port and known_hosts the fixes name.
@@ -304,7 +306,11 @@ impl SshTarget {
 }
 
 impl NodeAnswer {
-    pub fn new(name: String, host: Option<String>, report: Result<Value, Unreached>) -> NodeAnswer {
+    pub fn new(
+        name: String,
+        host: Option<String>,
+        report: Result<ReportText, Unreached>,
+    ) -> NodeAnswer {
         let typed = report.as_ref().ok().and_then(NodeReport::read);
         NodeAnswer {
             name,
@@ -665,7 +671,7 @@ pub(crate) mod testing {
     }
 
     pub fn answer(name: &str, report: Value) -> NodeAnswer {
-        NodeAnswer::new(name.into(), Some(format!("{name}.lab")), Ok(report))
+        NodeAnswer::new(name.into(), Some(format!("{name}.lab")), Ok(report.into()))
     }
 
     pub fn unreached(name: &str, kind: UnreachedKind, detail: &str) -> NodeAnswer {

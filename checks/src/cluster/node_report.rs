@@ -10,11 +10,14 @@
 //! judge), never a report thrown away.
 
 use std::net::IpAddr;
+use std::ops::Range;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
-use crate::evidence::{self, Evidence};
+use crate::evidence::Evidence;
 use crate::finding::Status;
 use crate::settings::ConfigState;
 use crate::site_definition::SiteDefinition;
@@ -81,46 +84,194 @@ pub struct ReportedTool {
 }
 
 /// One check's result in a report.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CheckResult {
     pub id: String,
     pub status: Status,
-    #[serde(default)]
     pub code: Option<String>,
     pub summary: String,
-    #[serde(default)]
-    pub evidence: Map<String, Value>,
+    /// The evidence object, as the node wrote it: read on demand.
+    evidence: RawEvidence,
+}
+
+/// A check's evidence object as text: where it lies in the report the node
+/// sent, which is held once ([`ReportText`]), so the typed view of a report
+/// costs a few strings per check, not a second copy of every peer's result.
+#[derive(Clone)]
+struct RawEvidence {
+    doc: Arc<str>,
+    span: Range<usize>,
+}
+
+impl RawEvidence {
+    fn text(&self) -> &str {
+        &self.doc[self.span.clone()]
+    }
+
+    /// `{}` or absent: nothing measured.
+    fn is_empty(&self) -> bool {
+        let t = self.text().trim();
+        t.is_empty() || t.trim_start_matches('{').trim_start().starts_with('}')
+    }
+}
+
+impl PartialEq for RawEvidence {
+    fn eq(&self, other: &RawEvidence) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl std::fmt::Debug for RawEvidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawEvidence({} bytes)", self.span.len())
+    }
 }
 
 impl CheckResult {
     /// The evidence as the check that wrote it types it; `None` when the
     /// result carries none of that shape (a skip before measuring).
     pub fn evidence_as<E: Evidence>(&self) -> Option<E> {
-        evidence::read(&self.evidence)
+        if self.evidence.is_empty() {
+            return None;
+        }
+        serde_json::from_str(self.evidence.text()).ok()
     }
 }
 
 /// A node's report, typed.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeReport {
     pub tool: ReportedTool,
-    #[serde(default, deserialize_with = "or_none")]
     pub config: Option<ReportedConfig>,
-    #[serde(default, deserialize_with = "addresses")]
     pub addresses: Vec<IpAddr>,
     pub exit_code: i32,
     pub checks: Vec<CheckResult>,
 }
 
+/// A report as it is read: the evidence objects borrowed from the text.
+#[derive(Deserialize)]
+struct Borrowed<'a> {
+    tool: ReportedTool,
+    #[serde(default, deserialize_with = "or_none")]
+    config: Option<ReportedConfig>,
+    #[serde(default, deserialize_with = "addresses")]
+    addresses: Vec<IpAddr>,
+    exit_code: i32,
+    #[serde(borrow)]
+    checks: Vec<BorrowedCheck<'a>>,
+}
+
+#[derive(Deserialize)]
+struct BorrowedCheck<'a> {
+    id: String,
+    status: Status,
+    #[serde(default)]
+    code: Option<String>,
+    summary: String,
+    #[serde(default, borrow, deserialize_with = "object")]
+    evidence: Option<&'a RawValue>,
+}
+
+/// A JSON object, kept as text (anything else is not a report).
+fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    let raw = <&RawValue>::deserialize(d)?;
+    if raw.get().starts_with('{') {
+        Ok(Some(raw))
+    } else {
+        Err(serde::de::Error::custom("evidence is not an object"))
+    }
+}
+
 impl NodeReport {
     /// Read a JSON v1 node report; `None` when it is not one.
-    pub fn read(doc: &Value) -> Option<NodeReport> {
-        NodeReport::deserialize(doc).ok()
+    pub fn read(doc: &ReportText) -> Option<NodeReport> {
+        let text = doc.shared();
+        let b: Borrowed<'_> = serde_json::from_str(text).ok()?;
+        let base = text.as_ptr() as usize;
+        let checks = b
+            .checks
+            .into_iter()
+            .map(|c| {
+                let span = match c.evidence {
+                    Some(raw) => {
+                        let at = raw.get().as_ptr() as usize - base;
+                        at..at + raw.get().len()
+                    }
+                    None => 0..0,
+                };
+                CheckResult {
+                    id: c.id,
+                    status: c.status,
+                    code: c.code,
+                    summary: c.summary,
+                    evidence: RawEvidence {
+                        doc: Arc::clone(text),
+                        span,
+                    },
+                }
+            })
+            .collect();
+        Some(NodeReport {
+            tool: b.tool,
+            config: b.config,
+            addresses: b.addresses,
+            exit_code: b.exit_code,
+            checks,
+        })
     }
 
     /// The result of check `id`, when the report has one.
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
         self.checks.iter().find(|c| c.id == id)
+    }
+}
+
+/// A node's report exactly as it came (JSON text), held once and shared:
+/// by the typed view's evidence, and by the cluster report that embeds it.
+/// The cluster report writes it as the JSON value it is, one node at a time.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReportText(Arc<str>);
+
+impl ReportText {
+    /// Text that is known to be one JSON value (a report the gather has
+    /// already parsed and checked).
+    pub fn new(text: String) -> ReportText {
+        ReportText(Arc::from(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn shared(&self) -> &Arc<str> {
+        &self.0
+    }
+
+    /// The report as a JSON tree, made now (`Null` for text that is not
+    /// JSON): for what reads it by key, one node at a time.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
+
+impl From<Value> for ReportText {
+    fn from(v: Value) -> ReportText {
+        ReportText::new(v.to_string())
+    }
+}
+
+impl std::fmt::Debug for ReportText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReportText({} bytes)", self.0.len())
+    }
+}
+
+/// Written as the JSON value it holds, through a tree of this one report
+/// (so a pretty writer indents it as it indents the rest).
+impl Serialize for ReportText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v: Value = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        v.serialize(s)
     }
 }
 
@@ -156,14 +307,50 @@ mod tests {
             "addresses": ["198.18.0.1", "not an address"],
             "checks": [{"id": "x.y", "status": "pass", "code": "x.y/ok", "summary": "s", "evidence": {"n": 1}}],
         });
-        let r = NodeReport::read(&doc).unwrap();
+        let read = |doc: &Value| NodeReport::read(&doc.clone().into());
+        let r = read(&doc).unwrap();
         assert!(r.config.as_ref().unwrap().ipsec_wanted());
         assert_eq!(r.addresses, ["198.18.0.1".parse::<IpAddr>().unwrap()]);
         assert_eq!(r.check("x.y").unwrap().status, Status::Pass);
         // Another version's config shape is no config, not a lost report.
         let mut old = doc.clone();
         old["config"] = json!({"ipsec": "on"});
-        assert_eq!(NodeReport::read(&old).unwrap().config, None);
-        assert_eq!(NodeReport::read(&json!({"checks": []})), None);
+        assert_eq!(read(&old).unwrap().config, None);
+        assert_eq!(read(&json!({"checks": []})), None);
+        // Evidence that is not an object is not a report; an empty one is
+        // no evidence.
+        let mut bad = doc.clone();
+        bad["checks"][0]["evidence"] = json!([1]);
+        assert_eq!(read(&bad), None);
+        let mut empty = doc.clone();
+        empty["checks"][0]["evidence"] = json!({});
+        let r = read(&empty).unwrap();
+        assert_eq!(r.check("x.y").unwrap().evidence_as::<Counted>(), None);
+    }
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Counted {
+        #[serde(default)]
+        n: u32,
+    }
+    impl Evidence for Counted {}
+
+    #[test]
+    fn evidence_reads_back_from_the_text_the_node_sent() {
+        let text = r#"{"schema_version":1,"tool":{"name":"spx-doctor","version":"0.1.0"},"exit_code":0,
+            "checks":[{"id":"a.b","status":"pass","summary":"s","evidence":{ "n" : 7 }},
+                      {"id":"c.d","status":"skip","summary":"s"}]}"#;
+        let r = NodeReport::read(&ReportText::new(text.to_owned())).unwrap();
+        assert_eq!(
+            r.check("a.b").unwrap().evidence_as::<Counted>(),
+            Some(Counted { n: 7 })
+        );
+        assert_eq!(r.check("c.d").unwrap().evidence_as::<Counted>(), None);
+        // The report is written back as the JSON it is.
+        let doc = ReportText::new(text.to_owned());
+        assert_eq!(
+            serde_json::to_value(&doc).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
+        );
     }
 }

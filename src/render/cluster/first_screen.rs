@@ -241,12 +241,12 @@ fn failing_groups<'a>(
         for c in r
             .path_matrix
             .iter()
-            .filter(|c| c.from == *from && c.verdict.fails())
+            .filter(|c| *c.from == **from && c.verdict.fails())
         {
             let text = cells.text(term, &c.from, &c.to);
             match by_row
                 .iter_mut()
-                .find(|(f, _, t)| *f == c.from.as_str() && *t == text)
+                .find(|(f, _, t)| *f == &*c.from && *t == text)
             {
                 Some((_, tos, _)) => tos.push(&c.to),
                 None => by_row.push((&c.from, vec![&c.to], text)),

@@ -217,8 +217,8 @@ fn cluster_checks(out: &mut Screen, r: &ClusterReport, style: &Style) {
             detail.push(format!("  fix: {fix}"));
         }
         detail.push(format!("  code: {}", c.code));
-        for (k, v) in &c.evidence {
-            detail.push(format!("  {k}: {}", evidence_text(v)));
+        for (k, text) in c.evidence.texts() {
+            detail.push(format!("  {k}: {}", evidence_text(text)));
         }
         t.add_row(vec![
             marked(style, c.status),
@@ -235,8 +235,7 @@ fn cluster_checks(out: &mut Screen, r: &ClusterReport, style: &Style) {
 const EVIDENCE_DRAWN: usize = 4096;
 
 /// An evidence value as the table prints it, or its size and where it is.
-fn evidence_text(v: &Value) -> String {
-    let text = v.to_string();
+fn evidence_text(text: String) -> String {
     if text.len() <= EVIDENCE_DRAWN {
         text
     } else {
@@ -257,7 +256,7 @@ impl<'a> Cells<'a> {
             by_pair: r
                 .path_matrix
                 .iter()
-                .map(|c| ((c.from.as_str(), c.to.as_str()), c))
+                .map(|c| ((&*c.from, &*c.to), c))
                 .collect(),
             answered: r
                 .nodes

@@ -194,7 +194,7 @@ pub(crate) mod tests {
                     Ok(serde_json::json!({"checks": checks, "exit_code": 1}))
                 };
                 NodeEntry::of(
-                    &spx_checks::cluster::NodeAnswer::new(n.clone(), Some(format!("198.19.0.{}", i + 1)), report),
+                    &spx_checks::cluster::NodeAnswer::new(n.clone(), Some(format!("198.19.0.{}", i + 1)), report.map(Into::into)),
                     "ssh",
                 )
             })
@@ -206,8 +206,8 @@ pub(crate) mod tests {
                 if a != b {
                     let bad = *a == hole_name || *b == hole_name;
                     path_matrix.push(MatrixCell {
-                        from: a.clone(),
-                        to: b.clone(),
+                        from: a.as_str().into(),
+                        to: b.as_str().into(),
                         verdict: if bad {
                             CellVerdict::BlackHole
                         } else {
@@ -252,7 +252,7 @@ pub(crate) mod tests {
                 )],
                 ..crate::report::tests::c("cluster.path-matrix", Status::Fail)
             }],
-            path_matrix,
+            path_matrix: path_matrix.into(),
             runbook: None,
             notes: Vec::new(),
         }

@@ -3,7 +3,7 @@
 //! the largest MTU every pair carries). No words here ([`super::words`]
 //! says them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::placement::{addresses_unknown, placed};
 use super::{Cell, CellVerdict, PathMatrixKind, Unplaced};
@@ -79,39 +79,62 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
     let names: Vec<String> = facts.names().into_iter().map(str::to_owned).collect();
     let targets: BTreeMap<String, u32> = cells
         .iter()
-        .filter_map(|c| Some((c.from.clone(), c.target?)))
+        .filter_map(|c| Some((c.from.to_string(), c.target?)))
         .collect();
     let mut distinct_targets: Vec<u32> = targets.values().copied().collect();
     distinct_targets.sort_unstable();
     distinct_targets.dedup();
     let measured: Vec<&Cell> = cells.iter().filter(|c| c.verdict.measured()).collect();
 
+    // Each node's measured paths, counted once over the cells: to and
+    // from it, and how many of them fail.
+    #[derive(Default)]
+    struct Ends {
+        measured: usize,
+        failing: usize,
+        from: bool,
+        to: bool,
+    }
+    let mut ends: HashMap<&str, Ends> = HashMap::with_capacity(names.len());
+    for c in &measured {
+        for (end, from) in [(&*c.from, true), (&*c.to, false)] {
+            let e = ends.entry(end).or_default();
+            e.measured += 1;
+            e.failing += usize::from(c.verdict.fails());
+            e.from |= from;
+            e.to |= !from;
+        }
+    }
     let cut_off: Vec<&str> = names
         .iter()
         .map(String::as_str)
         .filter(|n| {
-            let mine: Vec<&&Cell> = measured
-                .iter()
-                .filter(|c| c.from == *n || c.to == *n)
-                .collect();
-            mine.len() >= 2
-                && mine.iter().all(|c| c.verdict.fails())
-                && mine.iter().any(|c| c.from == *n)
-                && mine.iter().any(|c| c.to == *n)
+            ends.get(n)
+                .is_some_and(|e| e.measured >= 2 && e.failing == e.measured && e.from && e.to)
         })
         .collect();
 
+    // Every cell by its ordered pair, so a reverse is one lookup.
+    let by_pair: HashMap<(&str, &str), &Cell> =
+        cells.iter().map(|c| ((&*c.from, &*c.to), c)).collect();
     let mut asymmetric = Vec::new();
     for c in &measured {
         if c.from >= c.to {
             continue;
         }
-        let Some(r) = measured.iter().find(|r| r.from == c.to && r.to == c.from) else {
+        let Some(r) = by_pair
+            .get(&(&*c.to, &*c.from))
+            .filter(|r| r.verdict.measured())
+        else {
             continue;
         };
         if c.verdict.fails() != r.verdict.fails() {
-            let (good, bad) = if c.verdict.fails() { (r, c) } else { (c, r) };
-            asymmetric.push(((*good).clone(), (*bad).clone()));
+            let (good, bad) = if c.verdict.fails() {
+                (*r, *c)
+            } else {
+                (*c, *r)
+            };
+            asymmetric.push((good.clone(), bad.clone()));
         }
     }
 
@@ -121,10 +144,8 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
         .min_by_key(|c| c.path_mtu);
     let largest = lowest.and_then(|c| c.path_mtu);
     let largest_exact = lowest.is_some_and(|c| c.verdict.fails() && !c.path_mtu_inexact);
-    let kinds = cells
-        .iter()
-        .map(|c| cell_kind(c, &cut_off, &cells))
-        .collect();
+    let cut: HashSet<&str> = cut_off.iter().copied().collect();
+    let kinds = cells.iter().map(|c| cell_kind(c, &cut, &by_pair)).collect();
     let every_node_skipped = facts
         .answered()
         .filter_map(|n| n.check("mtu.path"))
@@ -158,7 +179,7 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
 fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
     let row: Vec<&Cell> = cells
         .iter()
-        .filter(|c| c.from == k && c.verdict.measured())
+        .filter(|c| &*c.from == k && c.verdict.measured())
         .collect();
     if row.is_empty() || row.iter().any(|c| c.verdict != CellVerdict::LocalMtu) {
         return None;
@@ -185,7 +206,11 @@ fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
 /// The kind of one cell: a failing path through a node cut off from all
 /// the others is that node's; a failing direction whose reverse carries
 /// the target is asymmetric; any other failure is a path too small.
-fn cell_kind(c: &Cell, cut_off: &[&str], cells: &[Cell]) -> PathMatrixKind {
+fn cell_kind(
+    c: &Cell,
+    cut_off: &HashSet<&str>,
+    by_pair: &HashMap<(&str, &str), &Cell>,
+) -> PathMatrixKind {
     if c.verdict == CellVerdict::Ok {
         return PathMatrixKind::Ok;
     }
@@ -195,12 +220,12 @@ fn cell_kind(c: &Cell, cut_off: &[&str], cells: &[Cell]) -> PathMatrixKind {
     if !c.verdict.measured() {
         return PathMatrixKind::NotMeasured;
     }
-    if cut_off.iter().any(|n| *n == c.from || *n == c.to) {
+    if cut_off.contains(&*c.from) || cut_off.contains(&*c.to) {
         return PathMatrixKind::CutOff;
     }
-    let reverse_carries = cells
-        .iter()
-        .any(|r| r.from == c.to && r.to == c.from && r.verdict == CellVerdict::Ok);
+    let reverse_carries = by_pair
+        .get(&(&*c.to, &*c.from))
+        .is_some_and(|r| r.verdict == CellVerdict::Ok);
     if reverse_carries {
         PathMatrixKind::Asymmetric
     } else {

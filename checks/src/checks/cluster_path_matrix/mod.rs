@@ -22,6 +22,7 @@ mod words;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -197,10 +198,13 @@ impl CellVerdict {
     }
 }
 
+/// One cell: a small struct whose node names are interned (every cell of a
+/// node shares its one name), so N(N−1) cells cost a few words each, not
+/// a JSON object each. It writes the same JSON as it always did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
-    pub from: String,
-    pub to: String,
+    pub from: Arc<str>,
+    pub to: Arc<str>,
     pub verdict: CellVerdict,
     /// The measured path MTU (for ok: the target, the largest size probed).
     pub path_mtu: Option<u32>,
@@ -211,8 +215,10 @@ pub struct Cell {
     /// The target the row's node probed for.
     #[serde(skip)]
     pub target: Option<u32>,
+    /// Why nothing was measured, or what was: shared by the cells it
+    /// explains alike (a row whose node did not answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
+    pub detail: Option<Arc<str>>,
 }
 
 /// A result a node's mtu.path has for an address no config, report or SB
@@ -233,9 +239,37 @@ pub fn matrix(facts: &ClusterFacts) -> Vec<Cell> {
     placement::placed(facts).0
 }
 
+/// The judgement, and the matrix it judged, held once: the finding's
+/// evidence has an empty `matrix` in its place, for the caller to write
+/// these cells into (the cluster report writes them there and as its
+/// `path_matrix`, from this one list).
+#[derive(Debug)]
+pub struct Judged {
+    pub finding: Finding,
+    /// Every ordered pair, rows in node order (empty when mtu.path was not
+    /// selected).
+    pub matrix: Arc<Vec<Cell>>,
+}
+
+/// [`judge`], with the matrix apart from the finding's evidence.
+pub fn judged(facts: &ClusterFacts) -> Judged {
+    let (finding, cells) = words::finding(analyse::analyse(facts));
+    Judged {
+        finding,
+        matrix: Arc::new(cells),
+    }
+}
+
 /// Judge the matrix: `analyse` finds, `words` says.
 pub fn judge(facts: &ClusterFacts) -> Finding {
-    words::finding(analyse::analyse(facts))
+    let Judged {
+        mut finding,
+        matrix,
+    } = judged(facts);
+    if let Some(slot) = finding.evidence.get_mut("matrix") {
+        *slot = serde_json::to_value(&*matrix).unwrap_or_default();
+    }
+    finding
 }
 
 #[cfg(test)]
@@ -293,6 +327,57 @@ mod tests {
         )
     }
 
+    /// The compact matrix (interned names, one list for the finding and
+    /// the cluster report) writes the JSON the matrix always wrote, and
+    /// the finding keeps `matrix` in its place for it.
+    #[test]
+    fn the_compact_matrix_writes_the_same_json_in_the_same_place() {
+        let f = lab(|i, j| {
+            if i == 2 || j == 2 {
+                ("blackhole", 1500)
+            } else {
+                ("ok", 9000)
+            }
+        });
+        let judged = super::judged(&f);
+        let keys: Vec<&str> = judged.finding.evidence.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "nodes",
+                "target_mtu",
+                "matrix",
+                "failing",
+                "cut_off",
+                "asymmetric",
+                "largest_common_mtu",
+                "largest_common_mtu_exact"
+            ]
+        );
+        assert_eq!(judged.finding.evidence["matrix"], json!([]));
+        assert_eq!(*judged.matrix, super::matrix(&f));
+        let whole = judge(&f);
+        assert_eq!(
+            whole.evidence["matrix"],
+            serde_json::to_value(&*judged.matrix).unwrap()
+        );
+        let cells = whole.evidence["matrix"].as_array().unwrap();
+        assert_eq!(cells.len(), 12);
+        assert_eq!(
+            cells[0].to_string(),
+            r#"{"from":"n0","to":"n1","verdict":"ok","path_mtu":9000}"#
+        );
+        assert_eq!(
+            cells[1].to_string(),
+            r#"{"from":"n0","to":"n2","verdict":"blackhole","path_mtu":1500}"#
+        );
+        // Every cell of a node shares its one name.
+        assert!(std::sync::Arc::ptr_eq(
+            &judged.matrix[0].from,
+            &judged.matrix[2].from
+        ));
+    }
+
     #[test]
     fn a_healthy_fabric_passes() {
         let f = judge(&lab(|_, _| ("ok", 9000)));
@@ -347,7 +432,7 @@ mod tests {
                 ("ok", 9000)
             }
         });
-        let checks = f.nodes[2].report.clone().unwrap()["checks"].clone();
+        let checks = f.nodes[2].report.clone().unwrap().to_value()["checks"].clone();
         let mut checks = checks;
         let e = &mut checks[0]["evidence"];
         for p in e["peers"].as_array_mut().unwrap() {
@@ -465,14 +550,14 @@ mod tests {
 
         // A node that answered, with its addresses, was simply not probed.
         let mut f = lab(|_, _| ("ok", 9000));
-        let peers = f.nodes[0].report.clone().unwrap()["checks"][0]["evidence"]["peers"]
+        let peers = f.nodes[0].report.clone().unwrap().to_value()["checks"][0]["evidence"]["peers"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|p| p["address"] != addr(3))
             .cloned()
             .collect::<Vec<_>>();
-        let mut doc = f.nodes[0].report.clone().unwrap();
+        let mut doc = f.nodes[0].report.clone().unwrap().to_value();
         doc["checks"][0]["evidence"]["peers"] = json!(peers);
         f.nodes[0] = answer("n0", doc);
         let out = judge(&f);
@@ -505,7 +590,7 @@ mod tests {
         };
         let mut f = narrow_to_n3();
         f.nodes[3] = unreached("n3", UnreachedKind::ConnectionRefused, "");
-        let mut doc = f.nodes[1].report.clone().unwrap();
+        let mut doc = f.nodes[1].report.clone().unwrap().to_value();
         for p in doc["checks"][0]["evidence"]["peers"]
             .as_array_mut()
             .unwrap()

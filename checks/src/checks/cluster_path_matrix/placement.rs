@@ -4,7 +4,8 @@
 //! detail, why it holds no measurement when it holds none; what nothing
 //! places is kept by address.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::{Cell, CellVerdict, Unplaced};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
@@ -56,13 +57,33 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
         .iter()
         .filter_map(|n| Some((n.name.as_str(), addresses_unknown(n)?)))
         .collect();
-    let mut cells = Vec::new();
+    // Those whose addresses are unknown, in node order: who an unplaced
+    // result may be.
+    let unknown_names: Vec<&str> = facts
+        .nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .filter(|n| unknown.contains_key(n))
+        .collect();
+    // Every node's name once, shared by all its cells.
+    let names: Vec<Arc<str>> = facts.nodes.iter().map(|n| Arc::from(&*n.name)).collect();
+    let n = facts.nodes.len();
+    let mut cells = Vec::with_capacity(n * n.saturating_sub(1));
     let mut unplaced = Vec::new();
-    for from in &facts.nodes {
+    // Each row's evidence is read when the row is made, and let go after.
+    for (from, from_name) in facts.nodes.iter().zip(&names) {
         let path = from.check("mtu.path");
         let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
         let target = evidence.as_ref().map(|e| e.target_mtu);
         let peers = evidence.map(|e| e.peers).unwrap_or_default();
+        // The row's results by the node owning their address, each list
+        // in the row's order.
+        let mut by_owner: HashMap<&str, Vec<&PeerReport>> = HashMap::new();
+        for p in &peers {
+            if let Some(owner) = book.owner(p.address) {
+                by_owner.entry(owner).or_default().push(p);
+            }
+        }
         let status = path.map(|c| c.status);
         let why_none = match (&from.report, path) {
             (Err(e), _) => Some(format!(
@@ -104,21 +125,21 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                     v => v,
                 },
                 path_mtu: p.path_mtu,
-                may_be: facts
-                    .nodes
+                may_be: unknown_names
                     .iter()
-                    .filter(|n| n.name != from.name && unknown.contains_key(n.name.as_str()))
-                    .map(|n| n.name.clone())
+                    .filter(|n| **n != from.name)
+                    .map(|n| (*n).to_owned())
                     .collect(),
             })
             .collect();
-        for to in &facts.nodes {
+        let why_none: Option<Arc<str>> = why_none.map(Arc::from);
+        for (to, to_name) in facts.nodes.iter().zip(&names) {
             if to.name == from.name {
                 continue;
             }
             let mut cell = Cell {
-                from: from.name.clone(),
-                to: to.name.clone(),
+                from: Arc::clone(from_name),
+                to: Arc::clone(to_name),
                 verdict: CellVerdict::NotMeasured,
                 path_mtu: None,
                 path_mtu_inexact: false,
@@ -127,17 +148,19 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
             };
             if why_none.is_none() {
                 let mut found: Option<&PeerReport> = None;
-                for p in &peers {
-                    if book.owner(p.address) != Some(to.name.as_str()) {
-                        continue;
-                    }
+                for p in by_owner
+                    .get(to.name.as_str())
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                {
                     let v = verdict_of(p);
                     let mtu = p.path_mtu;
                     if found.is_none() || v.rank() > cell.verdict.rank() {
                         cell.verdict = v;
                         cell.path_mtu = mtu;
                         cell.path_mtu_inexact = p.path_mtu_inexact;
-                        cell.detail = p.detail.clone();
+                        cell.detail = p.detail.as_deref().map(Arc::from);
                         found = Some(p);
                     } else if v == cell.verdict {
                         cell.path_mtu = match (cell.path_mtu, mtu) {
@@ -146,10 +169,10 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                         };
                     }
                     if v == CellVerdict::NotMeasured {
-                        cell.detail = Some(format!(
-                            "{}'s mtu.path was cut short by the deadline",
-                            from.name
-                        ));
+                        cell.detail = Some(
+                            format!("{}'s mtu.path was cut short by the deadline", from.name)
+                                .into(),
+                        );
                     }
                     found = found.or(Some(p));
                 }
@@ -168,7 +191,7 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                             p.address,
                             to.name,
                             to.name
-                        ));
+                        ).into());
                         cell.verdict = CellVerdict::NotMeasured;
                         cell.path_mtu = None;
                         cell.path_mtu_inexact = false;
@@ -183,14 +206,17 @@ pub fn placed(facts: &ClusterFacts) -> (Vec<Cell>, Vec<Unplaced>) {
                                 from.name,
                                 and_list(&shown),
                                 to.name
-                            ));
+                            ).into());
                         }
                         _ => {
                             cell.verdict = CellVerdict::NotProbed;
-                            cell.detail = Some(format!(
-                                "{} did not probe {} (no address of it among its peers)",
-                                from.name, to.name
-                            ));
+                            cell.detail = Some(
+                                format!(
+                                    "{} did not probe {} (no address of it among its peers)",
+                                    from.name, to.name
+                                )
+                                .into(),
+                            );
                         }
                     },
                 }

@@ -2,7 +2,7 @@
 //! subject, the words and fix of a node cut off, of failing pairs and of
 //! asymmetric ones beside their kinds, the headline, and the evidence.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
 use super::analyse::{Analysis, CutOff, Gate, OwnLink};
@@ -37,9 +37,11 @@ const CUT_OFF_PAIRS_NAMED: usize = 10;
 /// `a<->b` for pairs failing both ways, `a->b` otherwise, in matrix order,
 /// each with the first cell it stands for.
 fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
+    let pairs: HashSet<(&str, &str)> = failing.iter().map(|c| (&*c.from, &*c.to)).collect();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut out: Vec<(String, &Cell)> = Vec::new();
     for c in failing {
-        let reverse = failing.iter().any(|r| r.from == c.to && r.to == c.from);
+        let reverse = pairs.contains(&(&*c.to, &*c.from));
         let name = if reverse {
             // Natural order: n2<->n12, never n12<->n2.
             let (a, b) = if crate::natural::cmp(&c.from, &c.to).is_le() {
@@ -51,7 +53,7 @@ fn pair_names<'a>(failing: &[&'a Cell]) -> Vec<(String, &'a Cell)> {
         } else {
             pair(&c.from, &c.to)
         };
-        if !out.iter().any(|(n, _)| *n == name) {
+        if seen.insert(name.clone()) {
             out.push((name, c));
         }
     }
@@ -200,13 +202,15 @@ fn unplaced_summary(unplaced: &[Unplaced]) -> String {
     )
 }
 
-/// The finding: the gate's, or the matrix's.
-pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
+/// The finding (the gate's, or the matrix's), and the matrix's cells: its
+/// evidence holds an empty `matrix` where they go.
+pub fn finding(analysis: Result<Analysis, Gate>) -> (Finding, Vec<Cell>) {
     let a = match analysis {
         Err(Gate::NotSelected) => {
-            return Finding::skip(SkipReason::NotApplicable(
+            let f = Finding::skip(SkipReason::NotApplicable(
                 "mtu.path was not selected (--check/--skip), so no node measured its paths".into(),
-            ))
+            ));
+            return (f, Vec::new());
         }
         Ok(a) => a,
     };
@@ -229,11 +233,11 @@ pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
             let through: Vec<&Cell> = failing
                 .iter()
                 .copied()
-                .filter(|c| c.from == k.node || c.to == k.node)
+                .filter(|c| *c.from == *k.node || *c.to == *k.node)
                 .collect();
             parts.push(k.said(&through));
             fixes.push(k.fix(&target_text));
-            rest.retain(|c| c.from != k.node && c.to != k.node);
+            rest.retain(|c| *c.from != *k.node && *c.to != *k.node);
         }
         if !rest.is_empty() {
             let described: Vec<String> = pair_names(&rest)
@@ -294,18 +298,20 @@ pub fn finding(analysis: Result<Analysis, Gate>) -> Finding {
         .zip(&a.kinds)
         .map(|(c, k)| c.subject(*k))
         .collect();
-    f.evidence(&PathMatrixEvidence {
-        target_mtu: a.targets,
-        failing: failing.iter().map(|c| pair(&c.from, &c.to)).collect(),
-        cut_off: a.cut_off.iter().map(|k| k.node.clone()).collect(),
-        asymmetric,
-        largest_common_mtu: a.largest,
-        largest_common_mtu_exact: a.largest_exact,
-        nodes: a.names,
-        matrix: a.cells,
-        unplaced: a.unplaced,
-    })
-    .subjects(subjects)
+    let f = f
+        .evidence(&PathMatrixEvidence {
+            target_mtu: a.targets,
+            failing: failing.iter().map(|c| pair(&c.from, &c.to)).collect(),
+            cut_off: a.cut_off.iter().map(|k| k.node.clone()).collect(),
+            asymmetric,
+            largest_common_mtu: a.largest,
+            largest_common_mtu_exact: a.largest_exact,
+            nodes: a.names,
+            matrix: Vec::new(),
+            unplaced: a.unplaced,
+        })
+        .subjects(subjects);
+    (f, a.cells)
 }
 
 /// For each node whose kernel dropped its probes (a full neighbour
@@ -336,7 +342,7 @@ fn table_full_fixes(cells: &[Cell]) -> Vec<String> {
 fn nothing_measured(a: &Analysis, unproven: &[&Cell]) -> Finding {
     let why = unproven
         .first()
-        .and_then(|c| c.detail.clone())
+        .and_then(|c| c.detail.as_deref().map(str::to_owned))
         .unwrap_or_else(|| "fewer than two nodes were selected".into());
     if a.cells.is_empty() {
         Finding::skip(SkipReason::NothingToMeasure(why))
@@ -360,10 +366,11 @@ fn nothing_measured(a: &Analysis, unproven: &[&Cell]) -> Finding {
 fn unmeasured_reasons(a: &Analysis, unproven: &[&Cell]) -> String {
     let mut by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for c in unproven {
-        let detail = c
+        let detail: String = c
             .detail
-            .clone()
-            .unwrap_or_else(|| c.verdict.as_str().into());
+            .as_deref()
+            .unwrap_or_else(|| c.verdict.as_str())
+            .to_owned();
         let key = a
             .unknown
             .iter()
