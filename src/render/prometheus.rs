@@ -361,7 +361,7 @@ mod tests {
         let mut r = crate::render::cluster::tests::cluster("n", n, n, None);
         let addr = |i: usize| format!("198.18.{}.{}", i / 250, i % 250 + 1);
         for (i, node) in r.nodes.iter_mut().enumerate() {
-            let report = node.report.as_mut().expect("every node answered");
+            let mut report = node.doc().cloned().expect("every node answered");
             let checks = report["checks"].as_array_mut().unwrap();
             let mtu = checks.iter_mut().find(|c| c["id"] == "mtu.path").unwrap();
             let peers: Vec<Value> = (0..n)
@@ -376,6 +376,9 @@ mod tests {
                 })
                 .collect();
             mtu["evidence"] = serde_json::json!({"target_mtu": 9000, "peers": peers});
+            let answer =
+                spx_checks::cluster::NodeAnswer::new(node.name.clone(), None, Ok(report.into()));
+            *node = crate::report::cluster::NodeEntry::of(&answer, "ssh");
         }
         let failing = 2 * (n - 1);
         assert_eq!(
@@ -384,7 +387,7 @@ mod tests {
         );
 
         // A node's own run: a series per peer (N−1: linear in N).
-        let one = families_of_doc(r.nodes[0].report.as_ref().unwrap());
+        let one = families_of_doc(r.nodes[0].doc().unwrap());
         assert_eq!(series(&one, "spx_doctor_path_mtu_bytes"), n - 1);
         let per_node = series_total(&one) - (n - 1);
 
