@@ -143,7 +143,10 @@ fn path_benchmark() {
         ));
     }
     lab.set_switch_port(NODES[1], 9000);
-    println!("\nspx-doctor path vs the manual runbook, on the kernel lab's real OVN (median of {runs}, seconds, timed in the guest)");
+    println!(
+        "\nspx-doctor path vs the manual runbook, on the kernel lab's real OVN under {} (median of {runs}, seconds, timed in the guest)",
+        lab.vm.accel
+    );
     println!(
         "{:<28} {:>11} {:>11} {:>10} {:>9}   answer (both)",
         "scenario", "runbook_s", "doctor_s", "doctor_own", "speedup"
