@@ -1,7 +1,7 @@
 //! The kernel lab: Debian's stock kernel booted under QEMU (TCG, or KVM
-//! with `SPX_VMLAB_ACCEL`: [`Accel`]), for what
-//! this machine's own kernel cannot do (ESP SAs, geneve, the openvswitch
-//! datapath, vhost-net, netem, `net.core.rmem_max`, virtio_net rings).
+//! with `SPX_VMLAB_ACCEL`: [`Accel`]), for what this machine's own kernel
+//! cannot do (ESP SAs, geneve, the openvswitch datapath, vhost-net, netem,
+//! `net.core.rmem_max`, virtio_net rings).
 //!
 //! The image is built once per cache directory and reused
 //! (`$SPX_VMLAB_CACHE`, else `target/tmp/vmlab`, which `.ci/run` keeps
@@ -560,7 +560,14 @@ impl VmOptions {
 /// host's KVM, or the boot fails), or `kvm,tcg` (KVM when QEMU can open it,
 /// else TCG: QEMU's own fallback, `-accel kvm -accel tcg`). The guest's
 /// CPU is `-cpu max` under either (under KVM: the host's, with every
-/// feature KVM can give).
+/// feature KVM can give; QEMU accepts it there as it does `-cpu host`).
+///
+/// TCG stays the default: on the 2-core machine this was written on
+/// (itself a VM, 2026-12-04), QEMU opens the nested `/dev/kvm` and SeaBIOS
+/// runs on it, but Linux took 65 s to reach its early boot (TCG: the whole
+/// boot to the initramfs in 5 s) and then stopped with "KVM internal
+/// error. Suberror: 1" (an emulation failure on a `lock cmpxchg16b`).
+/// `bench/path.sh` uses KVM only where the lab's kernel boots under it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accel {
     Tcg,
