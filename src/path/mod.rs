@@ -345,7 +345,7 @@ fn walk(ctx: &Ctx, asked: &Asked, remote: &Remote) -> Result<PathFacts, Failed> 
     let (sb_list, _) = ovsdb_endpoints::sb(ctx).map_err(|f| fail(format!("SB: {}", f.summary)))?;
     let budget = ovsdb_endpoints::budget(ctx);
     let needs_nb = !(from.is_node() && to.is_node());
-    let nb_list = needs_nb.then(|| ovsdb_endpoints::nb(ctx));
+    let nb_list = needs_nb.then(|| ovsdb_endpoints::nb(ctx).map_err(|f| f.summary));
     // NB and SB at once; an instance is looked for on the other nodes,
     // so their connections open meanwhile. The failures are named in the
     // same order as ever: SB's first.
@@ -375,7 +375,7 @@ fn walk(ctx: &Ctx, asked: &Asked, remote: &Remote) -> Result<PathFacts, Failed> 
     })?;
     let (nb, nb_list) = match nb_list {
         Some(list) => {
-            let (nb_list, _) = list.map_err(|f| fail(format!("NB: {}", f.summary)))?;
+            let (nb_list, _) = list.map_err(|summary| fail(format!("NB: {summary}")))?;
             let nb = nb
                 .expect("read when its endpoints are known")
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))

@@ -303,12 +303,15 @@ pub fn ask(
     }
 }
 
+/// One node's master, once started.
+type Slot = Arc<Mutex<Option<Arc<Master>>>>;
+
 /// The run's ssh masters: a private directory for their sockets and one
 /// slot per node (filled once, by whichever question comes first).
 #[derive(Default)]
 struct Masters {
     dir: Mutex<Option<tempfile::TempDir>>,
-    nodes: Mutex<HashMap<String, Arc<Mutex<Option<Arc<Master>>>>>>,
+    nodes: Mutex<HashMap<String, Slot>>,
     /// Sockets named so far.
     made: std::sync::atomic::AtomicUsize,
 }
