@@ -100,8 +100,12 @@ fn path_benchmark() {
         A.instance,
         B.instance
     );
+    // A deadline that never cuts the doctor short (the runbook has none):
+    // on a loaded machine under TCG, a run can take longer than the default
+    // 10 s, and a run cut short is no answer to time. The probe timeout
+    // stays the default 1 s.
     let doctor_line = format!(
-        "PATH={GUEST_BIN}:$PATH spx-doctor path {} {} --format json --ssh-config {}",
+        "PATH={GUEST_BIN}:$PATH spx-doctor path {} {} --format json --timeout 60s --ssh-config {}",
         A.instance,
         B.instance,
         lab.ssh_config()
