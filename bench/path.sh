@@ -32,9 +32,10 @@ cd "$ROOT"
 # wins). Usable means more than /dev/kvm opening: the lab's own kernel and
 # initramfs must boot under it to the initramfs's init within 30 s (TCG
 # takes about 5 s). Measured on 2026-12-04 on this 2-core machine, itself a
-# VM: QEMU opens the nested /dev/kvm and SeaBIOS runs on it, but Linux took
-# 65 s to its early boot and then stopped with "KVM internal error.
-# Suberror: 1" (emulating a lock cmpxchg16b), so the bench ran under TCG.
+# VM: QEMU opens the nested /dev/kvm and SeaBIOS runs on it, but Linux
+# (-cpu host) took 65 s through its early boot and then stopped with "KVM
+# internal error. Suberror: 1" (emulating a lock cmpxchg16b); with -cpu max
+# it printed nothing in 40 s. So the bench ran under TCG.
 kvm_boots() {
     [[ -r /dev/kvm && -w /dev/kvm ]] || return 1
     [[ -f $SPX_VMLAB_CACHE/vmlinux && -f $SPX_VMLAB_CACHE/initramfs.cpio ]] || return 1

@@ -564,9 +564,10 @@ impl VmOptions {
 ///
 /// TCG stays the default: on the 2-core machine this was written on
 /// (itself a VM, 2026-12-04), QEMU opens the nested `/dev/kvm` and SeaBIOS
-/// runs on it, but Linux took 65 s to reach its early boot (TCG: the whole
-/// boot to the initramfs in 5 s) and then stopped with "KVM internal
-/// error. Suberror: 1" (an emulation failure on a `lock cmpxchg16b`).
+/// runs on it, but Linux under `-cpu host` took 65 s through its early boot
+/// (TCG: the whole boot to the initramfs in 5 s) and then stopped with "KVM
+/// internal error. Suberror: 1" (an emulation failure on a `lock
+/// cmpxchg16b`); under `-cpu max` it printed nothing in 40 s.
 /// `bench/path.sh` uses KVM only where the lab's kernel boots under it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accel {
