@@ -274,8 +274,9 @@ fn guest_mtu_above_path(lab: &OvnLab) {
 /// and ovs-vswitchd translates it back down (a packet-out). Every other
 /// probe of the truth waits 500 ms, and every frame that arrives does so
 /// well within it; this chain is the one answer that can take longer. Seen
-/// here: 43 to 62 ms with the flows in place (frag_ms, in the test log),
-/// on a 2-core machine at load 12 under TCG. The routed-related case once
+/// here (frag_ms, in the test log; TCG, a 2-core machine at load 4 to 12):
+/// 161 ms for the first error on a fresh path (A to C) against 33 to 62 ms
+/// once the flows are in place. The routed-related case once
 /// failed after the MTU cases with A "not told" in both 500 ms tries and
 /// passed when run first; two runs in that order (2026-12-04) passed, so
 /// the failure was not reproduced: nothing a case leaves (the probes use a
