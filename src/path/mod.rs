@@ -344,25 +344,50 @@ fn walk(ctx: &Ctx, asked: &Asked, remote: &Remote) -> Result<PathFacts, Failed> 
 
     let (sb_list, _) = ovsdb_endpoints::sb(ctx).map_err(|f| fail(format!("SB: {}", f.summary)))?;
     let budget = ovsdb_endpoints::budget(ctx);
-    let sb = ovsdb_topology::sb_topology(ctx.host(), &sb_list, budget).map_err(|e| {
+    let needs_nb = !(from.is_node() && to.is_node());
+    let nb_list = needs_nb.then(|| ovsdb_endpoints::nb(ctx).map_err(|f| f.summary));
+    // NB and SB at once; an instance is looked for on the other nodes,
+    // so their connections open meanwhile. The failures are named in the
+    // same order as ever: SB's first.
+    let (sb, nb) = std::thread::scope(|s| {
+        if matches!(from, EndpointArg::Instance(_)) || matches!(to, EndpointArg::Instance(_)) {
+            let others: Vec<String> = nodes
+                .iter()
+                .filter(|n| Some(n.as_str()) != me.as_deref())
+                .cloned()
+                .collect();
+            s.spawn(move || remote.connect(&others, deadline));
+        }
+        let nb = match &nb_list {
+            Some(Ok((list, _))) => {
+                Some(s.spawn(move || ovsdb_topology::nb_topology(ctx.host(), list, budget)))
+            }
+            _ => None,
+        };
+        let sb = ovsdb_topology::sb_topology(ctx.host(), &sb_list, budget);
+        (sb, nb.map(|h| h.join()))
+    });
+    let sb = sb.map_err(|e| {
         fail(format!(
             "SB at {} could not be read: {e}",
             endpoint::join(&sb_list)
         ))
     })?;
-    let needs_nb = !(from.is_node() && to.is_node());
-    let (nb, nb_list) = if needs_nb {
-        let (nb_list, _) =
-            ovsdb_endpoints::nb(ctx).map_err(|f| fail(format!("NB: {}", f.summary)))?;
-        let nb = ovsdb_topology::nb_topology(ctx.host(), &nb_list, budget).map_err(|e| {
-            fail(format!(
-                "NB at {} could not be read: {e}",
-                endpoint::join(&nb_list)
-            ))
-        })?;
-        (Some(nb), nb_list)
-    } else {
-        (None, Vec::new())
+    let (nb, nb_list) = match nb_list {
+        Some(list) => {
+            let (nb_list, _) = list.map_err(|summary| fail(format!("NB: {summary}")))?;
+            let nb = nb
+                .expect("read when its endpoints are known")
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                .map_err(|e| {
+                    fail(format!(
+                        "NB at {} could not be read: {e}",
+                        endpoint::join(&nb_list)
+                    ))
+                })?;
+            (Some(nb), nb_list)
+        }
+        None => (None, Vec::new()),
     };
     let at = Lookup {
         nb_at: nb
@@ -402,8 +427,15 @@ fn walk(ctx: &Ctx, asked: &Asked, remote: &Remote) -> Result<PathFacts, Failed> 
             }
         }
     };
-    let (mut place_a, first_a) = place(&from, &to)?;
-    let (mut place_b, _) = place(&to, &from)?;
+    // Both ends at once (an instance at each may be looked for on every
+    // node); a failure is named for FROM first, as ever.
+    let (a, b) = std::thread::scope(|s| {
+        let b = s.spawn(|| place(&to, &from));
+        let a = place(&from, &to);
+        (a, b.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    });
+    let (mut place_a, first_a) = a?;
+    let (mut place_b, _) = b?;
     // A node at either end makes it the underlay between the two nodes
     // alone: a guest at the other end stands for its node.
     let underlay_only = from.is_node() || to.is_node();

@@ -91,6 +91,19 @@ impl Remote {
         }
     }
 
+    /// Start the connections to `nodes` (over ssh: each node's master;
+    /// nothing for NATS or a replay), returning once they are under way.
+    pub fn connect(&self, nodes: &[String], deadline: Instant) {
+        if let Remote::Live {
+            via: Via::Ssh(plan),
+            config,
+            ..
+        } = self
+        {
+            plan.connect_all(config, nodes, deadline);
+        }
+    }
+
     /// What was kept.
     pub fn kept(&self) -> Vec<Answer> {
         match self {

@@ -5,9 +5,21 @@
 //! of this program or a validated value, single-quoted
 //! ([`crate::cluster::plan::remote_word`]); the answer is a
 //! [`NodeFacts`] document, read strictly.
+//!
+//! A node is often asked twice (where does the instance run, then its side
+//! with the probe), so each node gets one ssh connection for the whole
+//! run: a master (`ControlMaster`, its socket in a private directory of
+//! this run) started on first use, or for every node at once when an
+//! instance has to be looked for ([`SshPlan::connect_all`]), while this
+//! node reads OVN. Every question rides it as a session of its own (ssh
+//! connects on its own if the master is gone), and the masters are ended
+//! with the plan.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use spx_checks::config::Config;
@@ -18,6 +30,8 @@ use crate::cluster::plan::{
 };
 use crate::cluster::ssh::{argv, classify, effective, spawn_ssh, wait_until};
 use crate::settings::UsageError;
+use spx_checks::cluster::SshTarget;
+use std::os::unix::process::CommandExt;
 
 /// A node's answer is a few KiB; more is not an answer.
 const MAX_ANSWER: u64 = 4 << 20;
@@ -31,6 +45,8 @@ pub struct SshPlan {
     pub remote_bin: String,
     pub sudo: bool,
     pub probe_timeout: Duration,
+    /// Each node's connection, shared by every question of the run.
+    masters: Arc<Masters>,
 }
 
 impl SshPlan {
@@ -75,7 +91,81 @@ impl SshPlan {
             remote_bin,
             sudo,
             probe_timeout,
+            masters: Arc::new(Masters::default()),
         })
+    }
+
+    /// Open the connection to each of `nodes` at once (in the background:
+    /// nothing waits for them here).
+    pub fn connect_all(&self, config: &Config, nodes: &[String], deadline: Instant) {
+        std::thread::scope(|s| {
+            for n in nodes {
+                s.spawn(move || {
+                    let _ = self.master(config, n, deadline);
+                });
+            }
+        });
+    }
+
+    /// The connection to `node`: its ssh options (with the master's
+    /// socket), what `ssh -G` made of them, started if it was not.
+    fn master(
+        &self,
+        config: &Config,
+        node: &str,
+        deadline: Instant,
+    ) -> Result<Arc<Master>, String> {
+        let slot = {
+            let mut all = self.masters.nodes.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(all.entry(node.to_owned()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = &*slot {
+            return Ok(Arc::clone(m));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let q = NodeQuery {
+            guest: None,
+            peer: None,
+            size: Size::Guest(spx_checks::path::node::MIN_SIZE),
+        };
+        let command = self.command(config, node, &q, left)?;
+        let target = effective(&command, deadline).map_err(|u| u.to_string())?;
+        let socket = self.masters.socket()?;
+        let mut args = command.options.clone();
+        for o in [
+            "ControlMaster=yes".to_owned(),
+            format!("ControlPath={}", socket.display()),
+            "ControlPersist=no".to_owned(),
+        ] {
+            args.push("-o".into());
+            args.push(o.into());
+        }
+        if target
+            .as_ref()
+            .is_none_or(|t| t.strict_host_key_checking != "accept-new")
+        {
+            args.push("-o".into());
+            args.push("StrictHostKeyChecking=yes".into());
+        }
+        args.push("-N".into());
+        args.push(command.host.clone().into());
+        // Its own process group, as every ssh of a run: ended with it.
+        let child = Command::new("ssh")
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok();
+        let m = Arc::new(Master {
+            socket,
+            target,
+            child: Mutex::new(child),
+        });
+        *slot = Some(Arc::clone(&m));
+        Ok(m)
     }
 
     /// The ssh command for `node` (its `host`, else `advertise`) asking
@@ -180,10 +270,18 @@ pub fn ask(
     q: &NodeQuery,
     deadline: Instant,
 ) -> Result<NodeFacts, String> {
+    let master = plan.master(config, node, deadline)?;
+    master.wait_ready(deadline);
     let left = deadline.saturating_duration_since(Instant::now());
-    let command = plan.command(config, node, q, left)?;
-    let target = effective(&command, deadline).map_err(|u| u.to_string())?;
-    let child = spawn_ssh(&argv(&command, target.as_ref())).map_err(|u| u.to_string())?;
+    let mut command = plan.command(config, node, q, left)?;
+    for o in [
+        "ControlMaster=no".to_owned(),
+        format!("ControlPath={}", master.socket.display()),
+    ] {
+        command.options.push("-o".into());
+        command.options.push(o.into());
+    }
+    let child = spawn_ssh(&argv(&command, master.target.as_ref())).map_err(|u| u.to_string())?;
     let ended = wait_until(child, deadline, MAX_ANSWER);
     let Some(status) = ended.status else {
         return Err("ssh stopped at the deadline (--timeout) before the node answered".into());
@@ -202,5 +300,104 @@ pub fn ask(
     match classify(status.code(), None, &ended.stderr, plan.sudo) {
         Err(u) => Err(u.to_string()),
         Ok(_) => Err(format!("exit {:?} and no answer", status.code())),
+    }
+}
+
+/// One node's master, once started.
+type Slot = Arc<Mutex<Option<Arc<Master>>>>;
+
+/// The run's ssh masters: a private directory for their sockets and one
+/// slot per node (filled once, by whichever question comes first).
+#[derive(Default)]
+struct Masters {
+    dir: Mutex<Option<tempfile::TempDir>>,
+    nodes: Mutex<HashMap<String, Slot>>,
+    /// Sockets named so far.
+    made: std::sync::atomic::AtomicUsize,
+}
+
+impl std::fmt::Debug for Masters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Masters")
+    }
+}
+
+impl Masters {
+    /// A new socket path: `m<N>` in the run's own directory
+    /// (mode 0700, made on first use), short enough for a unix socket.
+    fn socket(&self) -> Result<PathBuf, String> {
+        let mut dir = self.dir.lock().unwrap_or_else(|p| p.into_inner());
+        if dir.is_none() {
+            *dir = Some(
+                tempfile::Builder::new()
+                    .prefix("spx-path-ssh-")
+                    .tempdir()
+                    .map_err(|e| format!("a directory for the ssh connections: {e}"))?,
+            );
+        }
+        let n = self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(dir
+            .as_ref()
+            .expect("made above")
+            .path()
+            .join(format!("m{n}")))
+    }
+}
+
+impl Drop for Masters {
+    fn drop(&mut self) {
+        let nodes = std::mem::take(self.nodes.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for slot in nodes.into_values() {
+            let m = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(m) = m {
+                m.end();
+            }
+        }
+    }
+}
+
+/// One node's master connection.
+struct Master {
+    socket: PathBuf,
+    /// What `ssh -G` made of the node's options.
+    target: Option<SshTarget>,
+    /// The master (none when it could not be started: every question
+    /// then connects on its own).
+    child: Mutex<Option<Child>>,
+}
+
+impl Master {
+    /// Wait until the master is up (its socket is there), has given up
+    /// (then a question connects on its own, and says why it failed), or
+    /// the deadline.
+    fn wait_ready(&self, deadline: Instant) {
+        loop {
+            if self.socket.exists() || Instant::now() >= deadline {
+                return;
+            }
+            {
+                let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+                match child.as_mut().map(Child::try_wait) {
+                    None | Some(Ok(Some(_)) | Err(_)) => return,
+                    Some(Ok(None)) => {}
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// End the master: its process group (ssh made it the leader), then
+    /// reap it. Only the pid this run spawned is signalled.
+    fn end(&self) {
+        let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut c) = child.take() {
+            if let Ok(None) = c.try_wait() {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(c.id() as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            let _ = c.wait();
+        }
     }
 }

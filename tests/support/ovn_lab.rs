@@ -333,6 +333,11 @@ impl Guest {
     }
 }
 
+/// How long a probe of the truth waits for its frame to arrive (a frame
+/// that arrives does so in milliseconds, even under emulation, once the
+/// datapath has its flows: [`OvnLab::warm`]).
+pub const PROBE_WAIT_MS: u64 = 500;
+
 /// The NB and SB endpoints every node's config names.
 pub const NB: &str = "tcp:198.19.0.1:6641";
 pub const SB: &str = "tcp:198.19.0.1:6642";
@@ -387,6 +392,8 @@ pub struct Sent {
     pub size: u32,
     pub arrived: bool,
     pub frag_needed: Option<u32>,
+    /// How long after its send the "fragmentation needed" came, in ms.
+    pub frag_ms: Option<u64>,
     pub reply: bool,
 }
 
@@ -396,6 +403,7 @@ impl Sent {
             size: v["size"].as_u64().expect("size") as u32,
             arrived: v["arrived"].as_bool().expect("arrived"),
             frag_needed: v["frag_needed"].as_u64().map(|m| m as u32),
+            frag_ms: v["frag_ms"].as_u64(),
             reply: v["reply"].as_bool().expect("reply"),
         }
     }
@@ -423,6 +431,9 @@ pub struct OvnLab {
     pub files: SshFiles,
     daemon: PathBuf,
     next: Cell<u64>,
+    /// How long a probe waits for its frame, or for the sender to be told
+    /// (ms): [`OvnLab::set_probe_wait`].
+    wait_ms: Cell<u64>,
     fabric: RefCell<Fabric>,
     /// Each security group's tenant rules, as they are in NB.
     rules: RefCell<Vec<(SecurityGroup, Vec<Rule>)>>,
@@ -452,6 +463,7 @@ impl OvnLab {
             vm,
             files,
             next: Cell::new(1),
+            wait_ms: Cell::new(PROBE_WAIT_MS),
             fabric: RefCell::new(Fabric {
                 port_mtu: [9000; 3],
             }),
@@ -960,11 +972,17 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
 
     // ---- The truth.
 
+    /// How long each probe of the truth waits for its frame or for the
+    /// sender to be told: [`PROBE_WAIT_MS`] unless a case needs longer.
+    pub fn set_probe_wait(&self, ms: u64) {
+        self.wait_ms.set(ms);
+    }
+
     /// One DF echo request of `size` bytes of IP from `from` to `to`.
     pub fn probe(&self, from: &Guest, to: &Guest, size: u32) -> Sent {
         Sent::from_json(&self.ask(json!({
             "op": "probe", "from": from.netns(), "to": to.netns(),
-            "dst": to.ip, "size": size, "wait_ms": 500,
+            "dst": to.ip, "size": size, "wait_ms": self.wait_ms.get(),
         })))
     }
 
@@ -976,7 +994,7 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
         let v = self.ask(json!({
             "op": "ladder", "from": from.netns(), "to": to.netns(),
             "dst": to.ip, "size": 576, "lo": 576, "hi": 9000, "hint": hint,
-            "wait_ms": 500,
+            "wait_ms": self.wait_ms.get(),
         }));
         let largest = v["largest"].as_u64().unwrap_or_else(|| {
             panic!(
@@ -1001,8 +1019,12 @@ ovs-vsctl add-port br-int {tap} -- set Interface {tap} external_ids:iface-id={po
             match &ladder.refused {
                 Some(Sent {
                     frag_needed: Some(m),
+                    frag_ms,
                     ..
-                }) => format!("the sender is told: fragmentation needed, mtu {m}"),
+                }) => format!(
+                    "the sender is told: fragmentation needed, mtu {m}, {} ms after the send",
+                    frag_ms.unwrap_or_default()
+                ),
                 Some(_) => "silently".to_owned(),
                 None => "9000 is the most a guest sends".to_owned(),
             },

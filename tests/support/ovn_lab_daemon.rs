@@ -377,6 +377,8 @@ struct Sent {
     arrived: bool,
     /// The sender got ICMP "fragmentation needed" quoting it, with this MTU.
     frag_needed: Option<u16>,
+    /// How long after the send that came, in ms.
+    frag_ms: Option<u64>,
     /// The sender got the echo reply.
     reply: bool,
 }
@@ -387,6 +389,7 @@ impl Sent {
             "size": self.size,
             "arrived": self.arrived,
             "frag_needed": self.frag_needed,
+            "frag_ms": self.frag_ms,
             "reply": self.reply,
         })
     }
@@ -487,17 +490,21 @@ impl Probe {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let id = seq.wrapping_mul(40_503) ^ (std::process::id() as u16);
         let arrived = Arc::new(AtomicBool::new(false));
+        // Set when the sender was told: the frame died on the way, so the
+        // receiver stops watching for it.
+        let told = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + self.wait;
         // The receiver first, so it is listening before anything is sent.
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (seen, dst, size) = (Arc::clone(&arrived), self.dst, self.size);
+        let stop = Arc::clone(&told);
         let to = self.to.clone();
         let receiver = std::thread::spawn(move || {
             in_netns(&to, move || {
                 let s = raw_icmp()?;
                 let _ = ready_tx.send(());
                 let mut buf = vec![std::mem::MaybeUninit::new(0_u8); 65_536];
-                while Instant::now() < deadline {
+                while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
                     let Some(p) = recv_packet(&s, &mut buf) else {
                         continue;
                     };
@@ -520,7 +527,7 @@ impl Probe {
             let _ = receiver.join();
             return self.failed();
         }
-        let (seen, probe) = (Arc::clone(&arrived), self.clone());
+        let (seen, probe, tell) = (Arc::clone(&arrived), self.clone(), Arc::clone(&told));
         let sender = in_netns(&self.from, move || {
             let s = raw_icmp()?;
             dont_fragment_probe(&s)?;
@@ -535,12 +542,19 @@ impl Probe {
             msg[2..4].copy_from_slice(&sum.to_be_bytes());
             s.send_to(&msg, &SocketAddrV4::new(probe.dst, 0).into())
                 .map_err(|e| format!("send {} bytes: {e}", probe.size))?;
+            let sent_at = Instant::now();
             let (mut frag, mut reply) = (None, false);
             let mut buf = vec![std::mem::MaybeUninit::new(0_u8); 65_536];
             // Until the reply, or the request seen arriving (an answer
             // that cannot come back is the other direction's business),
-            // or the deadline.
-            while Instant::now() < deadline && !reply && !seen.load(Ordering::Relaxed) {
+            // or the sender told, or the deadline.
+            // A "fragmentation needed" ends the wait too: the frame died
+            // at the hop that sent it.
+            while Instant::now() < deadline
+                && !reply
+                && frag.is_none()
+                && !seen.load(Ordering::Relaxed)
+            {
                 let Some(p) = recv_packet(&s, &mut buf) else {
                     continue;
                 };
@@ -557,7 +571,11 @@ impl Probe {
                             q[0] == 8 && q[4..6] == id.to_be_bytes() && q[6..8] == seq.to_be_bytes()
                         });
                         if matches {
-                            frag = Some(u16::from_be_bytes([icmp[6], icmp[7]]));
+                            tell.store(true, Ordering::Relaxed);
+                            frag = Some((
+                                u16::from_be_bytes([icmp[6], icmp[7]]),
+                                sent_at.elapsed().as_millis() as u64,
+                            ));
                         }
                     }
                     _ => {}
@@ -567,10 +585,11 @@ impl Probe {
         });
         let _ = receiver.join();
         match sender {
-            Ok((frag_needed, reply)) => Sent {
+            Ok((frag, reply)) => Sent {
                 size: self.size,
                 arrived: arrived.load(Ordering::Relaxed),
-                frag_needed,
+                frag_needed: frag.map(|f| f.0),
+                frag_ms: frag.map(|f| f.1),
                 reply,
             },
             Err(_) => self.failed(),
@@ -582,6 +601,7 @@ impl Probe {
             size: self.size,
             arrived: false,
             frag_needed: None,
+            frag_ms: None,
             reply: false,
         }
     }
@@ -595,8 +615,10 @@ impl Probe {
                 break;
             }
             let again = self.once();
+            // Told in either try is told (the first try's latency kept).
             last = Sent {
-                frag_needed: again.frag_needed.or(last.frag_needed),
+                frag_needed: last.frag_needed.or(again.frag_needed),
+                frag_ms: last.frag_ms.or(again.frag_ms),
                 ..again
             };
         }

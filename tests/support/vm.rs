@@ -1,6 +1,7 @@
-//! The kernel lab: Debian's stock kernel booted under QEMU (TCG), for what
-//! this machine's own kernel cannot do (ESP SAs, geneve, the openvswitch
-//! datapath, vhost-net, netem, `net.core.rmem_max`, virtio_net rings).
+//! The kernel lab: Debian's stock kernel booted under QEMU (TCG, or KVM
+//! with `SPX_VMLAB_ACCEL`: [`Accel`]), for what this machine's own kernel
+//! cannot do (ESP SAs, geneve, the openvswitch datapath, vhost-net, netem,
+//! `net.core.rmem_max`, virtio_net rings).
 //!
 //! The image is built once per cache directory and reused
 //! (`$SPX_VMLAB_CACHE`, else `target/tmp/vmlab`, which `.ci/run` keeps
@@ -554,6 +555,46 @@ impl VmOptions {
     }
 }
 
+/// The accelerator a lab guest runs under: `$SPX_VMLAB_ACCEL`, `tcg`
+/// (the default: pure emulation, the same on every machine), `kvm` (the
+/// host's KVM, or the boot fails), or `kvm,tcg` (KVM when QEMU can open it,
+/// else TCG: QEMU's own fallback, `-accel kvm -accel tcg`). The guest's
+/// CPU is `-cpu max` under either (under KVM: the host's, with every
+/// feature KVM can give; QEMU accepts it there as it does `-cpu host`).
+///
+/// TCG stays the default: on the 2-core machine this was written on
+/// (itself a VM, 2026-12-04), QEMU opens the nested `/dev/kvm` and SeaBIOS
+/// runs on it, but Linux under `-cpu host` took 65 s through its early boot
+/// (TCG: the whole boot to the initramfs in 5 s) and then stopped with "KVM
+/// internal error. Suberror: 1" (an emulation failure on a `lock
+/// cmpxchg16b`); under `-cpu max` it printed nothing in 40 s.
+/// `bench/path.sh` uses KVM only where the lab's kernel boots under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    Tcg,
+    Kvm,
+    KvmElseTcg,
+}
+
+impl Accel {
+    pub fn from_env() -> Accel {
+        match std::env::var("SPX_VMLAB_ACCEL").as_deref() {
+            Err(_) | Ok("" | "tcg") => Accel::Tcg,
+            Ok("kvm") => Accel::Kvm,
+            Ok("kvm,tcg" | "kvm:tcg") => Accel::KvmElseTcg,
+            Ok(other) => panic!("SPX_VMLAB_ACCEL={other}: expected tcg, kvm or kvm,tcg"),
+        }
+    }
+
+    fn qemu_args(self) -> &'static [&'static str] {
+        match self {
+            Accel::Tcg => &["-accel", "tcg"],
+            Accel::Kvm => &["-accel", "kvm"],
+            Accel::KvmElseTcg => &["-accel", "kvm", "-accel", "tcg"],
+        }
+    }
+}
+
 /// What a guest command left behind.
 #[derive(Debug)]
 pub struct GuestOutput {
@@ -572,6 +613,9 @@ pub struct Vm {
     /// Seconds from QEMU's start until the agent was ready.
     pub boot_seconds: f64,
     pub kernel_release: String,
+    /// The accelerator the guest runs under (`tcg` or `kvm`), as the
+    /// guest sees it: KVM's paravirtual clock is there under KVM only.
+    pub accel: &'static str,
 }
 
 /// `s` quoted for the guest's `sh`.
@@ -605,38 +649,33 @@ impl Vm {
         )
         .unwrap();
 
+        let accel = Accel::from_env();
         let mut cmd = Command::new(QEMU);
-        cmd.args([
-            "-accel",
-            "tcg",
-            "-cpu",
-            "max",
-            "-nodefaults",
-            "-no-user-config",
-        ])
-        .args(["-display", "none", "-no-reboot"])
-        .args(["-m", &opts.memory_mb.to_string()])
-        .args(["-smp", &opts.cpus.to_string()])
-        .arg("-kernel")
-        .arg(&image.vmlinux)
-        .arg("-initrd")
-        .arg(&image.initramfs)
-        .args(["-append", "console=ttyS0 panic=-1 quiet"])
-        .arg("-serial")
-        .arg(format!("file:{}", lab.join("console.log").display()))
-        .args([
-            "-virtfs",
-            "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-        ])
-        .arg("-virtfs")
-        .arg(format!(
-            "local,path={},mount_tag=lab,security_model=none",
-            lab.display()
-        ))
-        .args(&opts.qemu_args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(File::create(lab.join("qemu.log")).unwrap());
+        cmd.args(accel.qemu_args())
+            .args(["-cpu", "max", "-nodefaults", "-no-user-config"])
+            .args(["-display", "none", "-no-reboot"])
+            .args(["-m", &opts.memory_mb.to_string()])
+            .args(["-smp", &opts.cpus.to_string()])
+            .arg("-kernel")
+            .arg(&image.vmlinux)
+            .arg("-initrd")
+            .arg(&image.initramfs)
+            .args(["-append", "console=ttyS0 panic=-1 quiet"])
+            .arg("-serial")
+            .arg(format!("file:{}", lab.join("console.log").display()))
+            .args([
+                "-virtfs",
+                "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+            ])
+            .arg("-virtfs")
+            .arg(format!(
+                "local,path={},mount_tag=lab,security_model=none",
+                lab.display()
+            ))
+            .args(&opts.qemu_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(lab.join("qemu.log")).unwrap());
         // SAFETY: prctl is async-signal-safe; it only asks the kernel to
         // kill QEMU when the thread that spawned it dies.
         unsafe {
@@ -666,13 +705,27 @@ impl Vm {
             started,
             boot_seconds: 0.0,
             kernel_release: image.kernel_release.clone(),
+            accel: "tcg",
         };
         vm.wait_ready(Duration::from_secs(120));
         vm.boot_seconds = started.elapsed().as_secs_f64();
+        vm.accel = match accel {
+            Accel::Tcg => "tcg",
+            Accel::Kvm => "kvm",
+            Accel::KvmElseTcg => {
+                let kvm = vm.sh("grep -qw kvm-clock /sys/devices/system/clocksource/clocksource0/available_clocksource");
+                if kvm.code == 0 {
+                    "kvm"
+                } else {
+                    "tcg"
+                }
+            }
+        };
         note(&format!(
-            "vmlab: {} ready in {:.1}s (modules: {})",
+            "vmlab: {} ready in {:.1}s under {} (modules: {})",
             vm.kernel_release,
             vm.boot_seconds,
+            vm.accel,
             opts.modules.join(" ")
         ));
         let failed = fs::read_to_string(vm.dir.path().join("modules.failed")).unwrap_or_default();
