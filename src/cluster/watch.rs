@@ -24,6 +24,9 @@
 //!   `--cluster` draws it (`--format table|json`), with its exit codes.
 //! - live, on a terminal: the cluster table redrawn as entries arrive and
 //!   every second, with the nodes' states and what changed and since when.
+//!   The cluster is judged at most about once a second however many
+//!   entries arrive (a few a second from hundreds of nodes): an entry that
+//!   arrives within a second of the last judgement waits for the tick.
 //! - live, `--format json`: one JSON object per line, never redrawn: a
 //!   check's transition in the agents' event shape (`node: null` for a
 //!   cluster check) and a node's change of state
@@ -576,6 +579,7 @@ async fn live(
         last_screen: String::new(),
         primed: false,
         floor: None,
+        drawn: None,
     };
     let mut attempt = 0usize;
     let me = nats.node.clone();
@@ -646,11 +650,20 @@ async fn live(
             }
             attempt = 0;
             view.say(String::new());
-            let mut ticker = tokio::time::interval(Duration::from_secs(1));
+            let mut ticker = tokio::time::interval(REDRAW);
             loop {
                 tokio::select! {
                     e = watch.next() => match e {
-                        Some(Ok(e)) => view.take(&Revision::of(&e)),
+                        Some(Ok(e)) => {
+                            view.take(&Revision::of(&e));
+                            // At most one judgement a REDRAW for the
+                            // revisions (hundreds of nodes write several a
+                            // second); the tick shows what came since.
+                            if !view.drawn_within(REDRAW) {
+                                view.draw()?;
+                            }
+                            continue;
+                        }
                         Some(Err(e)) => {
                             view.say(one_line(&format!("the watch of the bucket ended: {e}; reopening")));
                             continue 'bucket;
@@ -679,6 +692,10 @@ async fn live(
     }
 }
 
+/// How often the live view judges the cluster at most (beside the
+/// revision that finds it idle for that long), and at least.
+const REDRAW: Duration = Duration::from_secs(1);
+
 /// The live view: what is held, what changed, what is said.
 struct View<'a> {
     plan: &'a Plan,
@@ -695,6 +712,8 @@ struct View<'a> {
     primed: bool,
     /// When the bucket was last made again.
     floor: Option<SystemTime>,
+    /// When the view was last judged and drawn.
+    drawn: Option<Instant>,
 }
 
 impl View<'_> {
@@ -717,8 +736,14 @@ impl View<'_> {
         }
     }
 
+    /// Whether the view was judged and drawn less than `d` ago.
+    fn drawn_within(&self, d: Duration) -> bool {
+        self.drawn.is_some_and(|t| t.elapsed() < d)
+    }
+
     /// Judge what is held now and show what changed.
     fn draw(&mut self) -> anyhow::Result<()> {
+        self.drawn = Some(Instant::now());
         let now = SystemTime::now();
         let (report, states) = judge(self.plan, &self.held, now, self.began, self.floor);
         let lines = self.memory.update(&report, &states);
