@@ -34,7 +34,7 @@
 # /proc) and how long it took to stop after SIGTERM (killed past 10 s).
 # RUNS=0 skips the table and measures only that.
 #
-# Then the mtu.path-toward-N-peers bench (bench/mtu_path_peers.sh) when it
+# Then the mtu.path-toward-N-peers bench (bench/mtu_path_scale.sh 100 1000) when it
 # is there.
 #
 # Packets go only to loopback inside the namespaces made here; the
@@ -315,8 +315,8 @@ fi
 echo
 echo "targets: peak RSS <= 24 MiB + 2 x the reports received; --via nats at 1,024 nodes <= 5 s end to end"
 echo
-if [[ -x $ROOT/bench/mtu_path_peers.sh ]]; then
-    "$ROOT/bench/mtu_path_peers.sh"
+if [[ -x $ROOT/bench/mtu_path_scale.sh ]]; then
+    SPX=$SPX "$ROOT/bench/mtu_path_scale.sh" 100 1000
 else
-    echo "mtu.path toward 100 and 1,000 peers: bench/mtu_path_peers.sh is not there yet (issue 37 item 4, branch neigh)"
+    echo "mtu.path toward 100 and 1,000 peers: bench/mtu_path_scale.sh is missing"
 fi
