@@ -281,7 +281,7 @@ fn atom_matches(atom: &str, p: &IcmpError) -> Tri {
     }
 }
 
-/// `addr` within `cidr` (`10.0.0.0/8`, or one address); an address set
+/// `addr` within `cidr` (`198.18.0.0/15`, or one address); an address set
 /// (`$name`) or a set of values (`{…}`) cannot be told.
 fn in_cidr(addr: IpAddr, cidr: &str) -> Tri {
     let (net, len) = match cidr.split_once('/') {
@@ -432,11 +432,11 @@ mod tests {
         assert_eq!(matches("ip4 && tcp", &ERR), Tri::No);
         assert_eq!(matches("ip4 && icmp4.type == 3", &ERR), Tri::Yes);
         let from = IcmpError {
-            src: Some("10.0.1.1".parse().unwrap()),
+            src: Some("198.18.1.1".parse().unwrap()),
             ..ERR
         };
-        assert_eq!(matches("ip4.src == 10.0.0.0/8", &from), Tri::Yes);
-        assert_eq!(matches("ip4.src == 192.168.0.0/16", &from), Tri::No);
+        assert_eq!(matches("ip4.src == 198.18.0.0/15", &from), Tri::Yes);
+        assert_eq!(matches("ip4.src == 203.0.113.0/24", &from), Tri::No);
         assert_eq!(icmp_back(&[], ERR), IcmpBack::NoAcls);
     }
 }

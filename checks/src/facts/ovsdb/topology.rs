@@ -70,7 +70,7 @@ pub struct SwitchPort {
     /// `type`: empty for a VIF (a guest's port), `router`, `localnet`, …
     #[serde(default)]
     pub kind: String,
-    /// `addresses`, each entry as written (`"02:00:0a:00:01:0b 10.0.1.11"`).
+    /// `addresses`, each entry as written (`"02:00:c6:12:01:0b 198.18.1.11"`).
     pub addresses: Vec<String>,
     /// `external_ids:spinifex:eni_id`.
     pub eni: Option<String>,
@@ -163,7 +163,7 @@ pub struct Router {
 pub struct RouterPort {
     pub uuid: String,
     pub name: String,
-    /// `networks` (`10.0.1.1/24`).
+    /// `networks` (`198.18.1.1/24`).
     pub networks: Vec<String>,
     pub mac: String,
     /// `options:gateway_mtu`, as written: where OVN answers "fragmentation
@@ -492,7 +492,7 @@ mod tests {
             "_uuid": ["uuid", "5f2d2a0e-0000-4000-8000-000000000001"],
             "name": "port-eni-0a11c0ffee0000011",
             "type": "",
-            "addresses": "02:00:0a:00:01:0b 10.0.1.11",
+            "addresses": "02:00:c6:12:01:0b 198.18.1.11",
             "external_ids": ["map", [
                 ["spinifex:eni_id", "eni-0a11c0ffee0000011"],
                 ["spinifex:subnet_id", "subnet-0a11c0ffee0000001"],
@@ -510,8 +510,8 @@ mod tests {
             Some("9e0b6b39-0000-4000-8000-000000000002")
         );
         let (macs, ips) = p.macs_and_ips();
-        assert_eq!(macs, ["02:00:0a:00:01:0b"]);
-        assert_eq!(ips, ["10.0.1.11".parse::<IpAddr>().unwrap()]);
+        assert_eq!(macs, ["02:00:c6:12:01:0b"]);
+        assert_eq!(ips, ["198.18.1.11".parse::<IpAddr>().unwrap()]);
         assert!(nb_topology(&[vec![]]).is_err());
     }
 
