@@ -18,7 +18,11 @@
 //! said in its header (JetStream's stream-deleted advisory says it at
 //! once), waited for and picked up again when an agent makes it again;
 //! `--once` against a missing bucket says so, never that every node is
-//! stale.
+//! stale. Before a live view shows a node stale (or unknown) it asks the
+//! server for that node's latest revision: a newer one than it holds means
+//! its watch of the bucket stopped delivering (a consumer lost on the
+//! server says nothing to the client for two 5 s heartbeats), and the
+//! bucket is read again instead.
 //!
 //! - `--once`: one cluster report from what the bucket holds now, drawn as
 //!   `--cluster` draws it (`--format table|json`), with its exit codes.
@@ -580,6 +584,7 @@ async fn live(
         primed: false,
         floor: None,
         drawn: None,
+        asked: BTreeMap::new(),
     };
     let mut attempt = 0usize;
     let me = nats.node.clone();
@@ -660,6 +665,10 @@ async fn live(
                             // revisions (hundreds of nodes write several a
                             // second); the tick shows what came since.
                             if !view.drawn_within(REDRAW) {
+                                if view.missed_revisions(&store).await {
+                                    view.say("the watch of the bucket missed revisions the server holds; reopening".into());
+                                    continue 'bucket;
+                                }
                                 view.draw()?;
                             }
                             continue;
@@ -686,11 +695,22 @@ async fn live(
                     _ = term.recv() => return Ok(0),
                     _ = int.recv() => return Ok(0),
                 }
+                if view.missed_revisions(&store).await {
+                    view.say(
+                        "the watch of the bucket missed revisions the server holds; reopening"
+                            .into(),
+                    );
+                    continue 'bucket;
+                }
                 view.draw()?;
             }
         }
     }
 }
+
+/// How long the live view waits for the server's latest revision of a
+/// node it would show stale.
+const CONFIRM_WITHIN: Duration = Duration::from_secs(2);
 
 /// How often the live view judges the cluster at most (beside the
 /// revision that finds it idle for that long), and at least.
@@ -714,6 +734,9 @@ struct View<'a> {
     floor: Option<SystemTime>,
     /// When the view was last judged and drawn.
     drawn: Option<Instant>,
+    /// Nodes found stale or unknown and asked of the server: the stored
+    /// time of the revision held then (`None`: none held).
+    asked: BTreeMap<String, Option<SystemTime>>,
 }
 
 impl View<'_> {
@@ -734,6 +757,44 @@ impl View<'_> {
         if changed || self.to_terminal {
             draw_waiting(&self.status, self.json, self.to_terminal);
         }
+    }
+
+    /// Whether the server holds a revision newer than the one held of a
+    /// node the view would now show stale or unknown: then the bucket's
+    /// watch has stopped delivering (its consumer lost with a deleted
+    /// stream, say) and is opened again, instead of the node being shown
+    /// stale. Each such node is asked once per revision held; an answer
+    /// that does not come in time, or an error, decides nothing (the
+    /// advisory or the watch's end says a deleted bucket).
+    async fn missed_revisions(&mut self, store: &async_nats::jetstream::kv::Store) -> bool {
+        let now = SystemTime::now();
+        let suspects: Vec<(String, Option<SystemTime>)> = self
+            .plan
+            .nodes
+            .iter()
+            .filter_map(|n| {
+                let h = self.held.get(&n.name);
+                let s = node_state(&n.name, h, now, self.began, self.floor);
+                let stored = h.map(|h| h.stored);
+                (matches!(s.status, "stale" | "unknown")
+                    && self.asked.get(&n.name) != Some(&stored))
+                .then(|| (n.name.clone(), stored))
+            })
+            .collect();
+        for (node, stored) in suspects {
+            let latest = tokio::time::timeout(CONFIRM_WITHIN, store.entry(node.as_str())).await;
+            match latest {
+                Ok(Ok(Some(e))) if stored.is_none_or(|s| SystemTime::from(e.created) > s) => {
+                    self.asked.clear();
+                    return true;
+                }
+                Ok(Ok(_)) => {
+                    self.asked.insert(node, stored);
+                }
+                Ok(Err(_)) | Err(_) => {}
+            }
+        }
+        false
     }
 
     /// Whether the view was judged and drawn less than `d` ago.

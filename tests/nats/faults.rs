@@ -457,6 +457,73 @@ impl Drop for Cut<'_> {
 }
 
 /// 3. n2 cut off from the bus for 30 s, its agent running; then healed.
+/// 2b. The live watch's consumer deleted on the server under it (what a
+///    deleted bucket does to it too): the client's ordered consumer says
+///    nothing until it misses two of its 5 s heartbeats, longer than two
+///    of the agents' 2 s intervals. The watch asks the server for a node's
+///    latest revision before it shows that node stale, finds newer ones,
+///    and reads the bucket again: no node is shown stale.
+#[root_test]
+fn a_watch_whose_consumer_is_lost_reads_the_bucket_again_and_shows_no_node_stale() {
+    let Some(lab) = lab_ok(
+        "a_watch_whose_consumer_is_lost_reads_the_bucket_again_and_shows_no_node_stale",
+        3,
+    ) else {
+        return;
+    };
+    let live = live_watch(&lab, "n2");
+    let ca = lab.server.ca.clone();
+    let lost = Instant::now();
+    let deleted: Vec<String> = lab
+        .bus
+        .in_thread(move || {
+            rt().block_on(async {
+                let js = async_nats::jetstream::new(client(&ca).await);
+                let s = js.get_stream("KV_spx-doctor").await.unwrap();
+                let names: Vec<String> = s
+                    .consumer_names()
+                    .map(|n| n.unwrap())
+                    .collect::<Vec<_>>()
+                    .await;
+                for n in &names {
+                    s.delete_consumer(n).await.unwrap();
+                }
+                names
+            })
+        })
+        .join()
+        .unwrap();
+    // The live watch's, and those `watch --once` left for the server to
+    // expire.
+    assert!(!deleted.is_empty());
+    // Past the client's own discovery (two missed 5 s heartbeats) and well
+    // past two intervals, so a watch that waited for it would show all
+    // three nodes stale by now.
+    std::thread::sleep(Duration::from_secs(12));
+    let stale: Vec<String> = live
+        .lines()
+        .into_iter()
+        .filter(|(t, l)| {
+            *t >= lost && l.contains(r#""kind":"node""#) && !l.contains(r#""status":"ok""#)
+        })
+        .map(|(_, l)| l)
+        .collect();
+    assert!(stale.is_empty(), "{stale:#?}");
+    // And it is still live: a fault made now shows in it.
+    set_port_mtu(&lab, 2, 1500);
+    let fault = Instant::now();
+    live.wait(
+        fault,
+        Duration::from_secs(15),
+        "a fault after the consumer was lost",
+        |l| {
+            l.contains(r#""kind":"transition""#)
+                && l.contains(r#""code_after":"mtu.path/black-hole""#)
+        },
+    );
+    set_port_mtu(&lab, 2, 9000);
+}
+
 #[root_test]
 fn a_node_cut_off_from_the_bus_is_back_in_watch_within_16_s_of_the_heal() {
     let Some(lab) = lab_ok(
