@@ -59,11 +59,12 @@ use spx_checks::settings::Preflight;
 use spx_checks::ConfigState;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::bus::held::{self, Held, HeldReport};
 use crate::bus::identity;
 use crate::bus::wire::{
-    self, ErrorBody, ErrorReply, PathRequest, RefusalKind, Request, RunKey, TraceParent,
-    HEADER_NODE, HEADER_REPLY, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE, HEADER_SHARED_BY,
-    HEADER_TRACEPARENT,
+    self, ErrorBody, ErrorReply, Fetch, PathRequest, RefusalKind, Request, RunKey, TraceParent,
+    HEADER_NODE, HEADER_REPLY, HEADER_REPORT_BYTES, HEADER_REQUEST, HEADER_RUNS_PER_MINUTE,
+    HEADER_SHARED_BY, HEADER_TRACEPARENT,
 };
 use crate::bus::{backoff, bucket, NatsConfig};
 use crate::cli::{AgentArgs, Change, Format, RunArgs};
@@ -233,6 +234,9 @@ struct Waiter {
     reply: Subject,
     request: String,
     trace: Option<TraceParent>,
+    /// The largest report its answer takes (the request's
+    /// `inline_max_bytes`).
+    inline_max: Option<usize>,
 }
 
 /// What a run thread hands back.
@@ -328,23 +332,26 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
     };
     let mine_subject = wire::node_subject(&agent.node);
     let path_subject = wire::node_path_subject(&agent.node);
+    let fetch_subject = wire::node_fetch_subject(&agent.node);
     let mut all = client.subscribe(wire::SUBJECT_ALL).await?;
     let mut mine = client.subscribe(mine_subject.clone()).await?;
     let mut who = client.subscribe(identity::subject(&agent.node)).await?;
     let mut paths = client.subscribe(path_subject.clone()).await?;
+    let mut fetches = client.subscribe(fetch_subject.clone()).await?;
     client.flush().await?;
     let info = client.server_info();
     log(
         Priority::Notice,
         &format!(
-            "connected to NATS at {} (server {} {}, max_payload {} bytes); answering {}, {} and {}",
+            "connected to NATS at {} (server {} {}, max_payload {} bytes); answering {}, {}, {} and {}",
             agent.nats.server,
             info.server_name,
             info.version,
             client.max_payload(),
             wire::SUBJECT_ALL,
             mine_subject,
-            path_subject
+            path_subject,
+            fetch_subject
         ),
     );
 
@@ -369,6 +376,7 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
         running: None,
         wake: None,
         quiet: Quiet::default(),
+        held: Held::default(),
         writer: (!agent.interval.is_zero()).then(|| {
             writer::Writer::spawn(
                 client.clone(),
@@ -397,6 +405,10 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
             },
             m = paths.next() => match m {
                 Some(msg) => state.path_request(msg).await,
+                None => break,
+            },
+            m = fetches.next() => match m {
+                Some(msg) => state.fetch(msg).await,
                 None => break,
             },
             out = async { state.running.as_mut().expect("guarded").await }, if state.running.is_some() => {
@@ -521,6 +533,8 @@ struct State<'a> {
     running: Option<tokio::sync::oneshot::Receiver<RunOutput>>,
     wake: Option<Instant>,
     quiet: Quiet,
+    /// Reports larger than their request's `inline_max_bytes`, for a fetch.
+    held: Held,
     /// Writes each periodic report to the bucket, off this loop (none
     /// without periodic runs).
     writer: Option<writer::Writer>,
@@ -618,8 +632,63 @@ impl State<'_> {
                 return;
             }
         };
-        self.offer(req.key(), req.timeout, req.id, reply, trace)
+        self.offer(req.key(), req.timeout, req.id, reply, trace, req.inline_max)
             .await;
+    }
+
+    /// A fetch: the report held for a request, given once. One this agent
+    /// does not hold is not its to answer (another agent answering as this
+    /// node may hold it, and a report is held for a minute at most).
+    async fn fetch(&mut self, msg: async_nats::Message) {
+        let Some((reply, trace)) = self.addressed(&msg, "a fetch") else {
+            return;
+        };
+        let fetch = match Fetch::parse(&msg.payload) {
+            Ok(f) => f,
+            Err((id, r)) => {
+                self.refuse(reply, id, trace, r.kind, r.message, None).await;
+                return;
+            }
+        };
+        let Some(held) = self.held.take(&fetch.id, Instant::now()) else {
+            return;
+        };
+        self.answer(reply, fetch.id, trace, held).await;
+    }
+
+    /// A report (or a path's facts) to its requester, or the typed
+    /// refusal when it does not fit the server's max_payload.
+    async fn answer(
+        &mut self,
+        reply: Subject,
+        request: String,
+        trace: Option<TraceParent>,
+        report: HeldReport,
+    ) {
+        let mut h = self.headers(report.kind, Some(&request), trace);
+        h.insert(HEADER_SHARED_BY, report.shared.to_string());
+        let sent = self
+            .client
+            .publish_with_headers(reply.clone(), h, report.body.clone())
+            .await;
+        if let Err(e) = sent {
+            if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded {
+                let message = bucket::too_large_said(
+                    report.body.len(),
+                    self.client.max_payload(),
+                    "max_payload",
+                );
+                self.refuse(
+                    reply,
+                    Some(request),
+                    trace,
+                    RefusalKind::TooLarge,
+                    message,
+                    None,
+                )
+                .await;
+            }
+        }
     }
 
     /// A path request: this node's side of a guest's path, scheduled
@@ -635,7 +704,7 @@ impl State<'_> {
                 return;
             }
         };
-        self.offer(req.key(), req.timeout, req.id, reply, trace)
+        self.offer(req.key(), req.timeout, req.id, reply, trace, None)
             .await;
     }
 
@@ -646,6 +715,7 @@ impl State<'_> {
         id: String,
         reply: Subject,
         trace: Option<TraceParent>,
+        inline_max: Option<usize>,
     ) {
         let now = Instant::now();
         let job = Job {
@@ -655,6 +725,7 @@ impl State<'_> {
                 reply: reply.clone(),
                 request: id.clone(),
                 trace,
+                inline_max,
             },
             from: Some(scheduler::requester(reply.as_str())),
         };
@@ -778,29 +849,18 @@ impl State<'_> {
         for w in waiters {
             match &out.result {
                 Ok(ran) => {
-                    let mut h = self.headers(ran.reply, Some(&w.request), w.trace);
-                    h.insert(HEADER_SHARED_BY, shared.to_string());
-                    let sent = self
-                        .client
-                        .publish_with_headers(w.reply.clone(), h, ran.body.clone())
-                        .await;
-                    if let Err(e) = sent {
-                        if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded {
-                            let message = bucket::too_large_said(
-                                ran.body.len(),
-                                self.client.max_payload(),
-                                "max_payload",
-                            );
-                            self.refuse(
-                                w.reply,
-                                Some(w.request),
-                                w.trace,
-                                RefusalKind::TooLarge,
-                                message,
-                                None,
-                            )
-                            .await;
-                        }
+                    let report = HeldReport {
+                        kind: ran.reply,
+                        body: ran.body.clone(),
+                        shared,
+                    };
+                    if held::inline(ran.body.len(), w.inline_max) {
+                        self.answer(w.reply, w.request, w.trace, report).await;
+                    } else {
+                        let mut h = self.headers(wire::REPLY_HELD, Some(&w.request), w.trace);
+                        h.insert(HEADER_REPORT_BYTES, ran.body.len().to_string());
+                        self.held.hold(w.request, report, Instant::now());
+                        self.send(w.reply, h, Bytes::new()).await;
                     }
                 }
                 Err((kind, e)) => {

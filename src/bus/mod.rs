@@ -11,6 +11,7 @@
 
 pub mod bucket;
 pub mod events;
+pub mod held;
 pub mod identity;
 pub mod wire;
 

@@ -43,6 +43,16 @@ pub fn node_path_subject(node: &str) -> String {
 /// `path`: the reply is this node's side of a path (a path-facts document).
 pub const REPLY_PATH: &str = "path";
 
+/// The subject only `node`'s agent answers a [`Fetch`] on: a report it
+/// holds for a request whose `inline_max_bytes` it did not fit.
+pub fn node_fetch_subject(node: &str) -> String {
+    format!("spinifex.doctor.{node}.fetch")
+}
+
+/// The least and most a request's `inline_max_bytes` may say.
+pub const MIN_INLINE: usize = 1024;
+pub const MAX_INLINE: usize = 16 << 20;
+
 /// A request is a few hundred bytes; more is refused unread.
 pub const MAX_REQUEST_BYTES: usize = 4096;
 /// The longest run a request may ask for.
@@ -56,8 +66,13 @@ const MAX_ID: usize = 64;
 pub const HEADER_NODE: &str = "Spx-Doctor-Node";
 pub const HEADER_REQUEST: &str = "Spx-Doctor-Request";
 /// `accepted` (an empty acknowledgement, sent at once), `report` (the
-/// body is the node's JSON v1 report) or `error` (an [`ErrorReply`]).
+/// body is the node's JSON v1 report), `held` (the report is larger than
+/// the request's `inline_max_bytes`: the agent holds it for a [`Fetch`],
+/// and [`HEADER_REPORT_BYTES`] says its size) or `error` (an
+/// [`ErrorReply`]).
 pub const HEADER_REPLY: &str = "Spx-Doctor-Reply";
+/// A `held` answer's report size, in bytes.
+pub const HEADER_REPORT_BYTES: &str = "Spx-Doctor-Report-Bytes";
 /// The agent's bound on runs per minute.
 pub const HEADER_RUNS_PER_MINUTE: &str = "Spx-Doctor-Runs-Per-Minute";
 /// How many requests the run that made this report answered.
@@ -67,6 +82,7 @@ pub const HEADER_TRACEPARENT: &str = "traceparent";
 
 pub const REPLY_ACCEPTED: &str = "accepted";
 pub const REPLY_REPORT: &str = "report";
+pub const REPLY_HELD: &str = "held";
 pub const REPLY_ERROR: &str = "error";
 
 /// One run request, as read and validated.
@@ -87,6 +103,11 @@ pub struct Request {
     /// The node that reads OVN NB/SB for the cluster (absent: the agent
     /// reads them itself).
     pub ovn_read_by: Option<String>,
+    /// The largest report the requester takes in the answer itself
+    /// (absent: any). A larger one is held for a [`Fetch`], so a
+    /// requester of many nodes paces the bytes it is sent instead of
+    /// every node sending at once ([`MIN_INLINE`]..=[`MAX_INLINE`]).
+    pub inline_max: Option<usize>,
 }
 
 /// What two requests must share to share one run: everything that
@@ -218,7 +239,7 @@ impl ErrorReply {
     }
 }
 
-const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 8] = [
     "id",
     "checks",
     "skips",
@@ -226,6 +247,7 @@ const FIELDS: [&str; 7] = [
     "timeout_ms",
     "sample_ms",
     "ovn_read_by",
+    "inline_max_bytes",
 ];
 
 impl Request {
@@ -252,6 +274,9 @@ impl Request {
         );
         if let Some(n) = &self.ovn_read_by {
             m.insert("ovn_read_by".into(), Value::from(n.clone()));
+        }
+        if let Some(n) = self.inline_max {
+            m.insert("inline_max_bytes".into(), Value::from(n as u64));
         }
         serde_json::to_vec(&Value::Object(m)).expect("a request always serializes")
     }
@@ -425,6 +450,23 @@ impl Request {
                 )
             }
         };
+        let inline_max = match map.get("inline_max_bytes") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if (MIN_INLINE as u64..=MAX_INLINE as u64).contains(&n) => {
+                    Some(n as usize)
+                }
+                _ => {
+                    return fail(
+                        RefusalKind::BadValue,
+                        format!(
+                            "inline_max_bytes: {} is not a number of bytes from {MIN_INLINE} to {MAX_INLINE}",
+                            shown(&v.to_string())
+                        ),
+                    )
+                }
+            },
+        };
         Ok(Request {
             id,
             checks,
@@ -433,7 +475,42 @@ impl Request {
             timeout,
             sample,
             ovn_read_by,
+            inline_max,
         })
+    }
+}
+
+/// A fetch: "the report you hold for request `id`", sent on
+/// [`node_fetch_subject`] after a `held` answer. It names nothing but the
+/// id the agent itself said it holds; an agent that holds no report for
+/// that id says nothing (another agent answering as the same node may
+/// hold it), and a fetch outside the vocabulary is refused like a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fetch {
+    pub id: String,
+}
+
+impl Fetch {
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({ "id": self.id }))
+            .expect("a fetch always serializes")
+    }
+
+    pub fn parse(bytes: &[u8]) -> Result<Fetch, Refused> {
+        let (id, map) = object_with_id(bytes)?;
+        if let Some(k) = map.keys().find(|k| k.as_str() != "id") {
+            return Err((
+                Some(id),
+                Refusal::new(
+                    RefusalKind::UnknownField,
+                    format!(
+                        "field {} is not part of a fetch (it takes only id)",
+                        shown(k)
+                    ),
+                ),
+            ));
+        }
+        Ok(Fetch { id })
     }
 }
 
@@ -758,6 +835,25 @@ pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Fetches the agent must refuse, with the kind and words of each: the
+/// agent's and the swarm's alike.
+#[cfg(test)]
+pub const FETCH_VECTORS: &[(&str, RefusalKind, &str)] = &[
+    (
+        r#"{"id":"a","node":"n2"}"#,
+        RefusalKind::UnknownField,
+        "field \"node\" is not part of a fetch",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000}"#,
+        RefusalKind::UnknownField,
+        "\"timeout_ms\"",
+    ),
+    (r#"{"id":"../../etc"}"#, RefusalKind::BadValue, "id"),
+    (r#"["a"]"#, RefusalKind::NotJson, "a JSON object"),
+    ("\u{1b}[2J", RefusalKind::NotJson, "not a JSON request"),
+];
+
 /// Requests the agent must refuse, with the kind and words of each
 /// refusal: the agent's test vectors, shared with the swarm's
 /// (bench/swarm), which must refuse them alike.
@@ -859,6 +955,16 @@ pub const REQUEST_VECTORS: &[(&str, RefusalKind, &str)] = &[
         RefusalKind::NotJson,
         "not a JSON request",
     ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"inline_max_bytes":1023}"#,
+        RefusalKind::BadValue,
+        "inline_max_bytes: \"1023\" is not a number of bytes from 1024",
+    ),
+    (
+        r#"{"id":"a","timeout_ms":2000,"inline_max_bytes":"64k"}"#,
+        RefusalKind::BadValue,
+        "inline_max_bytes",
+    ),
 ];
 
 #[cfg(test)]
@@ -874,6 +980,7 @@ mod tests {
             timeout: Duration::from_millis(8000),
             sample: Duration::from_millis(1000),
             ovn_read_by: Some("n0".into()),
+            inline_max: Some(65536),
         }
     }
 
@@ -897,6 +1004,29 @@ mod tests {
         assert_eq!(other.key(), req().key());
         other.sample = Duration::from_millis(500);
         assert_ne!(other.key(), req().key());
+    }
+
+    #[test]
+    fn a_fetch_names_an_id_and_nothing_else() {
+        let f = Fetch { id: "r1".into() };
+        assert_eq!(Fetch::parse(&f.to_json()).unwrap(), f);
+        for (text, kind, says) in FETCH_VECTORS {
+            let (_, r) = Fetch::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(r.kind, *kind, "{text}: {}", r.message);
+            assert!(r.message.contains(says), "{text}: {}", r.message);
+            assert!(!r.message.contains('\u{1b}'), "{:?}", r.message);
+        }
+        let big = format!(r#"{{"id":"{}"}}"#, "a".repeat(5000));
+        assert_eq!(
+            Fetch::parse(big.as_bytes()).unwrap_err().1.kind,
+            RefusalKind::Oversize
+        );
+        // A request's bound on its answer reads back, and is absent by
+        // default (any size in the answer, as before).
+        let bare = Request::parse(br#"{"id":"x","timeout_ms":2000}"#).unwrap();
+        assert_eq!(bare.inline_max, None);
+        let r = Request::parse(br#"{"id":"x","timeout_ms":2000,"inline_max_bytes":16777216}"#);
+        assert_eq!(r.unwrap().inline_max, Some(MAX_INLINE));
     }
 
     #[test]

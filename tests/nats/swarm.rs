@@ -144,6 +144,8 @@ fn alike(answer: &(String, Vec<(String, String)>, Value), node: &str) -> Value {
                 | "Spx-Doctor-Started"
                 | "Spx-Doctor-Addresses" => "WHO".to_owned(),
                 "traceparent" => v.get(..36).unwrap_or(v).to_owned(),
+                // Each its own report's size (checked apart).
+                "Spx-Doctor-Report-Bytes" => "BYTES".to_owned(),
                 _ => v.clone(),
             };
             serde_json::json!([k, v])
@@ -266,6 +268,98 @@ fn the_swarm_answers_as_the_agent_does() {
     assert!(sysctl.len() >= 2, "{sysctl:?}");
     assert_eq!(ids, sysctl, "the selection's checks alone");
     assert!(!Path::new("/tmp/spx-swarm-pwned").exists());
+
+    // A report larger than the request's inline_max_bytes: `held` with its
+    // size, then given once to a fetch of the request's id; a fetch of an
+    // id not held has no answer, and one outside the vocabulary is refused
+    // alike.
+    let ca = server.ca.clone();
+    let exchanges = ns
+        .in_thread(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async {
+                    let c = async_nats::ConnectOptions::new()
+                        .add_root_certificates(ca)
+                        .require_tls(true)
+                        .token(TOKEN.to_owned())
+                        .connect("nats://127.0.0.1:4222")
+                        .await
+                        .unwrap();
+                    let mut out = Vec::new();
+                    for node in ["h1", "n1"] {
+                        let run = format!("spinifex.doctor.{node}.run");
+                        let fetch = wire::node_fetch_subject(node);
+                        let wait = Duration::from_secs(8);
+                        let big = br#"{"id":"big1","timeout_ms":5000,"sample_ms":100,"checks":["sysctl"],"inline_max_bytes":1024}"#;
+                        let mut said = answers(&c, &run, big.to_vec(), wait).await;
+                        let f = br#"{"id":"big1"}"#.to_vec();
+                        said.extend(answers(&c, &fetch, f.clone(), wait).await);
+                        let again = answers(&c, &fetch, f, Duration::from_secs(1)).await;
+                        let other =
+                            answers(&c, &fetch, br#"{"id":"nope"}"#.to_vec(), Duration::from_secs(1))
+                                .await;
+                        let mut refused = Vec::new();
+                        for (text, _, _) in wire::FETCH_VECTORS {
+                            refused.extend(answers(&c, &fetch, text.as_bytes().to_vec(), wait).await);
+                        }
+                        out.push((said, again, other, refused));
+                    }
+                    out
+                })
+        })
+        .join()
+        .unwrap();
+    let header = |a: &(String, Vec<(String, String)>, Value), name: &str| -> String {
+        a.1.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut shapes = Vec::new();
+    for ((said, again, other, refused), node) in exchanges.iter().zip(["h1", "n1"]) {
+        let kinds: Vec<&str> = said.iter().map(|a| a.0.as_str()).collect();
+        assert_eq!(kinds, ["accepted", "held", "report"], "{node}: {said:#?}");
+        let announced: usize = header(&said[1], "Spx-Doctor-Report-Bytes").parse().unwrap();
+        let report = &said[2].2;
+        support::assert_valid(report);
+        assert_eq!(report["node"], node);
+        assert!(announced > 1024, "{node}: {announced}");
+        assert_eq!(
+            announced,
+            serde_json::to_vec(report).unwrap().len(),
+            "{node}: the size announced is the report's (compact JSON)"
+        );
+        assert_eq!(header(&said[2], "Spx-Doctor-Request"), "big1");
+        assert!(again.is_empty(), "{node}: given once: {again:#?}");
+        assert!(
+            other.is_empty(),
+            "{node}: not held, not answered: {other:#?}"
+        );
+        assert_eq!(
+            refused.len(),
+            wire::FETCH_VECTORS.len(),
+            "{node}: {refused:#?}"
+        );
+        for (a, (text, kind, says)) in refused.iter().zip(wire::FETCH_VECTORS) {
+            assert_eq!(a.0, "error", "{node}: {text}");
+            assert_eq!(a.2["error"]["kind"], kind.as_str(), "{node}: {text}");
+            let m = a.2["error"]["message"].as_str().unwrap();
+            assert!(m.contains(says), "{node}: {text}: {m}");
+        }
+        let shape: Vec<Value> = said[..2]
+            .iter()
+            .chain(refused)
+            .map(|a| alike(a, node))
+            .collect();
+        shapes.push(shape);
+    }
+    assert_eq!(
+        shapes[0], shapes[1],
+        "the swarm holds and fetches as the agent does"
+    );
     drop(swarm);
     drop(agent);
 }

@@ -20,7 +20,10 @@ use futures_util::StreamExt;
 
 use crate::answer::{report_for, Answer, Speaker};
 use crate::bus::events::{self, Seen};
-use crate::bus::wire::{self, RefusalKind, Request, RunKey, TraceParent, HEADER_TRACEPARENT};
+use crate::bus::held::{self, Held, HeldReport};
+use crate::bus::wire::{
+    self, Fetch, RefusalKind, Request, RunKey, TraceParent, HEADER_TRACEPARENT,
+};
 use crate::bus::{backoff, bucket, one_line, NatsConfig};
 use crate::scheduler::{Job, Limits, Offered, Periodic, Refused, Scheduler, Start, Why};
 
@@ -75,6 +78,7 @@ struct Waiter {
     reply: Subject,
     request: String,
     trace: Option<TraceParent>,
+    inline_max: Option<usize>,
 }
 
 /// Connect as node `spec.name` (retrying with the agent's backoff until
@@ -119,10 +123,13 @@ pub async fn run(
     let subscribed = async {
         let all = client.subscribe(wire::SUBJECT_ALL).await?;
         let mine = client.subscribe(wire::node_subject(&spec.name)).await?;
+        let fetches = client
+            .subscribe(wire::node_fetch_subject(&spec.name))
+            .await?;
         client.flush().await?;
-        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((all, mine))
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((all, mine, fetches))
     };
-    let (mut all, mut mine) = match subscribed.await {
+    let (mut all, mut mine, mut fetches) = match subscribed.await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("spx-swarm: {}: cannot subscribe: {e}", spec.name);
@@ -144,6 +151,7 @@ pub async fn run(
         store: None,
         last: None,
         periodic_runs: 0,
+        held: Held::default(),
         spec: &spec,
     };
     if !spec.interval.is_zero() {
@@ -169,6 +177,10 @@ pub async fn run(
             },
             m = mine.next() => match m {
                 Some(msg) => node.request(msg).await,
+                None => break,
+            },
+            m = fetches.next() => match m {
+                Some(msg) => node.fetch(msg).await,
                 None => break,
             },
             _ = async { tokio::time::sleep_until(ends.expect("guarded").into()).await }, if ends.is_some() => {
@@ -207,6 +219,7 @@ struct Node<'a> {
     /// The last periodic report's checks.
     last: Option<usize>,
     periodic_runs: usize,
+    held: Held,
 }
 
 fn span() -> [u8; 8] {
@@ -255,6 +268,7 @@ impl Node<'_> {
                 reply: reply.clone(),
                 request: req.id.clone(),
                 trace,
+                inline_max: req.inline_max,
             },
             from: Some(crate::scheduler::requester(reply.as_str())),
         };
@@ -264,6 +278,78 @@ impl Node<'_> {
                 self.send(reply, a).await;
             }
             Offered::Refused(w, r) => self.refused(w, r).await,
+        }
+    }
+
+    /// A fetch, as the agent answers it: the held report once, silence
+    /// for an id it does not hold, a typed refusal outside the vocabulary.
+    async fn fetch(&mut self, msg: async_nats::Message) {
+        let Some(reply) = msg.reply.clone() else {
+            return;
+        };
+        let trace = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(HEADER_TRACEPARENT))
+            .and_then(|v| TraceParent::parse(v.as_str()));
+        let fetch = match Fetch::parse(&msg.payload) {
+            Ok(f) => f,
+            Err((id, r)) => {
+                add(&self.common.counts.refused, 1);
+                let a = self
+                    .speaker
+                    .refusal(id, trace, span(), r.kind, r.message, None);
+                self.send(reply, a).await;
+                return;
+            }
+        };
+        if let Some(h) = self.held.take(&fetch.id, Instant::now()) {
+            self.deliver(reply, fetch.id, trace, h).await;
+        }
+    }
+
+    /// A report to its requester, or the typed refusal when it does not
+    /// fit the server's max_payload.
+    async fn deliver(
+        &mut self,
+        reply: Subject,
+        request: String,
+        trace: Option<TraceParent>,
+        report: HeldReport,
+    ) {
+        let len = report.body.len();
+        let a = self
+            .speaker
+            .report(&request, trace, span(), report.shared, report.body);
+        let mut h = HeaderMap::new();
+        for (k, v) in a.headers {
+            h.insert(k, v.as_str());
+        }
+        let sent = self
+            .client
+            .publish_with_headers(reply.clone(), h, a.body)
+            .await;
+        match sent {
+            Ok(()) => {
+                add(&self.common.counts.reports, 1);
+                add(&self.common.counts.report_bytes, len as u64);
+            }
+            Err(e) if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded => {
+                let message = format!(
+                    "the report ({len} bytes) does not fit the server's max_payload ({} bytes): {e}",
+                    self.client.max_payload()
+                );
+                let a = self.speaker.refusal(
+                    Some(request),
+                    trace,
+                    span(),
+                    RefusalKind::TooLarge,
+                    message,
+                    None,
+                );
+                self.send(reply, a).await;
+            }
+            Err(_) => {}
         }
     }
 
@@ -313,39 +399,17 @@ impl Node<'_> {
         let body = report_for(&self.spec.reports[which], &start.key);
         let shared = waiters.len();
         for w in waiters {
-            let a = self
-                .speaker
-                .report(&w.request, w.trace, span(), shared, body.clone());
-            let mut h = HeaderMap::new();
-            for (k, v) in a.headers {
-                h.insert(k, v.as_str());
-            }
-            let sent = self
-                .client
-                .publish_with_headers(w.reply.clone(), h, a.body)
-                .await;
-            match sent {
-                Ok(()) => {
-                    add(&self.common.counts.reports, 1);
-                    add(&self.common.counts.report_bytes, body.len() as u64);
-                }
-                Err(e) if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded => {
-                    let message = format!(
-                        "the report ({} bytes) does not fit the server's max_payload ({} bytes): {e}",
-                        body.len(),
-                        self.client.max_payload()
-                    );
-                    let a = self.speaker.refusal(
-                        Some(w.request),
-                        w.trace,
-                        span(),
-                        RefusalKind::TooLarge,
-                        message,
-                        None,
-                    );
-                    self.send(w.reply, a).await;
-                }
-                Err(_) => {}
+            let report = HeldReport {
+                kind: wire::REPLY_REPORT,
+                body: body.clone(),
+                shared,
+            };
+            if held::inline(body.len(), w.inline_max) {
+                self.deliver(w.reply, w.request, w.trace, report).await;
+            } else {
+                let a = self.speaker.held(&w.request, w.trace, span(), body.len());
+                self.held.hold(w.request, report, Instant::now());
+                self.send(w.reply, a).await;
             }
         }
         if periodic {

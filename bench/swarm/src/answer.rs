@@ -137,6 +137,22 @@ impl Speaker {
         }
     }
 
+    /// The report is held for a fetch: its size, no body.
+    pub fn held(
+        &self,
+        request: &str,
+        trace: Option<TraceParent>,
+        span: [u8; 8],
+        bytes: usize,
+    ) -> Answer {
+        let mut headers = self.headers(crate::bus::wire::REPLY_HELD, Some(request), trace, span);
+        headers.push((crate::bus::wire::HEADER_REPORT_BYTES, bytes.to_string()));
+        Answer {
+            headers,
+            body: Bytes::new(),
+        }
+    }
+
     /// The report, shared by `shared` requests.
     pub fn report(
         &self,
