@@ -18,12 +18,15 @@ use crate::finding::Status;
 /// toward a node that did not answer (whose own addresses are unknown).
 fn placement_book(facts: &ClusterFacts) -> AddressBook {
     let mut book = facts.address_book();
+    // Looked up once per peer of every row: N² lookups at N nodes.
+    let config: std::collections::HashSet<&str> =
+        facts.config_nodes.iter().map(String::as_str).collect();
     for n in facts.answered() {
         let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
             continue;
         };
         for p in &e.peers {
-            if let Some(name) = p.node.as_ref().filter(|m| facts.config_nodes.contains(m)) {
+            if let Some(name) = p.node.as_ref().filter(|m| config.contains(m.as_str())) {
                 book.claim(p.address, name);
             }
         }
