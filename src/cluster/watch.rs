@@ -19,10 +19,10 @@
 //! once), waited for and picked up again when an agent makes it again;
 //! `--once` against a missing bucket says so, never that every node is
 //! stale. Before a live view shows a node stale (or unknown) it asks the
-//! server for that node's latest revision: a newer one than it holds means
-//! its watch of the bucket stopped delivering (a consumer lost on the
-//! server says nothing to the client for two 5 s heartbeats), and the
-//! bucket is read again instead.
+//! server for that node's latest revision and takes it when it is newer
+//! than the one held: its watch of the bucket may have stopped delivering
+//! (a consumer lost on the server says nothing to the client for two 5 s
+//! heartbeats) or fallen behind.
 //!
 //! - `--once`: one cluster report from what the bucket holds now, drawn as
 //!   `--cluster` draws it (`--format table|json`), with its exit codes.
@@ -88,6 +88,11 @@ pub struct Held {
 
 /// Take revision `r` into `held` (a delete or purge forgets the node).
 fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
+    // One taken ahead of the watch (`View::catch_up`) is not undone when
+    // the watch delivers what came before it.
+    if held.get(&r.key).is_some_and(|h| r.stored < h.stored) {
+        return;
+    }
     if !r.put {
         held.remove(&r.key);
         return;
@@ -665,10 +670,7 @@ async fn live(
                             // revisions (hundreds of nodes write several a
                             // second); the tick shows what came since.
                             if !view.drawn_within(REDRAW) {
-                                if view.missed_revisions(&store).await {
-                                    view.say("the watch of the bucket missed revisions the server holds; reopening".into());
-                                    continue 'bucket;
-                                }
+                                view.catch_up(&store).await;
                                 view.draw()?;
                             }
                             continue;
@@ -695,13 +697,7 @@ async fn live(
                     _ = term.recv() => return Ok(0),
                     _ = int.recv() => return Ok(0),
                 }
-                if view.missed_revisions(&store).await {
-                    view.say(
-                        "the watch of the bucket missed revisions the server holds; reopening"
-                            .into(),
-                    );
-                    continue 'bucket;
-                }
+                view.catch_up(&store).await;
                 view.draw()?;
             }
         }
@@ -759,14 +755,15 @@ impl View<'_> {
         }
     }
 
-    /// Whether the server holds a revision newer than the one held of a
-    /// node the view would now show stale or unknown: then the bucket's
-    /// watch has stopped delivering (its consumer lost with a deleted
-    /// stream, say) and is opened again, instead of the node being shown
-    /// stale. Each such node is asked once per revision held; an answer
-    /// that does not come in time, or an error, decides nothing (the
-    /// advisory or the watch's end says a deleted bucket).
-    async fn missed_revisions(&mut self, store: &async_nats::jetstream::kv::Store) -> bool {
+    /// Before a node is shown stale or unknown, the server's latest
+    /// revision of it, taken when it is newer than the one held: the
+    /// bucket's watch may have stopped delivering (its consumer lost on the
+    /// server says nothing for two 5 s heartbeats; it ends then and is
+    /// opened again) or fallen behind. Each such node is asked once per
+    /// revision held; an answer that does not come in time, or an error,
+    /// decides nothing (the advisory or the watch's end says a deleted
+    /// bucket).
+    async fn catch_up(&mut self, store: &async_nats::jetstream::kv::Store) {
         let now = SystemTime::now();
         let suspects: Vec<(String, Option<SystemTime>)> = self
             .plan
@@ -785,8 +782,7 @@ impl View<'_> {
             let latest = tokio::time::timeout(CONFIRM_WITHIN, store.entry(node.as_str())).await;
             match latest {
                 Ok(Ok(Some(e))) if stored.is_none_or(|s| SystemTime::from(e.created) > s) => {
-                    self.asked.clear();
-                    return true;
+                    self.take(&Revision::of(&e));
                 }
                 Ok(Ok(_)) => {
                     self.asked.insert(node, stored);
@@ -794,7 +790,6 @@ impl View<'_> {
                 Ok(Err(_)) | Err(_) => {}
             }
         }
-        false
     }
 
     /// Whether the view was judged and drawn less than `d` ago.
