@@ -480,6 +480,25 @@ impl Request {
     }
 }
 
+/// The refusal an agent from before `inline_max_bytes` gives a request
+/// that carries it (its words then, for the swarm to say them alike).
+#[allow(dead_code)] // The swarm's (bench/swarm), and the tests'.
+pub fn before_inline_max_refusal() -> Refusal {
+    Refusal::new(
+        RefusalKind::UnknownField,
+        format!(
+            "field \"inline_max_bytes\" is not part of a request (it takes only {}): an agent reads only its own config and runs only its own checks",
+            FIELDS[..7].join(", ")
+        ),
+    )
+}
+
+/// Whether `refusal` is an agent from before `inline_max_bytes` refusing
+/// it: the requester asks that node again without it.
+pub fn refuses_inline_max(kind: RefusalKind, message: &str) -> bool {
+    kind == RefusalKind::UnknownField && message.contains("\"inline_max_bytes\"")
+}
+
 /// A fetch: "the report you hold for request `id`", sent on
 /// [`node_fetch_subject`] after a `held` answer. It names nothing but the
 /// id the agent itself said it holds; an agent that holds no report for
@@ -1004,6 +1023,24 @@ mod tests {
         assert_eq!(other.key(), req().key());
         other.sample = Duration::from_millis(500);
         assert_ne!(other.key(), req().key());
+    }
+
+    #[test]
+    fn an_agent_from_before_inline_max_is_told_apart() {
+        let r = before_inline_max_refusal();
+        assert!(refuses_inline_max(r.kind, &r.message));
+        // Its words are what this parser says of any field it does not
+        // know, with the vocabulary it had.
+        let other = refused(r#"{"id":"a","timeout_ms":2000,"inline_max":5}"#);
+        assert_eq!(other.1, RefusalKind::UnknownField);
+        assert!(!refuses_inline_max(other.1, &other.2));
+        assert_eq!(
+            r.message,
+            other
+                .2
+                .replace("\"inline_max\"", "\"inline_max_bytes\"")
+                .replace(", inline_max_bytes)", ")")
+        );
     }
 
     #[test]

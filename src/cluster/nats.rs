@@ -388,6 +388,16 @@ async fn run(g: &Gather) -> Vec<NodeGathered> {
 
     let mut heard: Vec<Heard> = g.nodes.iter().map(|_| Heard::default()).collect();
     let mut fetches = Fetches::default();
+    // An agent from before `inline_max_bytes` refuses it by name: that
+    // node is asked once more without it (a cluster mid-upgrade).
+    let before_inline_max = Bytes::from(
+        Request {
+            inline_max: None,
+            ..g.request.clone()
+        }
+        .to_json(),
+    );
+    let mut asked_again = vec![false; g.nodes.len()];
     while !heard.iter().all(Heard::done) {
         if let Err(e) = fetches.send(&client, g, &inbox, &headers).await {
             return every(g, UnreachedKind::NatsConnect, e);
@@ -422,6 +432,27 @@ async fn run(g: &Gather) -> Vec<NodeGathered> {
         let Some(i) = g.nodes.iter().position(|n| *n == node) else {
             continue;
         };
+        if header(HEADER_REPLY).as_deref() == Some(wire::REPLY_ERROR)
+            && !asked_again[i]
+            && ErrorReply::parse(&msg.payload)
+                .is_some_and(|e| wire::refuses_inline_max(e.error.kind, &e.error.message))
+        {
+            asked_again[i] = true;
+            let (subject, reply) = &sends[i];
+            let sent = client
+                .publish_with_reply_and_headers(
+                    subject.clone(),
+                    reply.clone(),
+                    headers.clone(),
+                    before_inline_max.clone(),
+                )
+                .await;
+            if sent.is_ok() {
+                let _ = client.flush().await;
+                heard[i].said(identity::from_headers(header), Said::Accepted);
+                continue;
+            }
+        }
         let said = match header(HEADER_REPLY).as_deref() {
             Some(wire::REPLY_ACCEPTED) => Said::Accepted,
             Some(wire::REPLY_HELD) => match held_size(header(HEADER_REPORT_BYTES).as_deref()) {

@@ -487,6 +487,55 @@ fn the_relabelled_reports_are_what_the_doctor_judges() {
     assert_eq!(doc("n7.json")["node"], "n7");
 }
 
+/// A cluster mid-upgrade: agents from before `inline_max_bytes` refuse it
+/// by name, and the gather asks each of them once more without it, so
+/// every node still answers (its report in its answer).
+#[root_test]
+fn agents_from_before_inline_max_are_asked_again_without_it() {
+    if !super::nats_or_skip("agents_from_before_inline_max_are_asked_again_without_it") {
+        return;
+    }
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
+    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
+    let swarm_dir = dir.path().join("swarm");
+    let swarm = Swarm::start(
+        &ns,
+        3,
+        &template,
+        &swarm_dir,
+        &server.ca,
+        &[
+            "--before-inline-max",
+            "--interval",
+            "0",
+            "--run-time",
+            "300ms",
+        ],
+    );
+    let out = ns
+        .spx()
+        .args(["--cluster", "--via", "nats", "--config"])
+        .arg(swarm_dir.join("spinifex.toml"))
+        .args(["--format", "json", "--timeout", "10s"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no cluster report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    for n in nodes {
+        assert_eq!(n["status"], "ok", "{n:#}");
+        assert_eq!(n["report"]["node"], n["name"]);
+    }
+    drop(swarm);
+}
+
 /// Issue 37's CI run: 256 swarm nodes on one real bus, n255 behind a port
 /// at 1500 and the pair n3:n200 black-holed; `--cluster --via nats` (the
 /// real binary, debug as the suite builds it) hears all 256, names exactly

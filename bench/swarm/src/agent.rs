@@ -54,6 +54,8 @@ pub struct Common {
     pub nats: NatsConfig,
     pub limits: Limits,
     pub counts: Counts,
+    /// Refuse `inline_max_bytes` as an agent from before it does.
+    pub before_inline_max: bool,
 }
 
 /// What the swarm did, over all nodes.
@@ -249,7 +251,13 @@ impl Node<'_> {
             .as_ref()
             .and_then(|h| h.get(HEADER_TRACEPARENT))
             .and_then(|v| TraceParent::parse(v.as_str()));
-        let req = match Request::parse(&msg.payload) {
+        let parsed = match Request::parse(&msg.payload) {
+            Ok(r) if self.common.before_inline_max && r.inline_max.is_some() => {
+                Err((Some(r.id), wire::before_inline_max_refusal()))
+            }
+            other => other,
+        };
+        let req = match parsed {
             Ok(r) => r,
             Err((id, r)) => {
                 add(&self.common.counts.refused, 1);

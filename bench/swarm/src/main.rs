@@ -115,6 +115,10 @@ struct Args {
     /// peers; for the test that compares the two).
     #[arg(long)]
     judge_every_node: bool,
+    /// Refuse a request's `inline_max_bytes` by name, as an agent from
+    /// before that field does (for the test of a cluster mid-upgrade).
+    #[arg(long)]
+    before_inline_max: bool,
 }
 
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
@@ -338,6 +342,7 @@ fn main() -> anyhow::Result<()> {
             max_waiting_groups: 8,
         },
         counts: agent::Counts::default(),
+        before_inline_max: args.before_inline_max,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
