@@ -329,7 +329,42 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
         let timeout = plan.timeout;
         return rt.block_on(once(&plan, &nats, args.format, &style, timeout));
     }
+    stop_watchdog();
     rt.block_on(live(&plan, &nats, args.format, &style, to_terminal))
+}
+
+/// How long a stop (SIGTERM, SIGINT) may wait for the live view.
+const STOP_WITHIN: Duration = Duration::from_secs(1);
+
+/// The live loop reads a stop only between judgements, and at a thousand
+/// nodes one judgement takes seconds (`bench/scale.sh`: killed 10 s after
+/// SIGTERM). This thread hears the stop too, and ends the process with the
+/// loop's own exit code (0) when the loop has not within [`STOP_WITHIN`].
+/// Nothing is left to undo: the view never hides the cursor or switches
+/// screens.
+fn stop_watchdog() {
+    let _ = std::thread::Builder::new().name("stop".into()).spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tokio::time::sleep(STOP_WITHIN).await;
+            std::process::exit(0);
+        });
+    });
 }
 
 async fn once(
