@@ -118,8 +118,8 @@ mod tests {
             Ok(EndpointArg::Eni("eni-0a11c0ffee0000011".into()))
         );
         assert_eq!(
-            p("10.0.1.11"),
-            Ok(EndpointArg::Ip("10.0.1.11".parse().unwrap()))
+            p("198.18.1.11"),
+            Ok(EndpointArg::Ip("198.18.1.11".parse().unwrap()))
         );
         assert_eq!(
             p("fd00::11"),

@@ -91,7 +91,7 @@ fn nb(t: &Topo) -> NbTopology {
     let dhcp = |s: &str, cidr: &str, gw: &str, mtu: &str| {
         row(json!({"_uuid": uuid(&format!("dhcp-{s}")), "cidr": cidr,
             "options": ["map", [["server_id", gw], ["server_mac", "02:00:00:00:00:01"],
-                ["lease_time", "3600"], ["router", gw], ["dns_server", "10.0.0.2"], ["mtu", mtu]]]}))
+                ["lease_time", "3600"], ["router", gw], ["dns_server", "198.18.0.2"], ["mtu", mtu]]]}))
     };
     let ls = |s: &str, ports: Vec<&str>| {
         row(
@@ -121,9 +121,9 @@ fn nb(t: &Topo) -> NbTopology {
     };
     nb_topology(&[
         vec![
-            eni_port(A, "02:00:0a:00:01:0a", "10.0.1.10", S1, &format!("dhcp-{S1}")),
-            eni_port(B, "02:00:0a:00:01:0b", "10.0.1.11", S1, &format!("dhcp-{S1}")),
-            eni_port(C, "02:00:0a:00:02:0c", "10.0.2.12", S2, &format!("dhcp-{S2}")),
+            eni_port(A, "02:00:0a:00:01:0a", "198.18.1.10", S1, &format!("dhcp-{S1}")),
+            eni_port(B, "02:00:0a:00:01:0b", "198.18.1.11", S1, &format!("dhcp-{S1}")),
+            eni_port(C, "02:00:0a:00:02:0c", "198.18.2.12", S2, &format!("dhcp-{S2}")),
             router_port_lsp(S1),
             router_port_lsp(S2),
         ],
@@ -132,8 +132,8 @@ fn nb(t: &Topo) -> NbTopology {
             ls(S2, vec![&format!("lsp-{C}"), &format!("lsp-rtr-{S2}")]),
         ],
         vec![
-            dhcp(S1, "10.0.1.0/24", "10.0.1.1", t.dhcp_mtu[0]),
-            dhcp(S2, "10.0.2.0/24", "10.0.2.1", t.dhcp_mtu[1]),
+            dhcp(S1, "198.18.1.0/24", "198.18.1.1", t.dhcp_mtu[0]),
+            dhcp(S2, "198.18.2.0/24", "198.18.2.1", t.dhcp_mtu[1]),
         ],
         vec![row(json!({"_uuid": uuid("pg"), "name": pg,
             "ports": ["set", [uuid(&format!("lsp-{A}")), uuid(&format!("lsp-{B}")), uuid(&format!("lsp-{C}"))]],
@@ -149,7 +149,7 @@ fn nb(t: &Topo) -> NbTopology {
         vec![row(json!({"_uuid": uuid("lr"), "name": format!("vpc-{VPC}"),
             "ports": ["set", [uuid(&format!("lrp-{S1}")), uuid(&format!("lrp-{S2}"))]],
             "external_ids": ["map", [["spinifex:vpc_id", VPC]]]}))],
-        vec![lrp(S1, "10.0.1.1/24"), lrp(S2, "10.0.2.1/24")],
+        vec![lrp(S1, "198.18.1.1/24"), lrp(S2, "198.18.2.1/24")],
     ])
     .expect("the rows parse")
 }
@@ -625,10 +625,10 @@ fn lookups_that_fail_name_themselves() {
     twin.name = "port-eni-0f".into();
     twin.vpc = Some("vpc-0ff".into());
     nb2.ports.push(twin);
-    let e = resolve::port_by_ip(&nb2, ip("10.0.1.10"), None, &at()).unwrap_err();
+    let e = resolve::port_by_ip(&nb2, ip("198.18.1.10"), None, &at()).unwrap_err();
     assert!(e.0.contains("name the VPC with --vpc"), "{e}");
     assert_eq!(
-        resolve::port_by_ip(&nb2, ip("10.0.1.10"), Some("vpc-0ff"), &at())
+        resolve::port_by_ip(&nb2, ip("198.18.1.10"), Some("vpc-0ff"), &at())
             .unwrap()
             .name,
         "port-eni-0f"
