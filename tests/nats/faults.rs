@@ -67,6 +67,27 @@ fn live_watch(lab: &NatsLab, node: &str) -> Tail {
     live
 }
 
+/// A live watch's node lines since `t` that say a node is not ok.
+fn not_ok_since(live: &Tail, t: Instant) -> Vec<String> {
+    live.lines()
+        .into_iter()
+        .filter(|(at, l)| {
+            *at >= t && l.contains(r#""kind":"node""#) && !l.contains(r#""status":"ok""#)
+        })
+        .map(|(_, l)| l)
+        .collect()
+}
+
+/// n2's switch port at 1500 until the live watch shows the black hole
+/// (`what` names the wait), then back at 9000.
+fn black_hole_shows_in(lab: &NatsLab, live: &Tail, what: &str) {
+    set_port_mtu(lab, 2, 1500);
+    live.wait(Instant::now(), Duration::from_secs(15), what, |l| {
+        l.contains(r#""kind":"transition""#) && l.contains(r#""code_after":"mtu.path/black-hole""#)
+    });
+    set_port_mtu(lab, 2, 9000);
+}
+
 /// The bucket's stream deleted through the JetStream API.
 fn delete_bucket(lab: &NatsLab) {
     let ca = lab.server.ca.clone();
@@ -360,18 +381,7 @@ fn a_deleted_bucket_is_made_again_and_watch_picks_it_up() {
     // The running watch said so, waited and picked the new bucket up: a
     // fault made now shows in it (n2's switch port at 1500), and no node
     // was ever shown stale or unknown.
-    set_port_mtu(&lab, 2, 1500);
-    let fault = Instant::now();
-    live.wait(
-        fault,
-        Duration::from_secs(15),
-        "a fault after the bucket came back",
-        |l| {
-            l.contains(r#""kind":"transition""#)
-                && l.contains(r#""code_after":"mtu.path/black-hole""#)
-        },
-    );
-    set_port_mtu(&lab, 2, 9000);
+    black_hole_shows_in(&lab, &live, "a fault after the bucket came back");
     // It said why it waited: the bucket gone, or (when the agents made it
     // again before the watch looked) its watch of the bucket ended and was
     // opened again; which one depends on who is first, not on the fault.
@@ -390,14 +400,7 @@ fn a_deleted_bucket_is_made_again_and_watch_picks_it_up() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let stale: Vec<String> = live
-        .lines()
-        .into_iter()
-        .filter(|(t, l)| {
-            *t >= deleted && l.contains(r#""kind":"node""#) && !l.contains(r#""status":"ok""#)
-        })
-        .map(|(_, l)| l)
-        .collect();
+    let stale = not_ok_since(&live, deleted);
     assert!(stale.is_empty(), "{stale:#?}");
     let now: Vec<Option<u32>> = (0..3).map(|i| lab.agent_pid(i)).collect();
     assert_eq!(now, pids, "no agent restarted");
@@ -500,28 +503,10 @@ fn a_watch_whose_consumer_is_lost_asks_the_server_before_it_shows_a_node_stale()
     // past two intervals, so a watch that waited for it would show all
     // three nodes stale by now.
     std::thread::sleep(Duration::from_secs(12));
-    let stale: Vec<String> = live
-        .lines()
-        .into_iter()
-        .filter(|(t, l)| {
-            *t >= lost && l.contains(r#""kind":"node""#) && !l.contains(r#""status":"ok""#)
-        })
-        .map(|(_, l)| l)
-        .collect();
+    let stale = not_ok_since(&live, lost);
     assert!(stale.is_empty(), "{stale:#?}");
     // And it is still live: a fault made now shows in it.
-    set_port_mtu(&lab, 2, 1500);
-    let fault = Instant::now();
-    live.wait(
-        fault,
-        Duration::from_secs(15),
-        "a fault after the consumer was lost",
-        |l| {
-            l.contains(r#""kind":"transition""#)
-                && l.contains(r#""code_after":"mtu.path/black-hole""#)
-        },
-    );
-    set_port_mtu(&lab, 2, 9000);
+    black_hole_shows_in(&lab, &live, "a fault after the consumer was lost");
 }
 
 #[root_test]

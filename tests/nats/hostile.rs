@@ -32,7 +32,7 @@ impl Drop for KillOnDrop {
     }
 }
 
-async fn client(ca: &Path) -> async_nats::Client {
+pub(super) async fn client(ca: &Path) -> async_nats::Client {
     async_nats::ConnectOptions::new()
         .add_root_certificates(ca.to_owned())
         .require_tls(true)

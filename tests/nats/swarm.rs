@@ -216,13 +216,7 @@ fn the_swarm_answers_as_the_agent_does() {
                 .build()
                 .unwrap()
                 .block_on(async {
-                    let c = async_nats::ConnectOptions::new()
-                        .add_root_certificates(ca)
-                        .require_tls(true)
-                        .token(TOKEN.to_owned())
-                        .connect("nats://127.0.0.1:4222")
-                        .await
-                        .unwrap();
+                    let c = super::hostile::client(&ca).await;
                     let mut out = Vec::new();
                     for r in requests {
                         let wait = Duration::from_secs(8);
@@ -281,13 +275,7 @@ fn the_swarm_answers_as_the_agent_does() {
                 .build()
                 .unwrap()
                 .block_on(async {
-                    let c = async_nats::ConnectOptions::new()
-                        .add_root_certificates(ca)
-                        .require_tls(true)
-                        .token(TOKEN.to_owned())
-                        .connect("nats://127.0.0.1:4222")
-                        .await
-                        .unwrap();
+                    let c = super::hostile::client(&ca).await;
                     let mut out = Vec::new();
                     for node in ["h1", "n1"] {
                         let run = format!("spinifex.doctor.{node}.run");

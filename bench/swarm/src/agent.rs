@@ -224,6 +224,18 @@ struct Node<'a> {
     held: Held,
 }
 
+/// Where a request's answer goes, and the trace it came in (none without a
+/// reply subject: nobody to answer).
+fn addressed(msg: &async_nats::Message) -> Option<(Subject, Option<TraceParent>)> {
+    let reply = msg.reply.clone()?;
+    let trace = msg
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(HEADER_TRACEPARENT))
+        .and_then(|v| TraceParent::parse(v.as_str()));
+    Some((reply, trace))
+}
+
 fn span() -> [u8; 8] {
     let n = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -243,14 +255,9 @@ impl Node<'_> {
 
     async fn request(&mut self, msg: async_nats::Message) {
         add(&self.common.counts.requests, 1);
-        let Some(reply) = msg.reply.clone() else {
+        let Some((reply, trace)) = addressed(&msg) else {
             return;
         };
-        let trace = msg
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(HEADER_TRACEPARENT))
-            .and_then(|v| TraceParent::parse(v.as_str()));
         let parsed = match Request::parse(&msg.payload) {
             Ok(r) if self.common.before_inline_max && r.inline_max.is_some() => {
                 Err((Some(r.id), wire::before_inline_max_refusal()))
@@ -292,14 +299,9 @@ impl Node<'_> {
     /// A fetch, as the agent answers it: the held report once, silence
     /// for an id it does not hold, a typed refusal outside the vocabulary.
     async fn fetch(&mut self, msg: async_nats::Message) {
-        let Some(reply) = msg.reply.clone() else {
+        let Some((reply, trace)) = addressed(&msg) else {
             return;
         };
-        let trace = msg
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(HEADER_TRACEPARENT))
-            .and_then(|v| TraceParent::parse(v.as_str()));
         let fetch = match Fetch::parse(&msg.payload) {
             Ok(f) => f,
             Err((id, r)) => {
