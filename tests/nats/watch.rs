@@ -191,6 +191,25 @@ pub(super) fn set_port_mtu(lab: &NatsLab, i: usize, mtu: u32) {
         .ip(&["link", "set", &format!("p{i}"), "mtu", &mtu.to_string()]);
 }
 
+/// Every failing check of a cluster document, the nodes' and the cluster's,
+/// as "node code summary".
+fn failing(doc: &Value) -> Vec<String> {
+    let nodes = doc["nodes"].as_array().into_iter().flatten();
+    let node_checks = nodes.flat_map(|n| {
+        let checks = n["report"]["checks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        checks.into_iter().map(move |c| (n["name"].clone(), c))
+    });
+    let cluster = doc["checks"].as_array().into_iter().flatten();
+    node_checks
+        .chain(cluster.map(|c| (Value::from("cluster"), c.clone())))
+        .filter(|(_, c)| c["status"] == "fail")
+        .map(|(n, c)| format!("{n} {} {}", c["code"], c["summary"]))
+        .collect()
+}
+
 fn is_transition(v: &Value, check: &str, to: impl Fn(&str) -> bool) -> bool {
     v["kind"] == "transition" && v["check"] == check && v["code_after"].as_str().is_some_and(to)
 }
@@ -227,22 +246,8 @@ fn watch_sees_a_fault_its_mending_and_a_dead_agent_live() {
     let doc = loop {
         let (code, doc) = once(&lab, 0);
         if lab.ssh.names.iter().all(|n| node_status(&doc, n) == "ok") {
-            let bad: Vec<String> = doc["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .flat_map(|n| {
-                    n["report"]["checks"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                })
-                .chain(doc["checks"].as_array().cloned().unwrap_or_default())
-                .filter(|c| c["status"] == "fail")
-                .map(|c| format!("{} {}", c["code"], c["summary"]))
-                .collect();
             // Nothing fails (ipsec.flags errors: the lab runs no OVS).
-            assert_ne!(code, 1, "the lab before any fault: {bad:#?}");
+            assert_ne!(code, 1, "the lab before any fault: {:#?}", failing(&doc));
             break doc;
         }
         assert!(
@@ -418,7 +423,12 @@ fn watch_sees_a_fault_its_mending_and_a_dead_agent_live() {
         "stale after {:?}",
         killed.elapsed()
     );
-    assert_eq!(code, 2, "a stale node is inconclusive: {doc:#}");
+    assert_eq!(
+        code,
+        2,
+        "a stale node is inconclusive: {:#?}\n{doc:#}",
+        failing(&doc)
+    );
     assert_eq!(
         doc["summary"]["unreachable"], 1,
         "its old report is not counted"
