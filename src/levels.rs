@@ -285,7 +285,7 @@ fn apply_to(c: &mut CheckReport, levels: &Levels, matched: &mut [bool]) {
     if !sums_up {
         standing.push((headline.unwrap_or(c.status), c.code.clone()));
     }
-    standing.extend(c.findings.iter().map(|f| (f.status, f.code.clone())));
+    standing.extend(c.findings.iter().map(|f| (f.status, f.code.to_string())));
     let worst = standing
         .into_iter()
         .reduce(|a, b| if severity(b.0) > severity(a.0) { b } else { a });
@@ -335,10 +335,10 @@ mod tests {
 
     fn finding(code: &str, status: Status, subject: &str) -> FindingReport {
         FindingReport {
-            code: code.to_owned(),
+            code: code.into(),
             status,
-            subject: subject.to_owned(),
-            summary: String::new(),
+            subject: subject.into(),
+            summary: Default::default(),
             needs: None,
             status_was: None,
         }

@@ -106,6 +106,11 @@ impl KindDoc {
         format!("{}/{}", self.check.unwrap_or(check_id), self.name)
     }
 
+    /// [`KindDoc::code`], held inline when it is short (most are).
+    pub fn compact_code(&self, check_id: &str) -> crate::finding::CompactString {
+        compact_str::format_compact!("{}/{}", self.check.unwrap_or(check_id), self.name)
+    }
+
     /// Is this the same kind as `other`? By check and name, never by
     /// address: a kind reached through an associated const may be a
     /// different copy from one build to another.

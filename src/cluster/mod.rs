@@ -127,6 +127,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         targets[a.index] = a.target;
         agents[a.index] = a.agents;
     }
+    phase("gathered", t0);
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
         for (node, ips) in resolved {
@@ -161,6 +162,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             answer
         })
         .collect();
+    phase("typed", t0);
     let vias: Vec<&'static str> = plan
         .nodes
         .iter()
@@ -180,9 +182,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             t0,
         },
     );
+    phase("judged", t0);
     if plan.settings.format == crate::cli::Format::Json {
         // Streamed: at hundreds of nodes the document is hundreds of MiB.
         crate::emit_with(&plan.settings, |w| render::json::write_cluster(&report, w))?;
+        phase("written", t0);
         return Ok(report.exit_code as u8);
     }
     let style = crate::style(&plan.settings);
@@ -242,23 +246,47 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         transport,
     };
 
-    let mut findings = Vec::with_capacity(plan.cluster_checks.len());
     // The matrix, made once: cluster.path-matrix's evidence and the
-    // report's `path_matrix` are this one list.
+    // report's `path_matrix` are this one list. It is judged on a thread of
+    // its own while the other checks are judged here: at 1,024 nodes it
+    // takes as long as all of them.
+    let is_matrix =
+        |c: &&&dyn spx_checks::Check| c.id() == "cluster.path-matrix" && c.cluster().is_some();
+    let (matrix_judged, others) = std::thread::scope(|s| {
+        let matrix = plan.cluster_checks.iter().find(is_matrix).map(|_| {
+            let cluster = &cluster;
+            s.spawn(move || {
+                let t = Instant::now();
+                (cluster_path_matrix::judged(cluster), t.elapsed())
+            })
+        });
+        let others: Vec<_> = plan
+            .cluster_checks
+            .iter()
+            .filter(|c| !is_matrix(c))
+            .map(|check| {
+                let t = Instant::now();
+                let f = match check.cluster() {
+                    Some(judge) => judge(&cluster),
+                    None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
+                };
+                (*check, runner::police(*check, f), t.elapsed())
+            })
+            .collect();
+        let matrix = matrix.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        (matrix, others)
+    });
+    // Back in the order of the checks.
+    let (mut matrix_judged, mut others) = (matrix_judged, others.into_iter());
     let mut path_matrix: Option<Arc<Vec<cluster_path_matrix::Cell>>> = None;
+    let mut findings = Vec::with_capacity(plan.cluster_checks.len());
     for check in &plan.cluster_checks {
-        let t = Instant::now();
-        let f = match check.cluster() {
-            Some(_) if check.id() == "cluster.path-matrix" => {
-                let judged = cluster_path_matrix::judged(&cluster);
-                path_matrix = Some(judged.matrix);
-                judged.finding
-            }
-            Some(judge) => judge(&cluster),
-            None => Finding::probe_failed(format!("{} is not a cluster check", check.id())),
-        };
-        let f = runner::police(*check, f);
-        findings.push((*check, f, t.elapsed()));
+        if !is_matrix(&check) {
+            findings.extend(others.next());
+        } else if let Some((judged, took)) = matrix_judged.take() {
+            path_matrix = Some(judged.matrix);
+            findings.push((*check, runner::police(*check, judged.finding), took));
+        }
     }
     let path_matrix = match path_matrix {
         Some(m) if cluster.selected("mtu.path") => m,
@@ -382,4 +410,18 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         runbook,
         notes,
     }
+}
+
+#[allow(clippy::disallowed_macros)]
+fn phase(what: &str, t0: Instant) {
+    if std::env::var_os("SPX_PHASES").is_none() {
+        return;
+    }
+    let st = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let hwm = st.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("");
+    let rss = st.lines().find(|l| l.starts_with("VmRSS")).unwrap_or("");
+    eprintln!(
+        "PHASE {what} {:.2}s {hwm} {rss}",
+        t0.elapsed().as_secs_f64()
+    );
 }

@@ -175,10 +175,10 @@ mod tests {
                     .into_iter()
                     .flatten()
                     .map(|f| FindingReport {
-                        code: text(&f["code"]),
+                        code: text(&f["code"]).into(),
                         status: serde_json::from_value(f["status"].clone()).expect("a status"),
-                        subject: text(&f["subject"]),
-                        summary: text(&f["summary"]),
+                        subject: text(&f["subject"]).into(),
+                        summary: text(&f["summary"]).into(),
                         needs: None,
                         status_was: None,
                     })
@@ -215,7 +215,7 @@ mod tests {
             wanted.push(c.summary.clone());
             wanted.extend(c.remediation.iter().cloned());
             for f in &c.findings {
-                wanted.extend([f.code.clone(), f.subject.clone(), f.summary.clone()]);
+                wanted.extend([&f.code, &f.subject, &f.summary].map(|s| s.to_string()));
             }
         }
         let report = Report {

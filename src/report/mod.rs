@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use spx_checks::checks::cluster_path_matrix::Cell;
+use spx_checks::finding::CompactString;
 use spx_checks::host::HostRef;
 use spx_checks::kind::SkipCategory;
 use spx_checks::profile::RunProfile;
@@ -152,10 +153,12 @@ pub struct CheckReport {
 /// One subject's outcome within a check.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct FindingReport {
-    pub code: String,
+    /// Short words are held inline ([`CompactString`]): the path matrix at
+    /// 1,024 nodes has a million subjects.
+    pub code: CompactString,
     pub status: Status,
-    pub subject: String,
-    pub summary: String,
+    pub subject: CompactString,
+    pub summary: CompactString,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub needs: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -350,10 +353,10 @@ pub fn check_report(o: Outcome) -> CheckReport {
         evidence: CheckEvidence::from(f.evidence),
         remediation: f.remediation.iter().map(|s| as_invoked(s)).collect(),
         findings: converted(f.findings, |s| FindingReport {
-            code: s.kind.code(id),
+            code: s.kind.compact_code(id),
             status: s.status(),
             subject: s.subject,
-            summary: as_invoked(&s.summary),
+            summary: invoked(s.summary),
             needs: s.needs,
             status_was: None,
         }),
@@ -361,6 +364,16 @@ pub fn check_report(o: Outcome) -> CheckReport {
         denied: Vec::new(),
         status_was: None,
         duration_ms: o.duration.as_millis() as u64,
+    }
+}
+
+/// [`as_invoked`] that keeps text it cannot change (no `` `spx doctor``)
+/// as it is, copying nothing.
+fn invoked(text: CompactString) -> CompactString {
+    if text.contains("`spx doctor") {
+        as_invoked(&text).into()
+    } else {
+        text
     }
 }
 

@@ -32,8 +32,11 @@ pub struct ReportedConfig {
     pub ipsec_enabled: bool,
     /// `[network] underlay_mtu` as written (a missing key is 1500).
     pub underlay_mtu: u32,
-    /// The `[nodes.*]` names, sorted.
-    pub nodes: Vec<String>,
+    /// The `[nodes.*]` names, sorted. Every node of a cluster lists the same
+    /// names, so a list read equal to the one read before it is that one,
+    /// shared ([`NodeReport::read`]): at 1,024 nodes, 1,024 names once
+    /// rather than a million.
+    pub nodes: Arc<[String]>,
     /// The site's own checks (doctor.d) of this run's catalogue: id and
     /// executable, in catalogue order. Absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -136,6 +139,17 @@ impl CheckResult {
         }
         serde_json::from_str(self.evidence.text()).ok()
     }
+
+    /// Part of the evidence, read as `T`: the fields `T` does not name are
+    /// skipped, never made. For a reader that needs a few fields of every
+    /// row of a large evidence (`T` names them as the check's own type
+    /// does, and a test of that reader ties the two).
+    pub fn evidence_part<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        if self.evidence.is_empty() {
+            return None;
+        }
+        serde_json::from_str(self.evidence.text()).ok()
+    }
 }
 
 /// A node's report, typed.
@@ -186,7 +200,10 @@ impl NodeReport {
     /// Read a JSON v1 node report; `None` when it is not one.
     pub fn read(doc: &ReportText) -> Option<NodeReport> {
         let text = doc.shared();
-        let b: Borrowed<'_> = serde_json::from_str(text).ok()?;
+        let mut b: Borrowed<'_> = serde_json::from_str(text).ok()?;
+        if let Some(c) = b.config.as_mut() {
+            c.nodes = shared_names(&c.nodes);
+        }
         let base = text.as_ptr() as usize;
         let checks = b
             .checks
@@ -224,6 +241,26 @@ impl NodeReport {
     pub fn check(&self, id: &str) -> Option<&CheckResult> {
         self.checks.iter().find(|c| c.id == id)
     }
+}
+
+thread_local! {
+    /// The last `[nodes.*]` list read on this thread.
+    static LAST_NAMES: std::cell::RefCell<Option<Arc<[String]>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `names`, or the list read before it when that one is equal (shared).
+fn shared_names(names: &Arc<[String]>) -> Arc<[String]> {
+    LAST_NAMES.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some(l) if **l == **names => Arc::clone(l),
+            _ => {
+                *last = Some(Arc::clone(names));
+                Arc::clone(names)
+            }
+        }
+    })
 }
 
 /// A node's report exactly as it came (JSON text), held once and shared:
@@ -371,6 +408,26 @@ mod tests {
         empty["checks"][0]["evidence"] = json!({});
         let r = read(&empty).unwrap();
         assert_eq!(r.check("x.y").unwrap().evidence_as::<Counted>(), None);
+    }
+
+    /// Reports that list the same `[nodes.*]` names share one list; a
+    /// report that lists others keeps its own.
+    #[test]
+    fn equal_node_lists_are_held_once() {
+        let with = |nodes: &[&str]| {
+            let doc = json!({
+                "tool": {"name": "spx-doctor", "version": "0.1.0"},
+                "exit_code": 0,
+                "config": {"path": "/etc/spinifex/spinifex.toml", "node": "a", "ipsec_enabled": true, "underlay_mtu": 1500, "nodes": nodes},
+                "checks": [],
+            });
+            NodeReport::read(&doc.into()).unwrap().config.unwrap().nodes
+        };
+        let (a, b) = (with(&["a", "b"]), with(&["a", "b"]));
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = with(&["a", "c"]);
+        assert_eq!(&*c, ["a".to_owned(), "c".to_owned()]);
+        assert!(!Arc::ptr_eq(&a, &c));
     }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]

@@ -61,7 +61,7 @@ impl Compared {
             Compared::IpsecEnabled => Some(json!(n.config()?.ipsec_enabled)),
             Compared::UnderlayMtu => Some(json!(n.config()?.underlay_mtu)),
             Compared::Nodes => {
-                let mut names = n.config()?.nodes.clone();
+                let mut names = n.config()?.nodes.to_vec();
                 crate::natural::sort(&mut names);
                 Some(json!(names))
             }

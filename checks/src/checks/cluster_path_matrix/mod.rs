@@ -695,7 +695,7 @@ mod tests {
             .findings
             .iter()
             .filter(|s| s.subject.starts_with("n0->"))
-            .map(|s| (s.subject.clone(), s.kind.code("cluster.path-matrix")))
+            .map(|s| (s.subject.to_string(), s.kind.code("cluster.path-matrix")))
             .collect();
         assert_eq!(
             codes,

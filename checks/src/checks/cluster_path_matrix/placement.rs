@@ -7,6 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use compact_str::{format_compact, CompactString};
+use serde::Deserialize;
+
 use super::{Cell, CellVerdict, Unplaced};
 use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
 use crate::cluster::{and_list, AddressBook, ClusterFacts, NodeAnswer};
@@ -22,7 +25,10 @@ fn placement_book(facts: &ClusterFacts) -> AddressBook {
     let config: std::collections::HashSet<&str> =
         facts.config_nodes.iter().map(String::as_str).collect();
     for n in facts.answered() {
-        let Some(e) = n.evidence::<PathMtuEvidence>("mtu.path") else {
+        let Some(e) = n
+            .check("mtu.path")
+            .and_then(|c| c.evidence_part::<NamedPeers>())
+        else {
             continue;
         };
         for p in &e.peers {
@@ -32,6 +38,22 @@ fn placement_book(facts: &ClusterFacts) -> AddressBook {
         }
     }
     book
+}
+
+/// What [`placement_book`] reads of a row's mtu.path evidence
+/// ([`PathMtuEvidence`]): each peer's address and the node it was named
+/// for. The rest of every peer's result is skipped, not made: the book
+/// reads every row before the matrix reads each row whole.
+#[derive(Deserialize)]
+struct NamedPeers {
+    peers: Vec<NamedPeer>,
+}
+
+#[derive(Deserialize)]
+struct NamedPeer {
+    address: std::net::IpAddr,
+    #[serde(default)]
+    node: Option<String>,
 }
 
 /// Why a node's own addresses are unknown to this run, when they are: it
@@ -243,9 +265,10 @@ impl Unplaced {
 }
 
 /// `ok at 9000`, `blackhole at 1500`, `unreachable`.
-pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> String {
+/// Short enough to be held inline.
+pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> CompactString {
     match mtu {
-        Some(m) if v.measured() => format!("{} at {m}", v.as_str()),
-        _ => v.as_str().to_owned(),
+        Some(m) if v.measured() => format_compact!("{} at {m}", v.as_str()),
+        _ => v.as_str().into(),
     }
 }

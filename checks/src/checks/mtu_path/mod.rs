@@ -1428,7 +1428,7 @@ mod tests {
         let codes: Vec<(String, String)> = f
             .findings
             .iter()
-            .map(|s| (s.subject.clone(), s.kind.code("mtu.path")))
+            .map(|s| (s.subject.to_string(), s.kind.code("mtu.path")))
             .collect();
         let want = [
             ("198.18.0.2", "mtu.path/ok"),

@@ -310,7 +310,7 @@ fn codes(f: &Finding) -> Vec<(String, &'static str)> {
     f.findings
         .iter()
         .filter(|s| s.status() != Status::Pass)
-        .map(|s| (s.subject.clone(), s.kind.name))
+        .map(|s| (s.subject.to_string(), s.kind.name))
         .collect()
 }
 
