@@ -3,7 +3,8 @@
 //! the largest MTU every pair carries). No words here ([`super::words`]
 //! says them).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use super::placement::{addresses_unknown, placed};
 use super::{Cell, CellVerdict, PathMatrixKind, Unplaced};
@@ -77,28 +78,36 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
     }
     let (cells, unplaced) = placed(facts);
     let names: Vec<String> = facts.names().into_iter().map(str::to_owned).collect();
+    // Every cell of a row has its node's target: one per row.
     let targets: BTreeMap<String, u32> = cells
-        .iter()
-        .filter_map(|c| Some((c.from.to_string(), c.target?)))
+        .chunk_by(|a, b| Arc::ptr_eq(&a.from, &b.from))
+        .filter_map(|row| Some((row[0].from.to_string(), row[0].target?)))
         .collect();
     let mut distinct_targets: Vec<u32> = targets.values().copied().collect();
     distinct_targets.sort_unstable();
     distinct_targets.dedup();
-    let measured: Vec<&Cell> = cells.iter().filter(|c| c.verdict.measured()).collect();
+    let grid = Grid::of(names.len(), &cells);
+    let measured = || {
+        cells
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.verdict.measured())
+    };
 
     // Each node's measured paths, counted once over the cells: to and
     // from it, and how many of them fail.
-    #[derive(Default)]
+    #[derive(Default, Clone)]
     struct Ends {
         measured: usize,
         failing: usize,
         from: bool,
         to: bool,
     }
-    let mut ends: HashMap<&str, Ends> = HashMap::with_capacity(names.len());
-    for c in &measured {
-        for (end, from) in [(&*c.from, true), (&*c.to, false)] {
-            let e = ends.entry(end).or_default();
+    let mut ends: Vec<Ends> = vec![Ends::default(); names.len()];
+    for (k, c) in measured() {
+        let (row, col) = grid.ends(k);
+        for (end, from) in [(row, true), (col, false)] {
+            let e = &mut ends[end];
             e.measured += 1;
             e.failing += usize::from(c.verdict.fails());
             e.from |= from;
@@ -107,45 +116,37 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
     }
     let cut_off: Vec<&str> = names
         .iter()
-        .map(String::as_str)
-        .filter(|n| {
-            ends.get(n)
-                .is_some_and(|e| e.measured >= 2 && e.failing == e.measured && e.from && e.to)
-        })
+        .zip(&ends)
+        .filter(|(_, e)| e.measured >= 2 && e.failing == e.measured && e.from && e.to)
+        .map(|(n, _)| n.as_str())
         .collect();
 
-    // Every cell by its ordered pair, so a reverse is one lookup.
-    let by_pair: HashMap<(&str, &str), &Cell> =
-        cells.iter().map(|c| ((&*c.from, &*c.to), c)).collect();
     let mut asymmetric = Vec::new();
-    for c in &measured {
-        if c.from >= c.to {
+    for (k, c) in measured() {
+        let (row, col) = grid.ends(k);
+        if row > col {
             continue;
         }
-        let Some(r) = by_pair
-            .get(&(&*c.to, &*c.from))
-            .filter(|r| r.verdict.measured())
-        else {
+        let r = &cells[grid.reverse(k)];
+        if !r.verdict.measured() {
             continue;
-        };
+        }
         if c.verdict.fails() != r.verdict.fails() {
-            let (good, bad) = if c.verdict.fails() {
-                (*r, *c)
-            } else {
-                (*c, *r)
-            };
+            let (good, bad) = if c.verdict.fails() { (r, c) } else { (c, r) };
             asymmetric.push((good.clone(), bad.clone()));
         }
     }
 
-    let lowest = measured
-        .iter()
+    let lowest = measured()
+        .map(|(_, c)| c)
         .filter(|c| c.path_mtu.is_some())
         .min_by_key(|c| c.path_mtu);
     let largest = lowest.and_then(|c| c.path_mtu);
     let largest_exact = lowest.is_some_and(|c| c.verdict.fails() && !c.path_mtu_inexact);
     let cut: HashSet<&str> = cut_off.iter().copied().collect();
-    let kinds = cells.iter().map(|c| cell_kind(c, &cut, &by_pair)).collect();
+    let kinds = (0..cells.len())
+        .map(|k| cell_kind(&cells[k], &cut, &cells[grid.reverse(k)]))
+        .collect();
     let every_node_skipped = facts
         .answered()
         .filter_map(|n| n.check("mtu.path"))
@@ -171,6 +172,44 @@ pub fn analyse(facts: &ClusterFacts) -> Result<Analysis, Gate> {
         every_node_skipped,
         cells,
     })
+}
+
+/// Where a cell stands: [`placed`] makes every ordered pair of the nodes,
+/// rows in node order and no cell from a node to itself, so a cell's row,
+/// column and reverse follow from its index (a million cells at 1,024
+/// nodes: no name is hashed or compared to find them).
+#[derive(Clone, Copy)]
+struct Grid {
+    n: usize,
+}
+
+impl Grid {
+    fn of(n: usize, cells: &[Cell]) -> Grid {
+        assert_eq!(
+            cells.len(),
+            n * n.saturating_sub(1),
+            "the matrix holds every ordered pair of distinct nodes"
+        );
+        Grid { n }
+    }
+
+    /// The row and column (node indices) of cell `k`.
+    fn ends(self, k: usize) -> (usize, usize) {
+        let w = self.n - 1;
+        let (row, j) = (k / w, k % w);
+        (row, j + usize::from(j >= row))
+    }
+
+    /// The cell of `row` and `col` (distinct).
+    fn index(self, row: usize, col: usize) -> usize {
+        row * (self.n - 1) + col - usize::from(col > row)
+    }
+
+    /// The cell of the other direction.
+    fn reverse(self, k: usize) -> usize {
+        let (row, col) = self.ends(k);
+        self.index(col, row)
+    }
 }
 
 /// When every measured path from node `k` stops at its own link (every
@@ -206,11 +245,7 @@ fn own_link(facts: &ClusterFacts, cells: &[Cell], k: &str) -> Option<OwnLink> {
 /// The kind of one cell: a failing path through a node cut off from all
 /// the others is that node's; a failing direction whose reverse carries
 /// the target is asymmetric; any other failure is a path too small.
-fn cell_kind(
-    c: &Cell,
-    cut_off: &HashSet<&str>,
-    by_pair: &HashMap<(&str, &str), &Cell>,
-) -> PathMatrixKind {
+fn cell_kind(c: &Cell, cut_off: &HashSet<&str>, reverse: &Cell) -> PathMatrixKind {
     if c.verdict == CellVerdict::Ok {
         return PathMatrixKind::Ok;
     }
@@ -223,10 +258,7 @@ fn cell_kind(
     if cut_off.contains(&*c.from) || cut_off.contains(&*c.to) {
         return PathMatrixKind::CutOff;
     }
-    let reverse_carries = by_pair
-        .get(&(&*c.to, &*c.from))
-        .is_some_and(|r| r.verdict == CellVerdict::Ok);
-    if reverse_carries {
+    if reverse.verdict == CellVerdict::Ok {
         PathMatrixKind::Asymmetric
     } else {
         PathMatrixKind::PathTooSmall
