@@ -127,7 +127,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         targets[a.index] = a.target;
         agents[a.index] = a.agents;
     }
-    phase("gathered", t0);
     let mut config_addresses = plan.config_addresses.clone();
     if let Ok(resolved) = resolver.join() {
         for (node, ips) in resolved {
@@ -162,7 +161,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             answer
         })
         .collect();
-    phase("typed", t0);
     let vias: Vec<&'static str> = plan
         .nodes
         .iter()
@@ -182,11 +180,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             t0,
         },
     );
-    phase("judged", t0);
     if plan.settings.format == crate::cli::Format::Json {
         // Streamed: at hundreds of nodes the document is hundreds of MiB.
         crate::emit_with(&plan.settings, |w| render::json::write_cluster(&report, w))?;
-        phase("written", t0);
         return Ok(report.exit_code as u8);
     }
     let style = crate::style(&plan.settings);
@@ -410,18 +406,4 @@ pub fn judge(plan: &Plan, g: Gathered) -> ClusterReport {
         runbook,
         notes,
     }
-}
-
-#[allow(clippy::disallowed_macros)]
-fn phase(what: &str, t0: Instant) {
-    if std::env::var_os("SPX_PHASES").is_none() {
-        return;
-    }
-    let st = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let hwm = st.lines().find(|l| l.starts_with("VmHWM")).unwrap_or("");
-    let rss = st.lines().find(|l| l.starts_with("VmRSS")).unwrap_or("");
-    eprintln!(
-        "PHASE {what} {:.2}s {hwm} {rss}",
-        t0.elapsed().as_secs_f64()
-    );
 }
