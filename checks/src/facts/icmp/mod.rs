@@ -15,9 +15,11 @@
 //!   (`IP_RECVERR` error queue, `ee_info`) and that exact size is probed
 //!   immediately;
 //! * rounds 2 and 3 refine the gap between the largest size that answered
-//!   and the smallest that did not, re-probing an upper bound whose silence
-//!   came in one round only, so that one lost packet, or one burst of loss,
-//!   cannot pass for a black hole.
+//!   and the smallest that did not. A size is silent only when its copies
+//!   left at two moments (round 1 sends the smallest size still without an
+//!   answer again half a round after its ladder; later rounds re-probe an
+//!   upper bound silent at one moment), so that one lost packet, or one
+//!   burst of loss, cannot pass for a black hole.
 //!
 //! A 9000-byte target is exact to the byte after round 2 at the latest
 //! (≈95 sizes per ladder), so a black hole costs two probe timeouts and a

@@ -28,8 +28,8 @@ pub const COMMON_MTUS: [u32; 12] = [
 
 /// Every size past round 1's minimal and target probes goes out this many
 /// times, so that one lost packet cannot pass for a black hole; a size
-/// counts as not passing when every copy was silent and silence at it or
-/// above came in two rounds (the engine's `silence_confirmed`).
+/// counts as not passing when every copy was silent and the copies left at
+/// two moments (the engine's `silence_confirmed`).
 pub(crate) const COPIES: u32 = 2;
 
 /// Sizes strictly between `lo` (answered) and `hi` (refused) to probe in
