@@ -107,7 +107,7 @@ impl KindDoc {
     }
 
     /// [`KindDoc::code`], held inline when it is short (most are).
-    pub fn compact_code(&self, check_id: &str) -> crate::finding::CompactString {
+    pub fn compact_code(&self, check_id: &str) -> compact_str::CompactString {
         compact_str::format_compact!("{}/{}", self.check.unwrap_or(check_id), self.name)
     }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use spx_checks::checks::{cluster_config_drift, cluster_path_matrix};
 use spx_checks::cluster::{
-    ClusterFacts, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
+    ClusterFacts, NodeAnswer, Received, ReportText, Transport, Unreached, UnreachedKind,
 };
 use spx_checks::{endpoint, expect, spinifex::as_invoked, Finding, Status};
 
@@ -97,7 +97,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                 .into_iter()
                 .map(|a| Remote {
                     index: a.index,
-                    report: a.report.map(ReportText::from),
+                    report: a.report.map(ReportText::from).map(Received::from),
                     target: a.target,
                     agents: Vec::new(),
                 })
@@ -113,10 +113,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
                 i,
-                ReportText::new(serde_json::to_string(&r).expect("a report always serializes")),
+                Received::from(ReportText::new(
+                    serde_json::to_string(&r).expect("a report always serializes"),
+                )),
             )
         });
-    let mut answers: Vec<Option<Result<ReportText, Unreached>>> = vec![None; plan.nodes.len()];
+    let mut answers: Vec<Option<Result<Received, Unreached>>> = vec![None; plan.nodes.len()];
     let mut targets = vec![None; plan.nodes.len()];
     let mut agents = vec![Vec::new(); plan.nodes.len()];
     if let Some((i, r)) = local {
@@ -155,7 +157,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
                     _ => Unreached::new(UnreachedKind::Deadline, ""),
                 })
             });
-            let mut answer = NodeAnswer::new(n.name.clone(), host, report);
+            let mut answer = NodeAnswer::received(n.name.clone(), host, report);
             answer.ssh = target;
             answer.agents = heard;
             answer
@@ -199,7 +201,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
 /// One node's answer from another machine (ssh or its agent).
 struct Remote {
     index: usize,
-    report: Result<ReportText, Unreached>,
+    report: Result<Received, Unreached>,
     target: Option<spx_checks::cluster::SshTarget>,
     agents: Vec<spx_checks::cluster::AgentIdentity>,
 }

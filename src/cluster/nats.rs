@@ -36,7 +36,7 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
-use spx_checks::cluster::{AgentIdentity, ReportText, Unreached, UnreachedKind};
+use spx_checks::cluster::{AgentIdentity, Received, ReportText, Unreached, UnreachedKind};
 
 use crate::bus::identity;
 use crate::bus::wire::{
@@ -208,7 +208,8 @@ pub struct Gather {
 
 /// What one node answered, and every agent that answered as it.
 pub struct NodeGathered {
-    pub report: Result<ReportText, Unreached>,
+    /// Read as it arrived ([`Received`]).
+    pub report: Result<Received, Unreached>,
     pub agents: Vec<AgentIdentity>,
 }
 
@@ -241,7 +242,7 @@ fn every(g: &Gather, kind: UnreachedKind, detail: String) -> Vec<NodeGathered> {
 #[derive(Clone)]
 enum Said {
     Accepted,
-    Done(Result<ReportText, Unreached>),
+    Done(Result<Received, Unreached>),
 }
 
 /// What every agent of one node has said: by identity (`None`: a doctor
@@ -464,7 +465,8 @@ async fn run(g: &Gather) -> Vec<NodeGathered> {
             },
             Some(wire::REPLY_REPORT) => {
                 fetches.arrived(i);
-                Said::Done(report(&node, &msg.payload))
+                // Read now, while other reports are on the way.
+                Said::Done(report(&node, &msg.payload).map(Received::from))
             }
             Some(wire::REPLY_ERROR) => Said::Done(Err(refusal(&msg.payload))),
             other => Said::Done(Err(Unreached::new(

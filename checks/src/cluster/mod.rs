@@ -305,13 +305,47 @@ impl SshTarget {
     }
 }
 
+/// A node's report as it arrived, and its typed view, read once: a gather
+/// reads each report as it comes, while others are still on the way,
+/// rather than all of them after the last.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub text: ReportText,
+    typed: Option<NodeReport>,
+}
+
+impl From<ReportText> for Received {
+    fn from(text: ReportText) -> Received {
+        let typed = NodeReport::read(&text);
+        Received { text, typed }
+    }
+}
+
+impl From<serde_json::Value> for Received {
+    fn from(v: serde_json::Value) -> Received {
+        Received::from(ReportText::from(v))
+    }
+}
+
 impl NodeAnswer {
     pub fn new(
         name: String,
         host: Option<String>,
         report: Result<ReportText, Unreached>,
     ) -> NodeAnswer {
-        let typed = report.as_ref().ok().and_then(NodeReport::read);
+        NodeAnswer::received(name, host, report.map(Received::from))
+    }
+
+    /// [`NodeAnswer::new`] with the report already read.
+    pub fn received(
+        name: String,
+        host: Option<String>,
+        report: Result<Received, Unreached>,
+    ) -> NodeAnswer {
+        let (report, typed) = match report {
+            Ok(r) => (Ok(r.text), r.typed),
+            Err(e) => (Err(e), None),
+        };
         NodeAnswer {
             name,
             host,
