@@ -140,6 +140,8 @@ impl Drop for Logged {
 pub struct Tail {
     pub child: Child,
     lines: Arc<Mutex<Vec<(Instant, String)>>>,
+    /// What it wrote on stderr, for a failure to show.
+    errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Tail {
@@ -147,7 +149,7 @@ impl Tail {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -160,7 +162,21 @@ impl Tail {
                 }
             }
         });
-        Tail { child, lines }
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&errors);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Ok(mut l) = sink.lock() {
+                    l.push(line);
+                }
+            }
+        });
+        Tail {
+            child,
+            lines,
+            errors,
+        }
     }
 
     pub fn lines(&self) -> Vec<(Instant, String)> {
@@ -185,15 +201,17 @@ impl Tail {
             {
                 return hit;
             }
-            assert!(
-                t0.elapsed() < within,
-                "{what}: nothing within {within:?}; lines:\n{}",
-                self.lines()
-                    .iter()
-                    .map(|(_, l)| l.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
+            if t0.elapsed() >= within {
+                let errors = self.errors.lock().map(|e| e.join("\n")).unwrap_or_default();
+                panic!(
+                    "{what}: nothing within {within:?}; lines:\n{}\nstderr:\n{errors}",
+                    self.lines()
+                        .iter()
+                        .map(|(_, l)| l.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
