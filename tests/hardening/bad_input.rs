@@ -152,7 +152,7 @@ const BAD_INPUT: &[BadInput] = &[
     },
     BadInput {
         what: "path: not an instance id",
-        args: &["path", "i-XYZ", "10.0.1.10"],
+        args: &["path", "i-XYZ", "198.18.1.10"],
         config: None,
         unreadable: false,
         bundle: None,
@@ -166,14 +166,14 @@ const BAD_INPUT: &[BadInput] = &[
     },
     BadInput {
         what: "path: bad --vpc",
-        args: &["path", "10.0.1.10", "10.0.1.11", "--vpc", "vpc-$(id)"],
+        args: &["path", "198.18.1.10", "198.18.1.11", "--vpc", "vpc-$(id)"],
         config: None,
         unreadable: false,
         bundle: None,
     },
     BadInput {
         what: "path: --size below range",
-        args: &["path", "10.0.1.10", "10.0.1.11", "--size", "60"],
+        args: &["path", "198.18.1.10", "198.18.1.11", "--size", "60"],
         config: None,
         unreadable: false,
         bundle: None,
