@@ -48,20 +48,28 @@ fn swarm_bin() -> PathBuf {
     swarm
 }
 
-/// The swarm on the bus at 127.0.0.1:4222 in `ns`, ready.
+/// The committed template: a real lab node's bundle.
+fn template() -> PathBuf {
+    support::repo_root().join("bench/swarm/testdata/n0.bundle")
+}
+
+/// The swarm on the bus at 127.0.0.1:4222 in `ns`, ready, from the
+/// committed [`template`].
 struct Swarm {
+    /// Its directory: its config (`spinifex.toml`), its black holes.
+    dir: PathBuf,
     /// Stopped when the test ends (its Drop), even on failure.
     _proc: Tail,
 }
 
 impl Swarm {
-    fn start(ns: &Netns, n: usize, bundle: &Path, dir: &Path, ca: &Path, more: &[&str]) -> Swarm {
+    fn start(ns: &Netns, n: usize, dir: &Path, ca: &Path, more: &[&str]) -> Swarm {
         std::fs::create_dir_all(dir).unwrap();
         let token = dir.join("token");
         std::fs::write(&token, TOKEN).unwrap();
         let mut cmd = ns.command(swarm_bin().to_str().unwrap());
         cmd.args(["--nodes", &n.to_string(), "--bundle"])
-            .arg(bundle)
+            .arg(template())
             .arg("--spx")
             .arg(support::bin())
             .arg("--dir")
@@ -78,7 +86,10 @@ impl Swarm {
             "the swarm",
             |l| l.starts_with("ready"),
         );
-        Swarm { _proc: proc }
+        Swarm {
+            dir: dir.to_owned(),
+            _proc: proc,
+        }
     }
 }
 
@@ -182,11 +193,9 @@ fn the_swarm_answers_as_the_agent_does() {
     let agent = Logged::spawn(cmd);
     agent.wait_for("connected to NATS at", 1, Duration::from_secs(15), "agent");
     // Three swarm nodes, from the committed template.
-    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
     let swarm = Swarm::start(
         &ns,
         3,
-        &template,
         &dir.path().join("swarm"),
         &server.ca,
         &["--interval", "0", "--run-time", "300ms"],
@@ -359,7 +368,7 @@ fn prepare(n: usize, dir: &Path, more: &[&str]) -> String {
     std::fs::write(&token, TOKEN).unwrap();
     let out = Command::new(swarm_bin())
         .args(["--nodes", &n.to_string(), "--bundle"])
-        .arg(support::repo_root().join("bench/swarm/testdata/n0.bundle"))
+        .arg(template())
         .arg("--spx")
         .arg(support::bin())
         .arg("--dir")
@@ -486,13 +495,10 @@ fn agents_from_before_inline_max_are_asked_again_without_it() {
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
     let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
-    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
-    let swarm_dir = dir.path().join("swarm");
     let swarm = Swarm::start(
         &ns,
         3,
-        &template,
-        &swarm_dir,
+        &dir.path().join("swarm"),
         &server.ca,
         &[
             "--before-inline-max",
@@ -505,7 +511,7 @@ fn agents_from_before_inline_max_are_asked_again_without_it() {
     let out = ns
         .spx()
         .args(["--cluster", "--via", "nats", "--config"])
-        .arg(swarm_dir.join("spinifex.toml"))
+        .arg(swarm.dir.join("spinifex.toml"))
         .args(["--format", "json", "--timeout", "10s"])
         .output()
         .unwrap();
@@ -539,13 +545,10 @@ fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
     let ns = Netns::new();
     let dir = tempfile::tempdir().unwrap();
     let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
-    let template = support::repo_root().join("bench/swarm/testdata/n0.bundle");
-    let swarm_dir = dir.path().join("swarm");
     let swarm = Swarm::start(
         &ns,
         N,
-        &template,
-        &swarm_dir,
+        &dir.path().join("swarm"),
         &server.ca,
         &[
             "--black-hole",
@@ -559,7 +562,7 @@ fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
         ],
     );
     let ready = t0.elapsed();
-    let want: BTreeSet<String> = std::fs::read_to_string(swarm_dir.join("black-holes"))
+    let want: BTreeSet<String> = std::fs::read_to_string(swarm.dir.join("black-holes"))
         .unwrap()
         .lines()
         .map(str::to_owned)
@@ -570,7 +573,7 @@ fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
     let out = ns
         .spx()
         .args(["--cluster", "--via", "nats", "--config"])
-        .arg(swarm_dir.join("spinifex.toml"))
+        .arg(swarm.dir.join("spinifex.toml"))
         .args(["--format", "json"])
         .output()
         .unwrap();

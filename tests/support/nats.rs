@@ -95,13 +95,10 @@ impl Logged {
             .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
         let log = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&log);
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Ok(mut l) = sink.lock() {
-                    l.push_str(&line);
-                    l.push('\n');
-                }
+        each_line(child.stderr.take().unwrap(), move |line| {
+            if let Ok(mut l) = sink.lock() {
+                l.push_str(&line);
+                l.push('\n');
             }
         });
         Logged { child, log }
@@ -137,6 +134,19 @@ impl Drop for Logged {
 }
 
 /// A process of ours whose stdout lines are kept, each with when it came.
+/// Hand every line `from` gives to `take`, on a thread of its own, until
+/// it ends.
+fn each_line(
+    from: impl std::io::Read + Send + 'static,
+    mut take: impl FnMut(String) + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            take(line);
+        }
+    });
+}
+
 pub struct Tail {
     pub child: Child,
     lines: Arc<Mutex<Vec<(Instant, String)>>>,
@@ -154,22 +164,16 @@ impl Tail {
             .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&lines);
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Ok(mut l) = sink.lock() {
-                    l.push((Instant::now(), line));
-                }
+        each_line(child.stdout.take().unwrap(), move |line| {
+            if let Ok(mut l) = sink.lock() {
+                l.push((Instant::now(), line));
             }
         });
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&errors);
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Ok(mut l) = sink.lock() {
-                    l.push(line);
-                }
+        each_line(child.stderr.take().unwrap(), move |line| {
+            if let Ok(mut l) = sink.lock() {
+                l.push(line);
             }
         });
         Tail {
