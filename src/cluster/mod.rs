@@ -113,9 +113,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             let r = crate::node_report(&plan.settings, &crate::Facts::Live);
             (
                 i,
-                Received::from(ReportText::new(
-                    serde_json::to_string(&r).expect("a report always serializes"),
-                )),
+                Received::from(ReportText::of(&r).expect("a report always serializes")),
             )
         });
     let mut answers: Vec<Option<Result<Received, Unreached>>> = vec![None; plan.nodes.len()];

@@ -466,7 +466,7 @@ async fn run(g: &Gather) -> Vec<NodeGathered> {
             Some(wire::REPLY_REPORT) => {
                 fetches.arrived(i);
                 // Read now, while other reports are on the way.
-                Said::Done(report(&node, &msg.payload).map(Received::from))
+                Said::Done(report(&node, &msg.payload))
             }
             Some(wire::REPLY_ERROR) => Said::Done(Err(refusal(&msg.payload))),
             other => Said::Done(Err(Unreached::new(
@@ -575,25 +575,39 @@ fn no_agent(node: &str) -> Unreached {
 }
 
 /// A report from `node`'s agent, checked before it is trusted, and kept as
-/// the text it came as. A well-formed report is checked without a tree of
-/// it ([`well_formed`]); anything else is checked on a tree, dropped at
-/// once, which says exactly what is wrong.
-fn report(node: &str, body: &[u8]) -> Result<ReportText, Unreached> {
+/// the text it came as. It is checked as JSON once, then read once as the
+/// typed report, which also checks its shape ([`Received::shaped`]);
+/// anything else is checked on a tree, dropped at once, which says exactly
+/// what is wrong.
+fn report(node: &str, body: &[u8]) -> Result<Received, Unreached> {
     let invalid = |detail: String| Unreached::new(UnreachedKind::InvalidAnswer, detail);
     if body.len() > MAX_REPLY {
         return Err(invalid(format!("more than {} MiB", MAX_REPLY >> 20)));
     }
-    if well_formed(node, body) {
-        if let Ok(text) = std::str::from_utf8(body) {
-            return Ok(ReportText::new(text.to_owned()));
-        }
-    }
-    let doc: Value = serde_json::from_slice(body).map_err(|e| {
+    let not_json = |e: serde_json::Error| {
         invalid(format!(
             "not JSON ({e}): {}",
             one_line(&String::from_utf8_lossy(&body[..body.len().min(80)]))
         ))
-    })?;
+    };
+    let text = match String::from_utf8(body.to_vec()) {
+        Ok(text) => text,
+        // JSON is UTF-8: the parser says where it is not.
+        Err(e) => {
+            return Err(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                    Err(j) => not_json(j),
+                    Ok(_) => invalid(format!("not UTF-8 ({e})")),
+                },
+            )
+        }
+    };
+    let text = ReportText::parse(text).map_err(not_json)?;
+    let text = match Received::shaped(text, node) {
+        Ok(read) => return Ok(read),
+        Err(text) => text,
+    };
+    let doc = text.to_value();
     let code = doc
         .get("exit_code")
         .and_then(Value::as_i64)
@@ -606,55 +620,7 @@ fn report(node: &str, body: &[u8]) -> Result<ReportText, Unreached> {
         )));
     }
     drop(doc);
-    // JSON is UTF-8 (serde_json checked it while parsing).
-    let text = String::from_utf8(body.to_vec()).map_err(|e| invalid(format!("not UTF-8 ({e})")))?;
-    Ok(ReportText::new(text))
-}
-
-/// True only when `body` is `node`'s JSON v1 report of the shape
-/// [`super::ssh::shape`] takes: read as its members' text, each check's
-/// evidence only scanned, never made into a tree. False means "look
-/// closer", never "invalid": [`report`] then checks it on a tree.
-fn well_formed(node: &str, body: &[u8]) -> bool {
-    use serde_json::value::RawValue;
-    use std::borrow::Cow;
-    use std::collections::HashMap;
-    type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
-    let Ok(doc) = serde_json::from_slice::<Members<'_>>(body) else {
-        return false;
-    };
-    let text = |m: &Members<'_>, k: &str| -> Option<String> {
-        serde_json::from_str::<String>(m.get(k)?.get()).ok()
-    };
-    let tool = doc
-        .get("tool")
-        .and_then(|t| serde_json::from_str::<Members<'_>>(t.get()).ok());
-    let exit_code = doc
-        .get("exit_code")
-        .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
-        .and_then(|c| c.as_i64());
-    let Some(checks) = doc
-        .get("checks")
-        .and_then(|c| serde_json::from_str::<Vec<Members<'_>>>(c.get()).ok())
-    else {
-        return false;
-    };
-    let starts =
-        |m: &Members<'_>, k: &str, c: char| m.get(k).is_some_and(|v| v.get().starts_with(c));
-    doc.get("schema_version").map(|v| v.get()) == Some("1")
-        && !doc.contains_key("kind")
-        && tool.is_some_and(|t| text(&t, "name").is_some() && text(&t, "version").is_some())
-        && exit_code.is_some_and(|c| i64::from(c as i32) == c)
-        && checks.iter().all(|c| {
-            text(c, "id").is_some()
-                && text(c, "status").is_some_and(|s| {
-                    ["pass", "warn", "fail", "skip", "error"].contains(&s.as_str())
-                })
-                && text(c, "summary").is_some()
-                && starts(c, "evidence", '{')
-                && starts(c, "remediation", '[')
-        })
-        && text(&doc, "node").as_deref() == Some(node)
+    Ok(Received::from(text))
 }
 
 /// An agent's typed refusal.
@@ -750,8 +716,12 @@ mod tests {
     fn the_quick_look_takes_only_what_the_tree_takes() {
         let good = br#"{"schema_version":1,"tool":{"name":"spx-doctor","version":"0.1.0"},"node":"n1","exit_code":1,
             "checks":[{"id":"a.b","status":"fail","summary":"s","evidence":{"peers":[{"x":1}]},"remediation":["r"]}]}"#;
-        assert!(well_formed("n1", good));
-        assert_eq!(report("n1", good).unwrap().as_str().as_bytes(), good);
+        let quick = |node: &str, body: &[u8]| {
+            let text = ReportText::parse(String::from_utf8(body.to_vec()).unwrap()).unwrap();
+            Received::shaped(text, node).is_ok()
+        };
+        assert!(quick("n1", good));
+        assert_eq!(report("n1", good).unwrap().text.as_str().as_bytes(), good);
         let text = String::from_utf8(good.to_vec()).unwrap();
         for (bad, why) in [
             (
@@ -779,16 +749,39 @@ mod tests {
                 text.replace(r#""exit_code":1"#, r#""exit_code":4294967297"#),
                 "the report says exit 4294967297 but the doctor exited 1",
             ),
+            (
+                text.replace(r#""schema_version":1,"#, r#""schema_version":1,"kind":null,"#),
+                "a cluster report, not a node's",
+            ),
+            // Serde's derive would read a struct from an array of its
+            // fields in order; the tree does not, and neither may the
+            // quick look.
+            (
+                text.replace(
+                    r#"{"name":"spx-doctor","version":"0.1.0"}"#,
+                    r#"["0.1.0","spx-doctor"]"#,
+                ),
+                "`tool` lacks name or version",
+            ),
+            (
+                text.replace(
+                    r#"{"id":"a.b","status":"fail","summary":"s","evidence":{"peers":[{"x":1}]},"remediation":["r"]}"#,
+                    r#"["a.b","fail",null,"s",{"peers":[{"x":1}]},["r"]]"#,
+                ),
+                "a check without an id",
+            ),
         ] {
-            assert!(!well_formed("n1", bad.as_bytes()), "{bad}");
+            assert!(!quick("n1", bad.as_bytes()), "{bad}");
             assert_eq!(
                 report("n1", bad.as_bytes()).unwrap_err().detail,
                 why,
                 "{bad}"
             );
         }
-        assert!(!well_formed("n2", good), "another node's");
-        assert!(!well_formed("n1", b"[1]"));
+        assert!(!quick("n2", good), "another node's");
+        assert!(!quick("n1", b"[1]"));
+        let e = report("n1", br#"["spx-doctor"]"#).unwrap_err();
+        assert_eq!(e.detail, "not a JSON v1 report (schema_version is not 1)");
     }
 
     fn agent(machine: &str, addr: &str) -> AgentIdentity {

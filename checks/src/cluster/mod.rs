@@ -321,6 +321,21 @@ impl From<ReportText> for Received {
     }
 }
 
+impl Received {
+    /// `node`'s report, read in one pass when it has the shape a cluster
+    /// run requires ([`NodeReport::read_shaped`]); the text back when it
+    /// has not, for the caller to look closer.
+    pub fn shaped(text: ReportText, node: &str) -> Result<Received, ReportText> {
+        match NodeReport::read_shaped(&text, node) {
+            Some(typed) => Ok(Received {
+                text,
+                typed: Some(typed),
+            }),
+            None => Err(text),
+        }
+    }
+}
+
 impl From<serde_json::Value> for Received {
     fn from(v: serde_json::Value) -> Received {
         Received::from(ReportText::from(v))

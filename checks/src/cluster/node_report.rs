@@ -102,13 +102,13 @@ pub struct CheckResult {
 /// costs a few strings per check, not a second copy of every peer's result.
 #[derive(Clone)]
 struct RawEvidence {
-    doc: Arc<str>,
+    doc: ReportText,
     span: Range<usize>,
 }
 
 impl RawEvidence {
     fn text(&self) -> &str {
-        &self.doc[self.span.clone()]
+        &self.doc.as_str()[self.span.clone()]
     }
 
     /// `{}` or absent: nothing measured.
@@ -134,10 +134,7 @@ impl CheckResult {
     /// The evidence as the check that wrote it types it; `None` when the
     /// result carries none of that shape (a skip before measuring).
     pub fn evidence_as<E: Evidence>(&self) -> Option<E> {
-        if self.evidence.is_empty() {
-            return None;
-        }
-        serde_json::from_str(self.evidence.text()).ok()
+        self.evidence_part()
     }
 
     /// Part of the evidence, read as `T`: the fields `T` does not name are
@@ -163,16 +160,32 @@ pub struct NodeReport {
 }
 
 /// A report as it is read: the evidence objects borrowed from the text.
+/// It also keeps what [`NodeReport::read_shaped`] looks at (a few small
+/// values), so the shape a cluster run requires is checked in the same
+/// one pass over the text.
 #[derive(Deserialize)]
 struct Borrowed<'a> {
-    tool: ReportedTool,
+    #[serde(default)]
+    schema_version: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    kind: bool,
+    #[serde(default)]
+    node: Option<Value>,
+    tool: Object<ToolRead>,
     #[serde(default, deserialize_with = "or_none")]
     config: Option<ReportedConfig>,
     #[serde(default, deserialize_with = "addresses")]
     addresses: Vec<IpAddr>,
     exit_code: i32,
     #[serde(borrow)]
-    checks: Vec<BorrowedCheck<'a>>,
+    checks: Vec<Object<BorrowedCheck<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolRead {
+    version: String,
+    #[serde(default)]
+    name: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -184,6 +197,61 @@ struct BorrowedCheck<'a> {
     summary: String,
     #[serde(default, borrow, deserialize_with = "object")]
     evidence: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    remediation: Option<&'a RawValue>,
+}
+
+impl Borrowed<'_> {
+    /// `node`'s JSON v1 report, of the shape a cluster run takes: the
+    /// same rules as the cluster run's own check of a report on a tree
+    /// (every check with an id, a status, a summary, an evidence object
+    /// and a remediation list).
+    fn shaped(&self, node: &str) -> bool {
+        self.schema_version.as_ref().and_then(Value::as_u64) == Some(1)
+            && !self.kind
+            && self.tool.0.name.as_ref().is_some_and(Value::is_string)
+            && self.node.as_ref().and_then(Value::as_str) == Some(node)
+            && self.checks.iter().all(|c| {
+                c.0.evidence.is_some() && c.0.remediation.is_some_and(|r| r.get().starts_with('['))
+            })
+    }
+}
+
+/// A JSON object read as `T`. Serde's derive also reads a struct from an
+/// array of its fields in order; no report is written that way, and a
+/// check of the report on a tree would not take one.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+/// True for a key that is there, whatever its value (`null` too).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d)?;
+    Ok(true)
+}
+
+impl<'a> Borrowed<'a> {
+    /// The report read from its text: a JSON object, or nothing.
+    fn of(doc: &'a ReportText) -> Option<Borrowed<'a>> {
+        serde_json::from_str::<Object<Borrowed<'a>>>(doc.as_str())
+            .ok()
+            .map(|o| o.0)
+    }
 }
 
 /// A JSON object, kept as text (anything else is not a report).
@@ -199,16 +267,29 @@ fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::E
 impl NodeReport {
     /// Read a JSON v1 node report; `None` when it is not one.
     pub fn read(doc: &ReportText) -> Option<NodeReport> {
-        let text = doc.shared();
-        let mut b: Borrowed<'_> = serde_json::from_str(text).ok()?;
-        if let Some(c) = b.config.as_mut() {
+        let b = Borrowed::of(doc)?;
+        Some(NodeReport::typed(doc, b))
+    }
+
+    /// Read `node`'s JSON v1 report, in one pass, only when it has the
+    /// shape a cluster run requires of a node's report (see
+    /// [`Borrowed::shaped`]). `None` means "look closer": the caller
+    /// checks it on a tree, which says exactly what is wrong.
+    pub fn read_shaped(doc: &ReportText, node: &str) -> Option<NodeReport> {
+        let b = Borrowed::of(doc)?;
+        b.shaped(node).then(|| NodeReport::typed(doc, b))
+    }
+
+    fn typed(doc: &ReportText, b: Borrowed<'_>) -> NodeReport {
+        let mut config = b.config;
+        if let Some(c) = config.as_mut() {
             c.nodes = shared_names(&c.nodes);
         }
-        let base = text.as_ptr() as usize;
+        let base = doc.as_str().as_ptr() as usize;
         let checks = b
             .checks
             .into_iter()
-            .map(|c| {
+            .map(|Object(c)| {
                 let span = match c.evidence {
                     Some(raw) => {
                         let at = raw.get().as_ptr() as usize - base;
@@ -222,19 +303,21 @@ impl NodeReport {
                     code: c.code,
                     summary: c.summary,
                     evidence: RawEvidence {
-                        doc: Arc::clone(text),
+                        doc: doc.clone(),
                         span,
                     },
                 }
             })
             .collect();
-        Some(NodeReport {
-            tool: b.tool,
-            config: b.config,
+        NodeReport {
+            tool: ReportedTool {
+                version: b.tool.0.version,
+            },
+            config,
             addresses: b.addresses,
             exit_code: b.exit_code,
             checks,
-        })
+        }
     }
 
     /// The result of check `id`, when the report has one.
@@ -265,60 +348,72 @@ fn shared_names(names: &Arc<[String]>) -> Arc<[String]> {
 
 /// A node's report exactly as it came (JSON text), held once and shared:
 /// by the typed view's evidence, and by the cluster report that embeds it.
-/// The cluster report writes it as the JSON value it is, one node at a time.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ReportText(Arc<str>);
+/// It is checked as JSON once, when it is made, and then written as the
+/// text it is, never checked again.
+#[derive(Clone)]
+pub struct ReportText(Arc<RawValue>);
 
 impl ReportText {
-    /// Text that is known to be one JSON value (a report the gather has
-    /// already parsed and checked).
-    pub fn new(text: String) -> ReportText {
-        ReportText(Arc::from(text))
+    /// The text, when it is one JSON value (surrounding space dropped).
+    pub fn parse(text: String) -> Result<ReportText, serde_json::Error> {
+        RawValue::from_string(text).map(ReportText::from)
+    }
+
+    /// `value`, written compact.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<ReportText, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(ReportText::from)
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.get()
     }
 
-    fn shared(&self) -> &Arc<str> {
-        &self.0
-    }
-
-    /// The report as a JSON tree, made now (`Null` for text that is not
-    /// JSON): for what reads it by key, one node at a time.
+    /// The report as a JSON tree, made now: for what reads it by key, one
+    /// node at a time.
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+        serde_json::from_str(self.as_str()).unwrap_or(Value::Null)
+    }
+}
+
+impl From<Box<RawValue>> for ReportText {
+    fn from(raw: Box<RawValue>) -> ReportText {
+        ReportText(Arc::from(raw))
     }
 }
 
 impl From<Value> for ReportText {
     fn from(v: Value) -> ReportText {
-        ReportText::new(v.to_string())
+        ReportText::of(&v).expect("a JSON tree always serializes")
     }
 }
+
+impl PartialEq for ReportText {
+    fn eq(&self, other: &ReportText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ReportText {}
 
 impl std::fmt::Debug for ReportText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ReportText({} bytes)", self.0.len())
+        write!(f, "ReportText({} bytes)", self.as_str().len())
     }
 }
 
-/// Written as the JSON value it holds, through a tree of this one report
-/// (so a pretty writer indents it as it indents the rest).
+/// Written as the JSON value it holds.
 impl Serialize for ReportText {
     /// A compact report (as an agent sends it over the bus) is written as
-    /// the text it is, checked as JSON again but not rebuilt: at 1,024
-    /// nodes the reports are 465 MiB, and rebuilding each as a tree and
-    /// indenting it doubled the cluster document and took 8 of its 16 s.
-    /// An indented one (as `--format json` prints it over ssh) is
-    /// indented again at its depth.
+    /// the text it is, already checked when it was made: at 1,024 nodes
+    /// the reports are 465 MiB, and checking them again as they were
+    /// written took 0.6 s. An indented one (as `--format json` prints it
+    /// over ssh) is read as a tree of this one report and indented again
+    /// at its depth, so a pretty writer indents it as it indents the rest.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if !self.0.contains('\n') {
-            let raw: &serde_json::value::RawValue =
-                serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
-            return raw.serialize(s);
+        if !self.as_str().contains('\n') {
+            return self.0.serialize(s);
         }
-        let v: Value = serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        let v: Value = serde_json::from_str(self.as_str()).map_err(serde::ser::Error::custom)?;
         v.serialize(s)
     }
 }
@@ -348,8 +443,8 @@ mod tests {
     #[test]
     fn a_compact_report_is_written_as_it_came_and_an_indented_one_indented_again() {
         let doc = json!({"schema_version": 1, "node": "n1", "checks": [{"id": "x.y", "summary": "\u{1b}[2J é"}]});
-        let compact = ReportText::new(serde_json::to_string(&doc).unwrap());
-        let indented = ReportText::new(serde_json::to_string_pretty(&doc).unwrap());
+        let compact = ReportText::parse(serde_json::to_string(&doc).unwrap()).unwrap();
+        let indented = ReportText::parse(serde_json::to_string_pretty(&doc).unwrap()).unwrap();
         #[derive(Serialize)]
         struct Node<'a> {
             report: &'a ReportText,
@@ -366,7 +461,7 @@ mod tests {
         };
         let (a, b) = (outer(&compact), outer(&indented));
         // The compact text verbatim, escapes and all.
-        assert!(a.contains(&*compact.0), "{a}");
+        assert!(a.contains(compact.as_str()), "{a}");
         assert!(!a.contains('\u{1b}'), "{a}");
         // The indented one at its depth: every line of it indented.
         assert!(b.contains("\n        \"schema_version\": 1"), "{b}");
@@ -374,9 +469,9 @@ mod tests {
             |t: &str| serde_json::from_str::<Value>(t).unwrap()["nodes"][0]["report"].clone();
         assert_eq!(back(&a), doc);
         assert_eq!(back(&b), doc);
-        // Text that is not JSON is an error, never written.
-        let bad = ReportText::new("{\"a\":1".to_owned());
-        assert!(serde_json::to_string(&Node { report: &bad }).is_err());
+        // Text that is not JSON is never a report's text.
+        assert!(ReportText::parse("{\"a\":1".to_owned()).is_err());
+        assert!(ReportText::parse("{} {}".to_owned()).is_err());
     }
 
     #[test]
@@ -442,14 +537,14 @@ mod tests {
         let text = r#"{"schema_version":1,"tool":{"name":"spx-doctor","version":"0.1.0"},"exit_code":0,
             "checks":[{"id":"a.b","status":"pass","summary":"s","evidence":{ "n" : 7 }},
                       {"id":"c.d","status":"skip","summary":"s"}]}"#;
-        let r = NodeReport::read(&ReportText::new(text.to_owned())).unwrap();
+        let r = NodeReport::read(&ReportText::parse(text.to_owned()).unwrap()).unwrap();
         assert_eq!(
             r.check("a.b").unwrap().evidence_as::<Counted>(),
             Some(Counted { n: 7 })
         );
         assert_eq!(r.check("c.d").unwrap().evidence_as::<Counted>(), None);
         // The report is written back as the JSON it is.
-        let doc = ReportText::new(text.to_owned());
+        let doc = ReportText::parse(text.to_owned()).unwrap();
         assert_eq!(
             serde_json::to_value(&doc).unwrap(),
             serde_json::from_str::<Value>(text).unwrap()
