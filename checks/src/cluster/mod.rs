@@ -484,7 +484,22 @@ pub struct AddressBook {
 impl AddressBook {
     /// `node` claims `addr` (beside any other node that does).
     pub fn claim(&mut self, addr: IpAddr, node: &str) {
-        self.owner.entry(addr).or_default().insert(node.to_owned());
+        let claimants = self.owner.entry(addr).or_default();
+        if !claimants.contains(node) {
+            claimants.insert(node.to_owned());
+        }
+    }
+
+    /// Every claim of `other` made in this book too.
+    pub fn merge(&mut self, other: AddressBook) {
+        for (addr, nodes) in other.owner {
+            self.owner.entry(addr).or_default().extend(nodes);
+        }
+    }
+
+    /// Whether any node claims `addr`.
+    pub fn is_claimed(&self, addr: IpAddr) -> bool {
+        self.owner.contains_key(&addr)
     }
 
     /// The node owning `addr`, when exactly one does.
