@@ -4,6 +4,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -148,27 +149,51 @@ pub struct Analysis {
 
 /// Compare every answering node's settings and IPsec CA.
 pub fn analyse(facts: &ClusterFacts) -> Analysis {
-    let mut configs = BTreeMap::new();
-    let mut without_config = Vec::new();
-    for n in facts.answered() {
-        if n.config().is_none() {
-            without_config.push(n.name.clone());
+    // Each answering node's settings, read once: for the evidence's
+    // `configs` and for the groups. At 1,024 nodes every report lists the
+    // same 1,024 names, held once (`ReportedConfig::nodes`): sorted once
+    // too, and the sorted list copied for each node that shares it.
+    let mut last_nodes: Option<(Arc<[String]>, Value)> = None;
+    let mut read = |s: Compared, n: &NodeAnswer| -> Value {
+        let shared = match (s, n.config()) {
+            (Compared::Nodes, Some(c)) => Some(&c.nodes),
+            _ => None,
+        };
+        if let (Some(names), Some((last, sorted))) = (shared, &last_nodes) {
+            if Arc::ptr_eq(names, last) {
+                return sorted.clone();
+            }
         }
-        let row = SETTINGS
-            .iter()
-            .map(|s| (s.key().to_owned(), s.read(n).unwrap_or(Value::Null)))
-            .collect();
-        configs.insert(n.name.clone(), row);
-    }
+        let v = s.read(n).unwrap_or(Value::Null);
+        if let Some(names) = shared {
+            last_nodes = Some((Arc::clone(names), v.clone()));
+        }
+        v
+    };
+    let rows: Vec<(&NodeAnswer, BTreeMap<String, Value>)> = facts
+        .answered()
+        .map(|n| {
+            let row = SETTINGS
+                .iter()
+                .map(|s| (s.key().to_owned(), read(*s, n)))
+                .collect();
+            (n, row)
+        })
+        .collect();
+    let without_config: Vec<String> = rows
+        .iter()
+        .filter(|(n, _)| n.config().is_none())
+        .map(|(n, _)| n.name.clone())
+        .collect();
     let unanswered = facts.unreached().map(|(n, _)| n.name.clone()).collect();
 
     let mut problems = Vec::new();
     for s in SETTINGS {
         // A node without a config reports only its version.
-        let values = facts
-            .answered()
-            .filter(|n| s == Compared::Version || !without_config.contains(&n.name))
-            .map(|n| (s.read(n).unwrap_or(Value::Null), &n.name));
+        let values = rows
+            .iter()
+            .filter(|(n, _)| s == Compared::Version || n.config().is_some())
+            .map(|(n, row)| (&row[s.key()], &n.name));
         let mut groups = grouped(values);
         // Groups of equal size stand in the order of their values.
         groups.sort_by_key(|g| g.value.to_string());
@@ -178,15 +203,23 @@ pub fn analyse(facts: &ClusterFacts) -> Analysis {
     // equal size stand in node order.
     let sites = facts
         .answered()
-        .filter(|n| !without_config.contains(&n.name))
+        .filter(|n| n.config().is_some())
         .filter_map(|n| Some((Compared::SiteChecks.read(n)?, &n.name)));
-    problems.extend(differs(Compared::SiteChecks, grouped(sites)));
+    let sites: Vec<_> = sites.collect();
+    problems.extend(differs(
+        Compared::SiteChecks,
+        grouped(sites.iter().map(|(v, n)| (v, *n))),
+    ));
     // Nodes without that evidence (IPsec not judged there) are left out;
     // groups of equal size stand in node order.
     let cas = facts
         .answered()
         .filter_map(|n| Some((Compared::IpsecCa.read(n)?, &n.name)));
-    problems.extend(differs(Compared::IpsecCa, grouped(cas)));
+    let cas: Vec<_> = cas.collect();
+    problems.extend(differs(
+        Compared::IpsecCa,
+        grouped(cas.iter().map(|(v, n)| (v, *n))),
+    ));
 
     let agreed = facts.answered().next().map(|first| {
         SETTINGS
@@ -195,7 +228,10 @@ pub fn analyse(facts: &ClusterFacts) -> Analysis {
             .collect()
     });
     Analysis {
-        configs,
+        configs: rows
+            .into_iter()
+            .map(|(n, row)| (n.name.clone(), row))
+            .collect(),
         problems,
         unanswered,
         without_config,
@@ -207,13 +243,13 @@ pub fn analyse(facts: &ClusterFacts) -> Analysis {
 }
 
 /// The nodes grouped by value, in the order each value is first seen.
-fn grouped<'a>(values: impl Iterator<Item = (Value, &'a String)>) -> Vec<DriftValue> {
+fn grouped<'a>(values: impl Iterator<Item = (&'a Value, &'a String)>) -> Vec<DriftValue> {
     let mut groups: Vec<DriftValue> = Vec::new();
     for (value, node) in values {
-        match groups.iter_mut().find(|g| g.value == value) {
+        match groups.iter_mut().find(|g| g.value == *value) {
             Some(g) => g.nodes.push(node.clone()),
             None => groups.push(DriftValue {
-                value,
+                value: value.clone(),
                 nodes: vec![node.clone()],
             }),
         }
