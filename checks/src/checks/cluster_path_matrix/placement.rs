@@ -12,7 +12,7 @@ use compact_str::{format_compact, CompactString};
 use serde::Deserialize;
 
 use super::{Cell, CellVerdict, Unplaced};
-use crate::checks::mtu_path::{PathMtuEvidence, PeerReport};
+use crate::checks::mtu_path::PeerVerdict;
 use crate::cluster::{and_list, AddressBook, ClusterFacts, NodeAnswer};
 use crate::finding::Status;
 
@@ -82,7 +82,7 @@ fn in_parts<T: Send>(n: usize, work: impl Fn(Range<usize>) -> T + Sync) -> Vec<T
 }
 
 /// What [`placement_book`] reads of a row's mtu.path evidence
-/// ([`PathMtuEvidence`]): each peer's address and the node it was named
+/// ([`crate::checks::mtu_path::PathMtuEvidence`]): each peer's address and the node it was named
 /// for. The rest of every peer's result is skipped, not made: the book
 /// reads every row before the matrix reads each row whole.
 #[derive(Deserialize)]
@@ -95,6 +95,32 @@ struct NamedPeer {
     address: std::net::IpAddr,
     #[serde(default)]
     node: Option<String>,
+}
+
+/// What a row of the matrix reads of its node's mtu.path evidence
+/// ([`crate::checks::mtu_path::PathMtuEvidence`]): the target, and of each
+/// peer's result ([`crate::checks::mtu_path::PeerReport`]) what a cell
+/// holds. The rest (interfaces, sources, round
+/// trips, the neighbour tables) is skipped, not made: a million peer
+/// results at 1,024 nodes.
+#[derive(Deserialize)]
+struct RowEvidence {
+    target_mtu: u32,
+    #[serde(default)]
+    peers: Vec<RowPeer>,
+}
+
+#[derive(Deserialize)]
+struct RowPeer {
+    address: std::net::IpAddr,
+    verdict: PeerVerdict,
+    path_mtu: Option<u32>,
+    #[serde(default)]
+    path_mtu_inexact: bool,
+    #[serde(default)]
+    cut_short: bool,
+    #[serde(default)]
+    detail: Option<String>,
 }
 
 /// Why a node's own addresses are unknown to this run, when they are: it
@@ -179,12 +205,12 @@ impl Placing<'_> {
     fn row(&self, i: usize, cells: &mut Vec<Cell>, unplaced: &mut Vec<Unplaced>) {
         let (from, from_name) = (&self.facts.nodes[i], &self.names[i]);
         let path = from.check("mtu.path");
-        let evidence: Option<PathMtuEvidence> = path.and_then(|c| c.evidence_as());
+        let evidence: Option<RowEvidence> = path.and_then(|c| c.evidence_part());
         let target = evidence.as_ref().map(|e| e.target_mtu);
         let peers = evidence.map(|e| e.peers).unwrap_or_default();
         // The row's results by the node owning their address, each list
         // in the row's order.
-        let mut by_owner: HashMap<&str, Vec<&PeerReport>> = HashMap::new();
+        let mut by_owner: HashMap<&str, Vec<&RowPeer>> = HashMap::new();
         for p in &peers {
             if let Some(owner) = self.book.owner(p.address) {
                 by_owner.entry(owner).or_default().push(p);
@@ -205,7 +231,7 @@ impl Placing<'_> {
         };
         // Silence in a round the deadline cut short proves nothing (mtu.path
         // then errors); a hop's answer or a local limit does.
-        let verdict_of = |p: &PeerReport| {
+        let verdict_of = |p: &RowPeer| {
             let v = CellVerdict::from_peer(p.verdict);
             if status == Some(Status::Error)
                 && matches!(v, CellVerdict::BlackHole | CellVerdict::Unreachable)
@@ -254,7 +280,7 @@ impl Placing<'_> {
                 detail: why_none.clone(),
             };
             if why_none.is_none() {
-                let mut found: Option<&PeerReport> = None;
+                let mut found: Option<&RowPeer> = None;
                 for p in by_owner
                     .get(to.name.as_str())
                     .into_iter()
@@ -356,7 +382,34 @@ pub fn outcome(v: CellVerdict, mtu: Option<u32>) -> CompactString {
 
 #[cfg(test)]
 mod tests {
-    use super::in_parts;
+    use super::{in_parts, RowEvidence};
+    use crate::checks::mtu_path::{PathMtuEvidence, PeerVerdict};
+
+    /// A row reads what mtu.path writes: every field a cell holds, by the
+    /// names `PathMtuEvidence` gives them (a renamed field fails here).
+    #[test]
+    fn a_row_reads_the_fields_mtu_path_writes() {
+        let written: PathMtuEvidence = serde_json::from_value(serde_json::json!({
+            "target_mtu": 9000,
+            "peers": [{"address": "198.18.0.2", "source": "config", "verdict": "blackhole",
+                       "path_mtu": 1500, "rounds": 2, "path_mtu_inexact": true,
+                       "cut_short": true, "detail": "why"}]
+        }))
+        .unwrap();
+        let text = serde_json::to_string(&written).unwrap();
+        let row: RowEvidence = serde_json::from_str(&text).unwrap();
+        let (w, r) = (&written.peers[0], &row.peers[0]);
+        assert_eq!(row.target_mtu, written.target_mtu);
+        assert_eq!(r.address, w.address);
+        assert_eq!(
+            (r.verdict, w.verdict),
+            (PeerVerdict::BlackHole, PeerVerdict::BlackHole)
+        );
+        assert_eq!(r.path_mtu, w.path_mtu);
+        assert!(r.path_mtu_inexact && w.path_mtu_inexact);
+        assert!(r.cut_short && w.cut_short);
+        assert_eq!(r.detail, w.detail);
+    }
 
     /// Every row once, in order, however many parts the cores allow.
     #[test]
