@@ -350,8 +350,10 @@ fn shared_names(names: &Arc<[String]>) -> Arc<[String]> {
 /// by the typed view's evidence, and by the cluster report that embeds it.
 /// It is checked as JSON once, when it is made, and then written as the
 /// text it is, never checked again.
+/// (The checked text stays in the allocation it was read into: an `Arc`
+/// of the box, not an `Arc` made by copying it.)
 #[derive(Clone)]
-pub struct ReportText(Arc<RawValue>);
+pub struct ReportText(Arc<Box<RawValue>>);
 
 impl ReportText {
     /// The text, when it is one JSON value (surrounding space dropped).
@@ -377,7 +379,7 @@ impl ReportText {
 
 impl From<Box<RawValue>> for ReportText {
     fn from(raw: Box<RawValue>) -> ReportText {
-        ReportText(Arc::from(raw))
+        ReportText(Arc::new(raw))
     }
 }
 
