@@ -41,7 +41,6 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
-use serde_json::Value;
 use spx_checks::cluster::{
     AgentIdentity, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
 };
@@ -463,9 +462,11 @@ impl Memory {
             }
         }
         for n in &report.nodes {
-            let Some(doc) = n.doc() else { continue };
+            if n.report.is_none() {
+                continue;
+            }
             let now = events::seen(n.checks());
-            let since = doc.get("started_at").and_then(Value::as_str).unwrap_or("");
+            let since = n.started_at().unwrap_or("");
             let before = self.nodes.get(&n.name);
             out.extend(
                 events::transitions(Some(&n.name), before, &now, since)
@@ -474,12 +475,22 @@ impl Memory {
             );
             self.nodes.insert(n.name.clone(), now);
         }
-        let checks: Vec<Value> = report
+        // Read from the checks as they are, never a tree of them: at 1,024
+        // nodes the path matrix's is two million objects.
+        let now = report
             .checks
             .iter()
-            .map(|c| serde_json::to_value(c).expect("a check always serializes"))
+            .map(|c| {
+                (
+                    c.id.to_owned(),
+                    Seen {
+                        code: c.code.clone(),
+                        status: c.status.as_str().to_owned(),
+                        summary: c.summary.clone(),
+                    },
+                )
+            })
             .collect();
-        let now = events::seen(&checks);
         out.extend(
             events::transitions(None, self.cluster.as_ref(), &now, &report.started_at)
                 .into_iter()

@@ -93,10 +93,55 @@ pub struct NodeEntry {
     #[serde(skip)]
     exit_code: Option<i32>,
     /// The report as a tree, made the first time a renderer reads it by
-    /// key (the table, Prometheus, JUnit, `watch`'s changes); never for
-    /// JSON, which writes the text.
+    /// key (Prometheus, JUnit); never for JSON, which writes the text.
     #[serde(skip)]
     doc: OnceLock<Option<Value>>,
+    /// Its checks without their evidence, made the first time a table or
+    /// `watch` reads them: at 1,024 nodes a report's evidence is nearly
+    /// all of its 0.5 MB, and a tree of it ten times that.
+    #[serde(skip)]
+    told: OnceLock<Told>,
+}
+
+/// What a node's report tells a table: when it ran, and its checks, each
+/// without its evidence.
+#[derive(Debug, Default)]
+struct Told {
+    started_at: Option<String>,
+    checks: Vec<Value>,
+}
+
+/// A check as a table reads it: every member but `evidence`, which is
+/// skipped, never made.
+#[derive(Deserialize)]
+struct ToldCheck {
+    #[serde(default, rename = "evidence")]
+    _evidence: serde::de::IgnoredAny,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
+}
+
+impl Told {
+    fn of(report: &ReportText) -> Told {
+        #[derive(Deserialize)]
+        struct Read {
+            #[serde(default)]
+            started_at: Option<String>,
+            #[serde(default)]
+            checks: Vec<ToldCheck>,
+        }
+        let Ok(r) = serde_json::from_str::<Read>(report.as_str()) else {
+            return Told::default();
+        };
+        Told {
+            started_at: r.started_at,
+            checks: r
+                .checks
+                .into_iter()
+                .map(|c| Value::Object(c.rest))
+                .collect(),
+        }
+    }
 }
 
 impl NodeEntry {
@@ -119,6 +164,7 @@ impl NodeEntry {
             statuses,
             exit_code,
             doc: OnceLock::new(),
+            told: OnceLock::new(),
         }
     }
 
@@ -135,12 +181,20 @@ impl NodeEntry {
         self.statuses.iter().find(|(c, _)| c == id).map(|(_, s)| *s)
     }
 
-    /// The node report's checks, when there is a report.
+    /// The node report's checks without their evidence (what a table
+    /// shows of them), when there is a report.
     pub fn checks(&self) -> &[Value] {
-        self.doc()
-            .and_then(|r| r.get("checks"))
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
+        &self.told().checks
+    }
+
+    /// When the node's run began (its report's `started_at`).
+    pub fn started_at(&self) -> Option<&str> {
+        self.told().started_at.as_deref()
+    }
+
+    fn told(&self) -> &Told {
+        self.told
+            .get_or_init(|| self.report.as_ref().map(Told::of).unwrap_or_default())
     }
 
     pub fn exit_code(&self) -> Option<i32> {
