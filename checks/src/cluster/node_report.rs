@@ -272,9 +272,11 @@ impl NodeReport {
     }
 
     /// Read `node`'s JSON v1 report, in one pass, only when it has the
-    /// shape a cluster run requires of a node's report (see
-    /// [`Borrowed::shaped`]). `None` means "look closer": the caller
-    /// checks it on a tree, which says exactly what is wrong.
+    /// shape a cluster run requires of a node's report: schema_version 1,
+    /// no `kind`, a tool with a name and a version, `node` itself, and
+    /// every check with an id, a status, a summary, an evidence object and
+    /// a remediation list. `None` means "look closer": the caller checks it
+    /// on a tree, which says exactly what is wrong.
     pub fn read_shaped(doc: &ReportText, node: &str) -> Option<NodeReport> {
         let b = Borrowed::of(doc)?;
         b.shaped(node).then(|| NodeReport::typed(doc, b))
