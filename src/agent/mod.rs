@@ -102,9 +102,9 @@ pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
         ..RunArgs::default()
     };
     let settings = Settings::from_args(probe)?;
-    let (path, node) = match &settings.config {
+    let (path, node, nodes) = match &settings.config {
         ConfigState::Loaded { path, config } => match &config.node {
-            Some(node) => (path.clone(), node.clone()),
+            Some(node) => (path.clone(), node.clone(), config.nodes.len().max(1)),
             None => {
                 return Err(UsageError(format!(
                     "agent: {} names no `node`: an agent answers for the node its config is",
@@ -158,6 +158,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
     let exporter = otlp.clone().and_then(telemetry::Exporter::start);
     let agent = Agent {
         node,
+        nodes,
         config: path,
         nats,
         interval,
@@ -179,6 +180,8 @@ pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
 
 struct Agent {
     node: String,
+    /// How many nodes the config names (when the agent started).
+    nodes: usize,
     config: PathBuf,
     nats: NatsConfig,
     limits: Limits,
@@ -381,6 +384,7 @@ async fn serve(agent: Agent) -> anyhow::Result<u8> {
             writer::Writer::spawn(
                 client.clone(),
                 agent.node.clone(),
+                agent.nodes,
                 agent.interval,
                 agent.identity.clone(),
             )

@@ -48,10 +48,18 @@ pub struct Writer {
 
 impl Writer {
     /// Start the writer task on the current runtime.
-    pub fn spawn(client: Client, node: String, interval: Duration, me: AgentIdentity) -> Writer {
+    /// `nodes`: how many the config names (the bucket is made, or its
+    /// bound raised, to hold two rounds of theirs).
+    pub fn spawn(
+        client: Client,
+        node: String,
+        nodes: usize,
+        interval: Duration,
+        me: AgentIdentity,
+    ) -> Writer {
         let (tx, rx) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
-            let mut w = State::new(client, node, interval, me);
+            let mut w = State::new(client, node, nodes, interval, me);
             w.open().await;
             let mut rx = rx;
             while rx.changed().await.is_ok() {
@@ -85,6 +93,8 @@ struct State {
     client: Client,
     js: jetstream::Context,
     node: String,
+    /// The nodes the config names.
+    nodes: usize,
     interval: Duration,
     me: AgentIdentity,
     store: Option<kv::Store>,
@@ -103,11 +113,18 @@ enum Put {
 }
 
 impl State {
-    fn new(client: Client, node: String, interval: Duration, me: AgentIdentity) -> State {
+    fn new(
+        client: Client,
+        node: String,
+        nodes: usize,
+        interval: Duration,
+        me: AgentIdentity,
+    ) -> State {
         State {
             js: jetstream::new(client.clone()),
             client,
             node,
+            nodes,
             interval,
             me,
             store: None,
@@ -119,10 +136,18 @@ impl State {
     /// Open (or make) the bucket, and read this node's last report from
     /// it, so a transition across a restart of the agent is still seen.
     async fn open(&mut self) {
-        let opened =
-            tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::open_or_create(&self.js)).await;
+        let opened = tokio::time::timeout(
+            BUS_WRITE_TIMEOUT,
+            bucket::open_or_create(&self.js, self.nodes),
+        )
+        .await;
         let store = match opened {
-            Ok(Ok(s)) => s,
+            Ok(Ok((s, note))) => {
+                if let Some(note) = note {
+                    log(Priority::Notice, &note);
+                }
+                s
+            }
             Ok(Err(e)) => {
                 log(
                     Priority::Warning,
@@ -180,7 +205,7 @@ impl State {
         let Some(bytes) = self.entry(&store, &job.doc).await else {
             return;
         };
-        let outcome = match self.put(&store, bytes.clone()).await {
+        let outcome = match self.put(bytes.clone()).await {
             Put::Missing => self.remade_then_put(bytes).await,
             other => other,
         };
@@ -277,8 +302,9 @@ impl State {
         Some(Bytes::from(small))
     }
 
-    async fn put(&self, store: &kv::Store, bytes: Bytes) -> Put {
-        match tokio::time::timeout(BUS_WRITE_TIMEOUT, store.put(self.node.as_str(), bytes)).await {
+    async fn put(&self, bytes: Bytes) -> Put {
+        let put = bucket::put(&self.js, &self.node, bytes, Some(&self.me));
+        match tokio::time::timeout(BUS_WRITE_TIMEOUT, put).await {
             Ok(Ok(_)) => Put::Done,
             Ok(Err(e)) if bucket::is_missing(&e) => Put::Missing,
             Ok(Err(e)) => Put::Failed(one_line(&e.to_string())),
@@ -289,22 +315,27 @@ impl State {
     /// The bucket is gone: make it again with the same bounds (or find it
     /// made by another agent), then write at once.
     async fn remade_then_put(&mut self, bytes: Bytes) -> Put {
-        let remade = tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::remake(&self.js)).await;
+        let remade =
+            tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::remake(&self.js, self.nodes)).await;
         let (store, who) = match remade {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => return Put::Failed(e),
             Err(_) => return Put::NoAck,
         };
-        let c = bucket::stream_config();
+        let c = bucket::stream_config(self.nodes);
         log(
             Priority::Notice,
             &match who {
-                Remade::Here => format!(
+                Remade::Here(None) => format!(
                     "the {} bucket was gone (deleted?): made it again with the same bounds ({} revisions per node, {} bytes per value, {} bytes in all) and wrote this node's report",
                     bucket::BUCKET,
                     c.max_messages_per_subject,
                     c.max_message_size,
                     c.max_bytes
+                ),
+                Remade::Here(Some(note)) => format!(
+                    "the {} bucket was gone (deleted?): {note}; wrote this node's report",
+                    bucket::BUCKET
                 ),
                 Remade::Elsewhere => format!(
                     "the {} bucket was gone (deleted?) and another agent made it again: writing this node's report there",
@@ -312,7 +343,7 @@ impl State {
                 ),
             },
         );
-        let outcome = self.put(&store, bytes).await;
+        let outcome = self.put(bytes).await;
         self.store = Some(store);
         outcome
     }

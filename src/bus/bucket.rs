@@ -12,8 +12,13 @@
 //! The bucket is made by the first agent that finds it missing, in the
 //! shape a KV bucket has (stream `KV_spx-doctor` on `$KV.spx-doctor.>`,
 //! rollups allowed, deletes denied, direct get), bounded: [`HISTORY`]
-//! revisions per node, [`MAX_VALUE`] per value and [`MAX_BYTES`] in all,
-//! the oldest revisions going first when full. It is the agents' state:
+//! revisions per node, [`MAX_VALUE`] per value and [`bound`] in all (two
+//! rounds of the config's nodes' largest values, [`MAX_BYTES`] at least),
+//! the oldest revisions going first when full. The oldest go by bytes,
+//! whoever wrote them: a bound below one round pushes nodes' only
+//! revisions out (64 MiB held 140 of 1,024 nodes' half-MB reports), so an
+//! agent whose config names more nodes than the bucket's bound covers
+//! raises it ([`open_or_create`]), never lowers it. It is the agents' state:
 //! one deleted by hand (`nats kv del spx-doctor`, a JetStream clean-up) is
 //! made again, with the same bounds, by the next agent whose write finds
 //! it missing ([`is_missing`], [`remake`]). async-nats 0.51's
@@ -22,10 +27,18 @@
 //! 2.9.10, so the stream is created with `create_stream` and then opened
 //! with `get_key_value`, which reads nothing of the account. A reader
 //! (`spx-doctor watch`) only opens it, never creates it.
+//!
+//! Each value carries its writer's identity in headers as well
+//! ([`put`]), so a reader takes the history's writers from the headers
+//! alone ([`history`]: a headers-only pass) and only each node's latest
+//! value whole: at 1,024 nodes the bucket holds about 2 GiB of
+//! revisions, of which a reader needs under 500 MB.
 
 use std::time::{Duration, Instant, SystemTime};
 
-use async_nats::jetstream::{self, context, kv, stream};
+use async_nats::jetstream::{self, consumer, context, kv, stream};
+use async_nats::HeaderMap;
+use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,7 +51,7 @@ pub const BUCKET: &str = "spx-doctor";
 pub const HISTORY: i64 = 5;
 /// A value at most (Spinifex's max_payload).
 pub const MAX_VALUE: i32 = 1 << 20;
-/// The whole bucket at most.
+/// The whole bucket at least (the bound of a cluster of up to 32 nodes).
 pub const MAX_BYTES: i64 = 64 << 20;
 /// An entry read back is refused past this (whatever the server holds).
 const MAX_ENTRY: usize = 4 << 20;
@@ -172,14 +185,27 @@ impl Entry {
     }
 }
 
-/// The stream of a KV bucket, as the KV layer lays it out.
-pub fn stream_config() -> stream::Config {
+/// The bucket's bound for a cluster of `nodes`: two rounds of the
+/// largest value each node may write ([`MAX_VALUE`]), [`MAX_BYTES`] at
+/// least. Every node writes once an interval, so the last interval's
+/// revisions, each node's latest among them, take at most one round; the
+/// second is room for runs that end early or late and for history.
+pub fn bound(nodes: usize) -> i64 {
+    i64::try_from(nodes)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(2 * i64::from(MAX_VALUE))
+        .max(MAX_BYTES)
+}
+
+/// The stream of a KV bucket, as the KV layer lays it out, for a cluster
+/// of `nodes`.
+pub fn stream_config(nodes: usize) -> stream::Config {
     stream::Config {
         name: format!("KV_{BUCKET}"),
         description: Some("spx-doctor: each node agent's latest periodic report".into()),
         subjects: vec![format!("$KV.{BUCKET}.>")],
         max_messages_per_subject: HISTORY,
-        max_bytes: MAX_BYTES,
+        max_bytes: bound(nodes),
         max_message_size: MAX_VALUE,
         storage: stream::StorageType::File,
         num_replicas: 1,
@@ -191,42 +217,104 @@ pub fn stream_config() -> stream::Config {
     }
 }
 
-/// The bucket, made when missing (an agent).
-pub async fn open_or_create(js: &jetstream::Context) -> Result<kv::Store, String> {
-    if let Ok(s) = js.get_key_value(BUCKET).await {
-        return Ok(s);
+/// The bucket, made when missing (an agent whose config names `nodes`),
+/// its bound raised when below [`bound`]`(nodes)`. The note, when there is
+/// one, says what was done to the bound or could not be (for the log).
+pub async fn open_or_create(
+    js: &jetstream::Context,
+    nodes: usize,
+) -> Result<(kv::Store, Option<String>), String> {
+    let note = match js.get_stream(format!("KV_{BUCKET}")).await {
+        Ok(s) => grow(js, s.cached_info().config.clone(), nodes).await,
+        Err(_) => match make(js, nodes).await {
+            Ok(note) => note,
+            Err(e) if exists(&e) => None,
+            Err(e) => return Err(one_line(&format!("cannot create the {BUCKET} bucket: {e}"))),
+        },
+    };
+    let store = js
+        .get_key_value(BUCKET)
+        .await
+        .map_err(|e| one_line(&format!("cannot open the {BUCKET} bucket: {e}")))?;
+    Ok((store, note))
+}
+
+fn exists(e: &context::CreateStreamError) -> bool {
+    matches!(e.kind(), context::CreateStreamErrorKind::JetStream(j)
+        if j.error_code() == jetstream::ErrorCode::STREAM_NAME_EXIST)
+}
+
+/// What a bound below one round of `nodes` comes to.
+fn short_said(bytes: i64, nodes: usize) -> String {
+    format!(
+        "it holds every node's latest report only while the {nodes} nodes' reports come to less than {bytes} bytes, and `spx-doctor watch` shows the rest unknown"
+    )
+}
+
+/// Make the bucket for `nodes`; when the server will not hold that much
+/// (its `max_file_store`, an account's limits), at [`MAX_BYTES`], with a
+/// note saying so.
+async fn make(
+    js: &jetstream::Context,
+    nodes: usize,
+) -> Result<Option<String>, context::CreateStreamError> {
+    match js.create_stream(stream_config(nodes)).await {
+        Ok(_) => Ok(None),
+        Err(e) if exists(&e) || bound(nodes) == MAX_BYTES => Err(e),
+        Err(e) => {
+            js.create_stream(stream_config(0)).await?;
+            Ok(Some(one_line(&format!(
+                "the server would not make the {BUCKET} bucket {} bytes large ({e}): made it {MAX_BYTES} bytes large; {}",
+                bound(nodes),
+                short_said(MAX_BYTES, nodes)
+            ))))
+        }
     }
-    js.get_or_create_stream(stream_config())
-        .await
-        .map_err(|e| one_line(&format!("cannot create the {BUCKET} bucket: {e}")))?;
-    js.get_key_value(BUCKET)
-        .await
-        .map_err(|e| one_line(&format!("cannot open the {BUCKET} bucket: {e}")))
+}
+
+/// Raise the bucket's bound (`config`, as the server holds it) to
+/// [`bound`]`(nodes)` when below it; never lower it (another agent's config
+/// may name more nodes).
+async fn grow(js: &jetstream::Context, config: stream::Config, nodes: usize) -> Option<String> {
+    let was = config.max_bytes;
+    let want = bound(nodes);
+    if was < 0 || was >= want {
+        return None;
+    }
+    let raised = stream::Config {
+        max_bytes: want,
+        ..config
+    };
+    Some(one_line(&match js.update_stream(raised).await {
+        Ok(_) => format!(
+            "the {BUCKET} bucket held at most {was} bytes, less than two rounds of {nodes} nodes' largest reports: raised to {want}"
+        ),
+        Err(e) => format!(
+            "cannot raise the {BUCKET} bucket's bound from {was} to {want} bytes ({e}); {}",
+            short_said(was, nodes)
+        ),
+    }))
 }
 
 /// Who made the bucket again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Remade {
-    /// This agent, with [`stream_config`]'s bounds.
-    Here,
+    /// This agent, with [`stream_config`]'s bounds (and a note when the
+    /// server would take only [`MAX_BYTES`]).
+    Here(Option<String>),
     /// Another agent, first.
     Elsewhere,
 }
 
 /// Make the bucket again after a write found it missing: with the same
 /// bounds when it is still missing (another agent may have been first).
-pub async fn remake(js: &jetstream::Context) -> Result<(kv::Store, Remade), String> {
+pub async fn remake(js: &jetstream::Context, nodes: usize) -> Result<(kv::Store, Remade), String> {
     let who = match js.get_stream(format!("KV_{BUCKET}")).await {
         Ok(_) => Remade::Elsewhere,
-        Err(_) => match js.create_stream(stream_config()).await {
-            Ok(_) => Remade::Here,
+        Err(_) => match make(js, nodes).await {
+            Ok(note) => Remade::Here(note),
             // Made between the two questions, by another agent.
-            Err(e)
-                if matches!(e.kind(), context::CreateStreamErrorKind::JetStream(j)
-                    if j.error_code() == jetstream::ErrorCode::STREAM_NAME_EXIST) =>
-            {
-                Remade::Elsewhere
-            }
+            Err(e) if exists(&e) => Remade::Elsewhere,
             Err(e) => {
                 return Err(one_line(&format!(
                     "cannot make the {BUCKET} bucket again: {e}"
@@ -239,6 +327,25 @@ pub async fn remake(js: &jetstream::Context) -> Result<(kv::Store, Remade), Stri
         .await
         .map_err(|e| one_line(&format!("cannot open the {BUCKET} bucket: {e}")))?;
     Ok((store, who))
+}
+
+/// Write `value` as `node`'s latest revision, with `who` (the writing
+/// agent) in its headers as well as in the entry, so a reader of the
+/// history needs the headers alone. Waits for JetStream's acknowledgement.
+pub async fn put(
+    js: &jetstream::Context,
+    node: &str,
+    value: Bytes,
+    who: Option<&AgentIdentity>,
+) -> Result<(), context::PublishError> {
+    let mut h = HeaderMap::new();
+    if let Some(id) = who {
+        super::identity::insert(&mut h, id);
+    }
+    js.publish_with_headers(format!("$KV.{BUCKET}.{node}"), h, value)
+        .await?
+        .await?;
+    Ok(())
 }
 
 /// Whether `e`, a failed write's or open's error, says the bucket's stream
@@ -309,50 +416,156 @@ impl Revision {
     }
 }
 
-/// Every revision the bucket holds (at most [`HISTORY`] per node), oldest
-/// first, read through one ordered consumer (not one per node), and the
-/// watch that consumer goes on with: new revisions as they come. Within
-/// `deadline`.
+const KV_OPERATION: &str = "KV-Operation";
+
+/// The node a subject of the bucket's is under.
+fn key_of(subject: &str) -> Option<&str> {
+    subject
+        .strip_prefix("$KV.")?
+        .strip_prefix(BUCKET)?
+        .strip_prefix('.')
+}
+
+/// Whether a revision with this `KV-Operation` header is a put (not a
+/// delete or purge).
+fn is_put(op: Option<&str>) -> bool {
+    !matches!(op, Some("DEL" | "PURGE"))
+}
+
+/// One revision as its headers tell it: the node, when it was stored,
+/// whether it was a put (not a delete or purge), and who wrote it.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub key: String,
+    pub stored: SystemTime,
+    pub put: bool,
+    /// From the headers [`put`] writes (`None` in revisions written
+    /// without them).
+    pub identity: Option<AgentIdentity>,
+}
+
+/// What a reader takes from the bucket, in the order [`history`] gives it.
+#[derive(Debug)]
+pub enum Read {
+    /// A revision's headers (every revision the bucket holds, oldest
+    /// first).
+    Written(Written),
+    /// A node's latest revision, whole.
+    Latest(Revision),
+}
+
+/// What the bucket holds, within `deadline`, handed to `each` as it comes
+/// (never gathered): first every revision's headers, oldest first, through
+/// one headers-only ordered consumer (who wrote what, when: at most
+/// [`HISTORY`] per node); then each node's latest revision whole, got by
+/// its sequence; and the watch that goes on with each revision stored
+/// after those (returned).
 pub async fn history(
     js: &jetstream::Context,
     store: &kv::Store,
     deadline: Instant,
-) -> Result<(Vec<Revision>, kv::Watch), String> {
+    mut each: impl FnMut(Read),
+) -> Result<kv::Watch, String> {
     let late = || format!("no answer from JetStream about the {BUCKET} bucket in time");
     let left = || deadline.saturating_duration_since(Instant::now());
-    let mut s = tokio::time::timeout(left(), js.get_stream(format!("KV_{BUCKET}")))
+    let s = tokio::time::timeout(left(), js.get_stream(format!("KV_{BUCKET}")))
         .await
         .map_err(|_| late())?
         .map_err(|e| one_line(&format!("cannot read the {BUCKET} bucket: {e}")))?;
-    let state = tokio::time::timeout(left(), s.info())
-        .await
-        .map_err(|_| late())?
-        .map_err(|e| one_line(&format!("cannot read the {BUCKET} bucket: {e}")))?
-        .state
-        .clone();
-    let mut watch = tokio::time::timeout(
+    let failed = |e: &dyn std::fmt::Display| {
+        one_line(&format!("cannot read the {BUCKET} bucket's history: {e}"))
+    };
+    let headers = tokio::time::timeout(
         left(),
-        store.watch_all_from_revision(state.first_sequence.max(1)),
+        s.create_consumer(consumer::push::OrderedConfig {
+            deliver_subject: js.client().new_inbox(),
+            description: Some("spx-doctor: the bucket's writers".into()),
+            filter_subject: format!("$KV.{BUCKET}.>"),
+            headers_only: true,
+            deliver_policy: consumer::DeliverPolicy::All,
+            replay_policy: consumer::ReplayPolicy::Instant,
+            ..Default::default()
+        }),
     )
     .await
     .map_err(|_| late())?
-    .map_err(|e| one_line(&format!("cannot watch the {BUCKET} bucket: {e}")))?;
-    let mut out = Vec::new();
-    if state.messages == 0 {
-        return Ok((out, watch));
-    }
-    loop {
-        let e = tokio::time::timeout(left(), watch.next())
+    .map_err(|e| failed(&e))?;
+    // Each node's latest revision as the headers told it, and the last
+    // revision read: the second pass gets each of those by its sequence
+    // (a direct get), and the watch goes on after the last. (A consumer
+    // delivering the last revision per subject would do both, but Debian's
+    // nats-server 2.9.10 left out a node's latest after a restart.)
+    let mut latest: std::collections::HashMap<String, u64> = Default::default();
+    let mut last = 0;
+    // Nothing held: nothing to read. (The stream's count as it was read:
+    // an ordered consumer's own count is not known when it is made.)
+    if s.cached_info().state.messages > 0 {
+        let mut messages = tokio::time::timeout(left(), headers.messages())
             .await
             .map_err(|_| late())?
-            .ok_or_else(|| format!("the watch of the {BUCKET} bucket ended"))?
-            .map_err(|e| one_line(&format!("the watch of the {BUCKET} bucket failed: {e}")))?;
-        let caught_up = e.delta == 0 || e.revision >= state.last_sequence;
-        out.push(Revision::of(&e));
-        if caught_up {
-            return Ok((out, watch));
+            .map_err(|e| failed(&e))?;
+        loop {
+            let m = tokio::time::timeout(left(), messages.next())
+                .await
+                .map_err(|_| late())?
+                .ok_or_else(|| format!("the read of the {BUCKET} bucket's history ended"))?
+                .map_err(|e| failed(&e))?;
+            let info = m.info().map_err(|e| failed(&e))?;
+            let (stored, pending) = (SystemTime::from(info.published), info.pending);
+            last = info.stream_sequence;
+            let get = |name: &str| {
+                m.headers
+                    .as_ref()
+                    .and_then(|h| h.get(name))
+                    .map(|v| v.as_str().to_owned())
+            };
+            if let Some(key) = key_of(&m.subject) {
+                latest.insert(key.to_owned(), last);
+                each(Read::Written(Written {
+                    key: key.to_owned(),
+                    stored,
+                    put: is_put(get(KV_OPERATION).as_deref()),
+                    identity: super::identity::from_headers(get),
+                }));
+            }
+            if pending == 0 {
+                break;
+            }
         }
     }
+    let mut sequences: Vec<u64> = latest.into_values().collect();
+    sequences.sort_unstable();
+    // A few at a time, handed on in the order they were stored.
+    let mut gets =
+        futures_util::stream::iter(sequences.into_iter().map(|q| s.direct_get(q))).buffered(16);
+    while let Some(got) = tokio::time::timeout(left(), gets.next())
+        .await
+        .map_err(|_| late())?
+    {
+        match got {
+            Ok(m) => {
+                if let Some(key) = key_of(&m.subject) {
+                    each(Read::Latest(Revision {
+                        key: key.to_owned(),
+                        put: is_put(m.headers.get(KV_OPERATION).map(|v| v.as_str())),
+                        value: m.payload,
+                        stored: SystemTime::from(m.time),
+                        revision: m.sequence,
+                    }));
+                }
+            }
+            // Gone since (the bucket's bound): a newer one comes through
+            // the watch.
+            Err(e) if e.kind() == stream::DirectGetErrorKind::NotFound => {}
+            Err(e) => return Err(failed(&e)),
+        }
+    }
+    drop(gets);
+    let watch = tokio::time::timeout(left(), store.watch_all_from_revision(last + 1))
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| one_line(&format!("cannot watch the {BUCKET} bucket: {e}")))?;
+    Ok(watch)
 }
 
 #[cfg(test)]
@@ -408,7 +621,7 @@ mod tests {
 
     #[test]
     fn the_bucket_is_bounded_and_kv_shaped() {
-        let c = stream_config();
+        let c = stream_config(3);
         assert_eq!(c.name, "KV_spx-doctor");
         assert_eq!(c.subjects, ["$KV.spx-doctor.>"]);
         assert_eq!(c.max_messages_per_subject, HISTORY);

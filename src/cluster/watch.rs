@@ -49,7 +49,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::plan::Plan;
 use super::Gathered;
-use crate::bus::bucket::{self, Entry, Revision};
+use crate::bus::bucket::{self, Entry, Read, Revision, Written};
 use crate::bus::events::{self, NodeState, Seen, Transition};
 use crate::bus::{backoff, identity, one_line, NatsConfig};
 use crate::cli::{RunArgs, WatchArgs, WatchFormat};
@@ -82,11 +82,32 @@ pub struct Held {
     pub revision: u64,
     /// Its recent revisions, oldest first: when each was stored and who
     /// wrote it (at most the bucket's history).
-    pub writers: Vec<(SystemTime, Option<AgentIdentity>)>,
+    pub writers: Writers,
 }
 
-/// Take revision `r` into `held` (a delete or purge forgets the node).
-fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
+/// Who wrote a node's recent revisions: when each was stored, and by
+/// whom, oldest first (at most the bucket's history).
+pub type Writers = Vec<(SystemTime, Option<AgentIdentity>)>;
+
+/// Take a revision's headers (the bucket's history, read before each
+/// node's latest value) into `written`: who wrote it and when.
+fn hold_written(written: &mut BTreeMap<String, Writers>, w: Written) {
+    if !w.put {
+        written.remove(&w.key);
+        return;
+    }
+    let writers = written.entry(w.key).or_default();
+    writers.push((w.stored, w.identity));
+    let keep = bucket::HISTORY as usize;
+    if writers.len() > keep {
+        writers.drain(..writers.len() - keep);
+    }
+}
+
+/// Take revision `r` into `held` (a delete or purge forgets the node),
+/// with the writers its headers were read with (`written`) when it is the
+/// node's first revision held.
+fn hold(held: &mut BTreeMap<String, Held>, written: &mut BTreeMap<String, Writers>, r: &Revision) {
     // One taken ahead of the watch (`View::catch_up`) is not undone when
     // the watch delivers what came before it.
     if held.get(&r.key).is_some_and(|h| r.stored < h.stored) {
@@ -94,6 +115,7 @@ fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
     }
     if !r.put {
         held.remove(&r.key);
+        written.remove(&r.key);
         return;
     }
     let mut entry = Entry::parse(&r.key, &r.value);
@@ -103,8 +125,15 @@ fn hold(held: &mut BTreeMap<String, Held>, r: &Revision) {
         .filter(|e| !e.report.is_null())
         .map(|e| ReportText::from(std::mem::take(&mut e.report)));
     let who = entry.as_ref().ok().and_then(|e| e.identity.clone());
-    let mut writers = held.remove(&r.key).map(|h| h.writers).unwrap_or_default();
-    writers.push((r.stored, who));
+    let mut writers = held
+        .remove(&r.key)
+        .map(|h| h.writers)
+        .or_else(|| written.remove(&r.key))
+        .unwrap_or_default();
+    // Its headers may have been read already.
+    if writers.last().is_none_or(|(at, _)| *at < r.stored) {
+        writers.push((r.stored, who));
+    }
     let keep = bucket::HISTORY as usize;
     if writers.len() > keep {
         writers.drain(..writers.len() - keep);
@@ -386,19 +415,19 @@ async fn once(
         .map_err(|_| anyhow::anyhow!("watch: no answer from JetStream within --timeout"))?
         .map_err(|e| anyhow::anyhow!("watch: {e}"))?
         .ok_or_else(|| anyhow::anyhow!("watch: {}", bucket::missing_said()))?;
-    let (revisions, _) = bucket::history(&js, &store, deadline)
-        .await
-        .map_err(|e| anyhow::anyhow!("watch: {e}"))?;
     let mut held = BTreeMap::new();
+    let mut written = BTreeMap::new();
     // Each revision's bytes are let go once held (as its report's text).
     let asked: std::collections::HashSet<&str> =
         plan.nodes.iter().map(|n| n.name.as_str()).collect();
-    for r in revisions
-        .into_iter()
-        .filter(|r| asked.contains(r.key.as_str()))
-    {
-        hold(&mut held, &r);
-    }
+    bucket::history(&js, &store, deadline, |read| match read {
+        Read::Written(w) if asked.contains(w.key.as_str()) => hold_written(&mut written, w),
+        Read::Latest(r) if asked.contains(r.key.as_str()) => hold(&mut held, &mut written, &r),
+        _ => {}
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("watch: {e}"))?;
+    drop(written);
     let now = SystemTime::now();
     let (report, _) = judge(plan, &held, now, now, None);
     drop(held);
@@ -629,6 +658,7 @@ async fn live(
         to_terminal,
         began,
         held: BTreeMap::new(),
+        written: BTreeMap::new(),
         memory: Memory::default(),
         status: String::new(),
         last_screen: String::new(),
@@ -691,19 +721,18 @@ async fn live(
             // Every revision the bucket holds, then each new one as it
             // comes, through one consumer.
             let deadline = Instant::now() + Duration::from_secs(5);
-            let (revisions, mut watch) = match bucket::history(&js, &store, deadline).await {
-                Ok(h) => h,
+            if std::mem::take(&mut lost_bucket) {
+                view.floor = Some(SystemTime::now());
+            }
+            let read = bucket::history(&js, &store, deadline, |read| view.read(read)).await;
+            view.written.clear();
+            let mut watch = match read {
+                Ok(w) => w,
                 Err(e) => {
                     view.say(e);
                     continue 'session;
                 }
             };
-            if std::mem::take(&mut lost_bucket) {
-                view.floor = Some(SystemTime::now());
-            }
-            for r in &revisions {
-                view.take(r);
-            }
             attempt = 0;
             view.say(String::new());
             let mut ticker = tokio::time::interval(REDRAW);
@@ -766,6 +795,9 @@ struct View<'a> {
     to_terminal: bool,
     began: SystemTime,
     held: BTreeMap<String, Held>,
+    /// Writers read from the bucket's history's headers, for nodes whose
+    /// latest revision has not come yet (only while the history is read).
+    written: BTreeMap<String, Writers>,
     memory: Memory,
     /// Why the view is not current (its header, or a line on stderr).
     status: String,
@@ -784,7 +816,19 @@ struct View<'a> {
 impl View<'_> {
     fn take(&mut self, r: &Revision) {
         if self.plan.nodes.iter().any(|n| n.name == r.key) {
-            hold(&mut self.held, r);
+            hold(&mut self.held, &mut self.written, r);
+        }
+    }
+
+    /// What the bucket's history gives: a revision's headers, or a node's
+    /// latest revision.
+    fn read(&mut self, read: Read) {
+        match read {
+            Read::Written(w) if self.plan.nodes.iter().any(|n| n.name == w.key) => {
+                hold_written(&mut self.written, w)
+            }
+            Read::Written(_) => {}
+            Read::Latest(r) => self.take(&r),
         }
     }
 
@@ -924,7 +968,11 @@ mod tests {
 
     fn held(node: &str, stored: SystemTime, interval_ms: u64) -> Held {
         let mut h = BTreeMap::new();
-        hold(&mut h, &revision(node, stored, interval_ms, None));
+        hold(
+            &mut h,
+            &mut BTreeMap::new(),
+            &revision(node, stored, interval_ms, None),
+        );
         h.remove(node).unwrap()
     }
 
@@ -963,6 +1011,7 @@ mod tests {
         let mut h = BTreeMap::new();
         hold(
             &mut h,
+            &mut BTreeMap::new(),
             &Revision {
                 value: bytes::Bytes::from_static(b"{}"),
                 ..revision("n4", t0, 2000, None)
@@ -987,6 +1036,7 @@ mod tests {
         let mut h = BTreeMap::new();
         hold(
             &mut h,
+            &mut BTreeMap::new(),
             &Revision {
                 value: bytes::Bytes::from(small.to_json()),
                 ..revision("n1", t0, 2000, None)
@@ -1009,6 +1059,7 @@ mod tests {
         for (i, who) in ["aaaa", "bbbb", "aaaa", "bbbb"].iter().enumerate() {
             hold(
                 &mut h,
+                &mut BTreeMap::new(),
                 &revision("n2", t0 + Duration::from_secs(i as u64), 2000, Some(who)),
             );
         }
@@ -1021,6 +1072,7 @@ mod tests {
         for i in 0..5 {
             hold(
                 &mut h,
+                &mut BTreeMap::new(),
                 &revision(
                     "n2",
                     t0 + Duration::from_secs(10 + 2 * i),
@@ -1032,5 +1084,53 @@ mod tests {
         let s = node_state("n2", h.get("n2"), t0 + Duration::from_secs(19), t0, None);
         assert_eq!(s.status, "ok", "{:?}", s.answer);
         assert_eq!(h["n2"].writers.len(), bucket::HISTORY as usize);
+    }
+
+    /// The history's writers come from its headers; the node's latest
+    /// revision, read whole after them, is counted once.
+    #[test]
+    fn writers_read_from_headers_then_the_latest_whole_find_a_duplicate() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let who = |m: &str| {
+            Entry::parse("n2", &value("n2", 2000, Some(m)))
+                .unwrap()
+                .identity
+        };
+        let (mut held, mut written) = (BTreeMap::new(), BTreeMap::new());
+        let at = |i: u64| t0 + Duration::from_secs(i);
+        for (i, m) in ["aaaa", "bbbb", "aaaa", "bbbb"].iter().enumerate() {
+            hold_written(
+                &mut written,
+                Written {
+                    key: "n2".into(),
+                    stored: at(i as u64),
+                    put: true,
+                    identity: who(m),
+                },
+            );
+        }
+        hold(
+            &mut held,
+            &mut written,
+            &revision("n2", at(3), 2000, Some("bbbb")),
+        );
+        assert!(written.is_empty(), "taken into the node's writers");
+        assert_eq!(held["n2"].writers.len(), 4, "the latest counted once");
+        let s = node_state("n2", held.get("n2"), at(4), t0, None);
+        assert_eq!((s.status, s.agents.len()), ("duplicate", 2));
+        // A delete in the history forgets what was written before it.
+        let mut written = BTreeMap::new();
+        for put in [true, false] {
+            hold_written(
+                &mut written,
+                Written {
+                    key: "n3".into(),
+                    stored: t0,
+                    put,
+                    identity: who("aaaa"),
+                },
+            );
+        }
+        assert!(written.is_empty());
     }
 }

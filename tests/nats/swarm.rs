@@ -618,3 +618,139 @@ fn a_256_node_swarm_gathered_over_nats_names_every_black_hole() {
         out.stdout.len()
     );
 }
+
+/// The bucket's bound and how many nodes it holds an entry of, read from
+/// the server (`None`: no bucket yet).
+fn bucket_of(ns: &Netns, ca: &Path) -> Option<(i64, usize)> {
+    let ca = ca.to_owned();
+    ns.in_thread(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let js = async_nats::jetstream::new(super::hostile::client(&ca).await);
+                let mut stream = js.get_stream("KV_spx-doctor").await.ok()?;
+                let info = stream.info().await.ok()?.clone();
+                let kv = js.get_key_value("spx-doctor").await.ok()?;
+                let keys = kv.keys().await.ok()?.count().await;
+                Some((info.config.max_bytes, keys))
+            })
+    })
+    .join()
+    .unwrap()
+}
+
+/// Wait until the bucket is as `want` says (the last reading: a panic
+/// after `within`).
+fn bucket_until(
+    ns: &Netns,
+    ca: &Path,
+    within: Duration,
+    what: &str,
+    want: impl Fn(i64, usize) -> bool,
+) -> (i64, usize) {
+    let t0 = Instant::now();
+    loop {
+        let now = bucket_of(ns, ca);
+        if let Some((bytes, keys)) = now.filter(|(b, k)| want(*b, *k)) {
+            return (bytes, keys);
+        }
+        assert!(t0.elapsed() < within, "{what}: the bucket is {now:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+const MIB: i64 = 1 << 20;
+
+/// Issue 37: the bucket holds two rounds of the largest values of the
+/// nodes its writers' config names (64 MiB at least): 64 MiB held 140 of
+/// 1,024 nodes' reports. A larger cluster's agents raise it, never past
+/// what the server takes (here its max_file_store, 256 MiB): then the
+/// bound stays, or a new bucket is made at 64 MiB, and the log says which.
+/// `watch --once` reads who wrote each revision from the headers and each
+/// node's latest value whole, and holds every node.
+#[root_test]
+fn the_bucket_is_made_for_the_cluster_and_raised_for_a_larger_one_as_far_as_the_server_allows() {
+    let test = "the_bucket_is_made_for_the_cluster_and_raised_for_a_larger_one_as_far_as_the_server_allows";
+    if !super::nats_or_skip(test) {
+        return;
+    }
+    let ns = Netns::new();
+    let dir = tempfile::tempdir().unwrap();
+    let server = NatsServer::start(&ns, dir.path(), "127.0.0.1", "1MB");
+    let writing = ["--interval", "1s", "--run-time", "100ms"];
+    let start = |ns: &Netns, n: usize, sub: &str, ca: &Path| {
+        Swarm::start(ns, n, &dir.path().join(sub), ca, &writing)
+    };
+
+    // Three nodes: the floor.
+    let three = start(&ns, 3, "three", &server.ca);
+    let within = Duration::from_secs(60);
+    let (bytes, _) = bucket_until(&ns, &server.ca, within, "3 nodes", |_, k| k == 3);
+    assert_eq!(bytes, 64 * MIB);
+    drop(three);
+
+    // Forty: raised to 80 MiB, and watch holds all forty.
+    let forty = start(&ns, 40, "forty", &server.ca);
+    bucket_until(&ns, &server.ca, within, "40 nodes", |b, k| {
+        b == 80 * MIB && k == 40
+    });
+    let (code, doc) = support::run_cluster_json(
+        ns.spx()
+            .args(["watch", "--once", "--config"])
+            .arg(forty.dir.join("spinifex.toml")),
+    );
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 40);
+    let not_ok: Vec<&Value> = nodes.iter().filter(|n| n["status"] != "ok").collect();
+    assert!(not_ok.is_empty(), "exit {code}: {not_ok:#?}");
+    drop(forty);
+
+    // 130 nodes want 260 MiB, more than the server's 256: the bound stays
+    // at 80, and the swarm (as an agent logs it) says so.
+    let more = start(&ns, 130, "more", &server.ca);
+    let said = |s: &Swarm, needle: &str| {
+        let t0 = Instant::now();
+        loop {
+            let errors = s._proc.errors();
+            if errors.iter().any(|e| e.contains(needle)) {
+                break;
+            }
+            assert!(t0.elapsed() < within, "no {needle:?} in {errors:#?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    said(
+        &more,
+        &format!(
+            "cannot raise the spx-doctor bucket's bound from {} to {} bytes",
+            80 * MIB,
+            260 * MIB
+        ),
+    );
+    let (bytes, _) = bucket_until(&ns, &server.ca, within, "130 nodes", |_, k| k == 130);
+    assert_eq!(bytes, 80 * MIB, "never past what the server takes");
+    drop(more);
+
+    // A new server: the bucket made at 64 MiB, and said.
+    let other = Netns::new();
+    let odir = tempfile::tempdir().unwrap();
+    let oserver = NatsServer::start(&other, odir.path(), "127.0.0.1", "1MB");
+    let fresh = Swarm::start(
+        &other,
+        130,
+        &odir.path().join("fresh"),
+        &oserver.ca,
+        &writing,
+    );
+    said(
+        &fresh,
+        &format!(
+            "the server would not make the spx-doctor bucket {} bytes large",
+            260 * MIB
+        ),
+    );
+    let (bytes, _) = bucket_until(&other, &oserver.ca, within, "a new server", |_, k| k == 130);
+    assert_eq!(bytes, 64 * MIB);
+}

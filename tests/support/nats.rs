@@ -187,6 +187,11 @@ impl Tail {
         self.lines.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// What it has written on stderr so far.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
     /// The first line after `after` that `want` accepts, waiting up to
     /// `within` (panics then, with every line).
     pub fn wait(

@@ -56,6 +56,9 @@ pub struct Common {
     pub counts: Counts,
     /// Refuse `inline_max_bytes` as an agent from before it does.
     pub before_inline_max: bool,
+    /// The swarm's nodes (the bucket is made for them, as an agent makes
+    /// it for its config's).
+    pub nodes: usize,
 }
 
 /// What the swarm did, over all nodes.
@@ -447,18 +450,24 @@ impl Node<'_> {
             }
         }
         self.last = Some(which);
+        let js = async_nats::jetstream::new(self.client.clone());
         if self.store.is_none() {
-            let js = async_nats::jetstream::new(self.client.clone());
-            match tokio::time::timeout(BUS_WRITE_TIMEOUT, bucket::open_or_create(&js)).await {
-                Ok(Ok(s)) => self.store = Some(s),
+            let opened = bucket::open_or_create(&js, self.common.nodes);
+            match tokio::time::timeout(BUS_WRITE_TIMEOUT, opened).await {
+                Ok(Ok((s, note))) => {
+                    if let Some(note) = note {
+                        eprintln!("spx-swarm: {node}: {note}");
+                    }
+                    self.store = Some(s);
+                }
                 Ok(Err(e)) => eprintln!("spx-swarm: {node}: {e}"),
                 Err(_) => eprintln!("spx-swarm: {node}: no answer from JetStream about the bucket"),
             }
         }
-        let Some(store) = &self.store else {
+        if self.store.is_none() {
             add(&self.common.counts.kv_failed, 1);
             return;
-        };
+        }
         let entry = entry(
             node,
             self.spec.interval,
@@ -466,7 +475,9 @@ impl Node<'_> {
             &self.spec.reports[which],
         );
         let len = entry.len() as u64;
-        let put = tokio::time::timeout(BUS_WRITE_TIMEOUT, store.put(node.as_str(), entry)).await;
+        // As an agent writes it; the swarm's entries carry no identity.
+        let put = bucket::put(&js, node, entry, None);
+        let put = tokio::time::timeout(BUS_WRITE_TIMEOUT, put).await;
         match put {
             Ok(Ok(_)) => {
                 add(&self.common.counts.kv_writes, 1);

@@ -343,6 +343,7 @@ fn main() -> anyhow::Result<()> {
         },
         counts: agent::Counts::default(),
         before_inline_max: args.before_inline_max,
+        nodes: specs.len(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
