@@ -41,6 +41,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use spx_checks::cluster::AgentIdentity;
 
@@ -72,6 +73,33 @@ pub struct Entry {
     /// Why `report` is null: the report did not fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub too_large: Option<TooLarge>,
+}
+
+/// An entry as a reader reads it: its report left as text.
+#[derive(Deserialize)]
+struct Held {
+    node: String,
+    interval_ms: u64,
+    written_at: String,
+    #[serde(default)]
+    identity: Option<AgentIdentity>,
+    #[serde(default)]
+    report: Option<Box<RawValue>>,
+    #[serde(default)]
+    too_large: Option<TooLarge>,
+}
+
+/// The `node` a report's text names (`None`: not an object naming one).
+fn report_node(report: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Named {
+        node: Option<String>,
+    }
+    // An object only (serde takes a struct in field order from an array).
+    if !report.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Named>(report.get()).ok()?.node
 }
 
 /// A report that did not fit the bucket, in a few numbers.
@@ -147,14 +175,35 @@ impl Entry {
     /// Read the value under key `node` (outside data: strictly; the
     /// report must be `node`'s own JSON v1 report, unless it did not fit).
     pub fn parse(node: &str, bytes: &[u8]) -> Result<Entry, String> {
+        let (mut e, report) = Entry::parse_held(node, bytes)?;
+        if let Some(r) = report {
+            e.report = serde_json::from_str(r.get())
+                .map_err(|e| one_line(&format!("not an entry of the doctor's ({e})")))?;
+        }
+        Ok(e)
+    }
+
+    /// [`Entry::parse`] for a reader that holds the report as text: the
+    /// entry with a null `report`, and the report as it was written
+    /// (checked as JSON, never made a tree: at 1,024 nodes a reader holds
+    /// 465 MB of them).
+    pub fn parse_held(node: &str, bytes: &[u8]) -> Result<(Entry, Option<Box<RawValue>>), String> {
         if bytes.len() > MAX_ENTRY {
             return Err(format!(
                 "an entry of {} bytes (more than 4 MiB)",
                 bytes.len()
             ));
         }
-        let mut e: Entry = serde_json::from_slice(bytes)
+        let raw: Held = serde_json::from_slice(bytes)
             .map_err(|e| one_line(&format!("not an entry of the doctor's ({e})")))?;
+        let mut e = Entry {
+            node: raw.node,
+            interval_ms: raw.interval_ms,
+            written_at: raw.written_at,
+            identity: raw.identity,
+            report: Value::Null,
+            too_large: raw.too_large,
+        };
         if e.node != node {
             return Err(format!(
                 "the entry under {node} is node {}'s",
@@ -171,13 +220,14 @@ impl Entry {
             ));
         }
         e.identity = e.identity.and_then(super::identity::checked);
-        match &e.too_large {
-            Some(t) if e.report.is_null() && t.size > t.limit => {}
-            Some(_) => return Err("a too-large entry that is not one".into()),
-            None if e.report.get("node").and_then(Value::as_str) == Some(node) => {}
-            None => return Err(format!("the report under {node} is not {node}'s")),
+        let report = raw.report.filter(|r| r.get() != "null");
+        match (&e.too_large, &report) {
+            (Some(t), None) if t.size > t.limit => {}
+            (Some(_), _) => return Err("a too-large entry that is not one".into()),
+            (None, Some(r)) if report_node(r).as_deref() == Some(node) => {}
+            (None, _) => return Err(format!("the report under {node} is not {node}'s")),
         }
-        Ok(e)
+        Ok((e, report))
     }
 
     pub fn interval(&self) -> Duration {
@@ -454,20 +504,22 @@ pub enum Read {
     Latest(Revision),
 }
 
-/// What the bucket holds, within `deadline`, handed to `each` as it comes
+/// What the bucket holds, handed to `each` as it comes
 /// (never gathered): first every revision's headers, oldest first, through
 /// one headers-only ordered consumer (who wrote what, when: at most
 /// [`HISTORY`] per node); then each node's latest revision whole, got by
 /// its sequence; and the watch that goes on with each revision stored
-/// after those (returned).
+/// after those (returned). Each answer within `step`, all of it by
+/// `deadline`.
 pub async fn history(
     js: &jetstream::Context,
     store: &kv::Store,
     deadline: Instant,
+    step: Duration,
     mut each: impl FnMut(Read),
 ) -> Result<kv::Watch, String> {
     let late = || format!("no answer from JetStream about the {BUCKET} bucket in time");
-    let left = || deadline.saturating_duration_since(Instant::now());
+    let left = || deadline.saturating_duration_since(Instant::now()).min(step);
     let s = tokio::time::timeout(left(), js.get_stream(format!("KV_{BUCKET}")))
         .await
         .map_err(|_| late())?
@@ -537,7 +589,7 @@ pub async fn history(
     sequences.sort_unstable();
     // A few at a time, handed on in the order they were stored.
     let mut gets =
-        futures_util::stream::iter(sequences.into_iter().map(|q| s.direct_get(q))).buffered(16);
+        futures_util::stream::iter(sequences.into_iter().map(|q| s.direct_get(q))).buffered(32);
     while let Some(got) = tokio::time::timeout(left(), gets.next())
         .await
         .map_err(|_| late())?
@@ -591,6 +643,18 @@ mod tests {
         assert!(!e.contains('\u{1b}'), "{e}");
         let back = Entry::parse("n1", &e_json()).unwrap();
         assert_eq!(Entry::parse("n1", &back.to_json()).unwrap(), back);
+        // A reader holds the report as it was written, as text.
+        let (held, report) = Entry::parse_held("n1", &e_json()).unwrap();
+        assert!(held.report.is_null());
+        let report = report.expect("the report");
+        let tree: Value = serde_json::from_str(report.get()).unwrap();
+        assert_eq!(tree, back.report);
+        // An array in the report's field order is not a report.
+        let mut v: Value = serde_json::from_slice(&e_json()).unwrap();
+        v["report"] = serde_json::json!(["n1"]);
+        let array = serde_json::to_vec(&v).unwrap();
+        assert!(Entry::parse_held("n1", &array).is_err());
+        assert!(Entry::parse("n1", &array).is_err());
     }
 
     fn e_json() -> Vec<u8> {

@@ -118,12 +118,10 @@ fn hold(held: &mut BTreeMap<String, Held>, written: &mut BTreeMap<String, Writer
         written.remove(&r.key);
         return;
     }
-    let mut entry = Entry::parse(&r.key, &r.value);
-    let report = entry
-        .as_mut()
-        .ok()
-        .filter(|e| !e.report.is_null())
-        .map(|e| ReportText::from(std::mem::take(&mut e.report)));
+    let (entry, report) = match Entry::parse_held(&r.key, &r.value) {
+        Ok((e, report)) => (Ok(e), report.map(ReportText::from)),
+        Err(why) => (Err(why), None),
+    };
     let who = entry.as_ref().ok().and_then(|e| e.identity.clone());
     let mut writers = held
         .remove(&r.key)
@@ -420,7 +418,7 @@ async fn once(
     // Each revision's bytes are let go once held (as its report's text).
     let asked: std::collections::HashSet<&str> =
         plan.nodes.iter().map(|n| n.name.as_str()).collect();
-    bucket::history(&js, &store, deadline, |read| match read {
+    bucket::history(&js, &store, deadline, Duration::MAX, |read| match read {
         Read::Written(w) if asked.contains(w.key.as_str()) => hold_written(&mut written, w),
         Read::Latest(r) if asked.contains(r.key.as_str()) => hold(&mut held, &mut written, &r),
         _ => {}
@@ -718,13 +716,15 @@ async fn live(
                     continue 'session;
                 }
             };
-            // Every revision the bucket holds, then each new one as it
-            // comes, through one consumer.
-            let deadline = Instant::now() + Duration::from_secs(5);
+            // Who wrote each revision the bucket holds, each node's latest
+            // whole, then each new one as it comes. Each answer within 5 s:
+            // the whole read is not bounded (at 1,024 nodes it is 465 MB).
+            let deadline = Instant::now() + Duration::from_secs(3600);
+            let step = Duration::from_secs(5);
             if std::mem::take(&mut lost_bucket) {
                 view.floor = Some(SystemTime::now());
             }
-            let read = bucket::history(&js, &store, deadline, |read| view.read(read)).await;
+            let read = bucket::history(&js, &store, deadline, step, |read| view.read(read)).await;
             view.written.clear();
             let mut watch = match read {
                 Ok(w) => w,
