@@ -8,6 +8,7 @@ mod agent;
 mod bus;
 mod cli;
 mod cluster;
+mod heap;
 mod levels;
 mod otlp;
 mod path;

@@ -92,7 +92,7 @@ const CONNECT_TIMEOUT: Duration = crate::bus::ATTEMPT_TIMEOUT;
 pub fn run(args: AgentArgs) -> anyhow::Result<u8> {
     let started = std::time::SystemTime::now();
     crate::runner::install_panic_hook();
-    one_heap_arena();
+    crate::heap::one_heap_arena();
     // The config is found and validated exactly as a run finds it.
     let probe = RunArgs {
         config: args.config.clone(),
@@ -874,40 +874,7 @@ impl State<'_> {
             }
         }
         drop(out);
-        give_back_freed_memory();
-    }
-}
-
-/// Every thread of the agent allocates from one glibc arena. A run starts
-/// a thread per check, and by default glibc gives threads up to eight
-/// arenas per core, each keeping its own free pages and fragments between
-/// runs: over ten minutes at a 60 s interval an agent's RSS crept up by
-/// 0.87 to 1.21 MiB (anonymous memory 2.4 to 3.3 MiB) even with
-/// [`give_back_freed_memory`]. Side by side in the same lab, an agent with
-/// one arena stayed within 0.24 MiB, 0.9 to 1.6 MiB lower (bench/watch.sh;
-/// the figures are in docs/benchmarks.md). The check
-/// threads spend their time waiting on the kernel, not in malloc, so the
-/// one arena's lock costs nothing measurable. Set before the first thread.
-fn one_heap_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt takes two integers and changes only the allocator's
-    // policy for arenas made from now on; no thread exists yet.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
-
-/// Hand the heap a finished run freed back to the kernel. A run's check
-/// threads allocate in glibc's per-thread arenas, which keep their pages
-/// after the run; without this an agent running every minute grew its RSS
-/// by 1.6 MiB over its first ten runs before levelling off (bench/watch.sh's
-/// soak). `malloc_trim` only returns free pages; no live allocation moves.
-fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointer and touches only memory the
-    // allocator holds free; it is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
+        crate::heap::give_back_freed_memory();
     }
 }
 

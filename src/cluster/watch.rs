@@ -42,7 +42,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use spx_checks::cluster::{
-    AgentIdentity, NodeAnswer, ReportText, Transport, Unreached, UnreachedKind,
+    AgentIdentity, NodeAnswer, Received, ReportText, Transport, Unreached, UnreachedKind,
 };
 use spx_checks::{natural, ConfigState};
 use tokio::signal::unix::{signal, SignalKind};
@@ -75,8 +75,9 @@ pub struct Held {
     /// The entry, or why its value is not one. Its `report` is taken out
     /// into [`Held::report`]: held as text, not as a tree.
     pub entry: Result<Entry, String>,
-    /// The entry's report, as text (none when it did not fit).
-    pub report: Option<ReportText>,
+    /// The entry's report, as text with its typed view, read once (none
+    /// when it did not fit).
+    pub report: Option<Received>,
     /// When the server stored this revision.
     pub stored: SystemTime,
     pub revision: u64,
@@ -119,7 +120,8 @@ fn hold(held: &mut BTreeMap<String, Held>, written: &mut BTreeMap<String, Writer
         return;
     }
     let (entry, report) = match Entry::parse_held(&r.key, &r.value) {
-        Ok((e, report)) => (Ok(e), report.map(ReportText::from)),
+        // Read as a report once, when taken: a redraw judges what is held.
+        Ok((e, report)) => (Ok(e), report.map(|r| Received::from(ReportText::from(r)))),
         Err(why) => (Err(why), None),
     };
     let who = entry.as_ref().ok().and_then(|e| e.identity.clone());
@@ -152,7 +154,7 @@ fn hold(held: &mut BTreeMap<String, Held>, written: &mut BTreeMap<String, Writer
 #[derive(Clone, Debug)]
 pub struct NodeNow {
     /// Its answer for the judgement.
-    pub answer: Result<ReportText, Unreached>,
+    pub answer: Result<Received, Unreached>,
     /// `ok`, `stale`, `unknown`, `too-large` or `duplicate`.
     pub status: &'static str,
     pub since: SystemTime,
@@ -288,7 +290,7 @@ fn judge(
         .map(|n| {
             let s = node_state(&n.name, held.get(&n.name), now, began, floor);
             states.push((n.name.clone(), s.status, s.since));
-            let mut answer = NodeAnswer::new(n.name.clone(), None, s.answer);
+            let mut answer = NodeAnswer::received(n.name.clone(), None, s.answer);
             answer.agents = s.agents;
             answer
         })
@@ -663,6 +665,7 @@ async fn live(
         primed: false,
         floor: None,
         drawn: None,
+        took: Duration::ZERO,
         asked: BTreeMap::new(),
     };
     let mut attempt = 0usize;
@@ -744,7 +747,7 @@ async fn live(
                             // At most one judgement a REDRAW for the
                             // revisions (hundreds of nodes write several a
                             // second); the tick shows what came since.
-                            if !view.drawn_within(REDRAW) {
+                            if !view.drawn_within(view.gap()) {
                                 view.catch_up(&store).await;
                                 view.draw()?;
                             }
@@ -768,7 +771,11 @@ async fn live(
                         continue 'bucket;
                     }
                     // The first tick is at once: the state found.
-                    _ = ticker.tick() => {}
+                    _ = ticker.tick() => {
+                        if view.drawn_within(view.gap()) {
+                            continue;
+                        }
+                    }
                     _ = term.recv() => return Ok(0),
                     _ = int.recv() => return Ok(0),
                 }
@@ -808,6 +815,8 @@ struct View<'a> {
     floor: Option<SystemTime>,
     /// When the view was last judged and drawn.
     drawn: Option<Instant>,
+    /// How long the last judgement took.
+    took: Duration,
     /// Nodes found stale or unknown and asked of the server: the stored
     /// time of the revision held then (`None`: none held).
     asked: BTreeMap<String, Option<SystemTime>>,
@@ -887,9 +896,25 @@ impl View<'_> {
         self.drawn.is_some_and(|t| t.elapsed() < d)
     }
 
+    /// The least time between two judgements' starts: [`REDRAW`], or twice
+    /// what the last one took, so judging takes at most half a core (at
+    /// 1,024 nodes a judgement takes about a second).
+    fn gap(&self) -> Duration {
+        REDRAW.max(self.took * 2)
+    }
+
     /// Judge what is held now and show what changed.
     fn draw(&mut self) -> anyhow::Result<()> {
-        self.drawn = Some(Instant::now());
+        let started = Instant::now();
+        self.drawn = Some(started);
+        let shown = self.judge_and_show();
+        // What the judgement made and let go, back to the kernel.
+        crate::heap::give_back_freed_memory();
+        self.took = started.elapsed();
+        shown
+    }
+
+    fn judge_and_show(&mut self) -> anyhow::Result<()> {
         let now = SystemTime::now();
         let (report, states) = judge(self.plan, &self.held, now, self.began, self.floor);
         let lines = self.memory.update(&report, &states);

@@ -75,8 +75,10 @@ impl<'a> Row<'a> {
             code: s("code"),
             summary: s("summary"),
             remediation: strings("remediation"),
+            // A finding, or its subject alone (as a cluster report's
+            // node entry holds it).
             subjects: list("findings")
-                .filter_map(|f| f.get("subject")?.as_str())
+                .filter_map(|f| f.as_str().or_else(|| f.get("subject")?.as_str()))
                 .collect(),
             notes: list("notes")
                 .filter_map(|n| Some((n.get("code")?.as_str()?, n.get("text")?.as_str()?)))

@@ -250,6 +250,15 @@ pub struct Cells<'a> {
     answered: HashSet<&'a str>,
 }
 
+/// The nodes of `r` with a report.
+pub fn answered(r: &ClusterReport) -> HashSet<&str> {
+    r.nodes
+        .iter()
+        .filter(|n| n.report.is_some())
+        .map(|n| n.name.as_str())
+        .collect()
+}
+
 impl<'a> Cells<'a> {
     pub fn of(r: &'a ClusterReport) -> Cells<'a> {
         Cells {
@@ -258,12 +267,7 @@ impl<'a> Cells<'a> {
                 .iter()
                 .map(|c| ((&*c.from, &*c.to), c))
                 .collect(),
-            answered: r
-                .nodes
-                .iter()
-                .filter(|n| n.report.is_some())
-                .map(|n| n.name.as_str())
-                .collect(),
+            answered: answered(r),
         }
     }
 
@@ -276,18 +280,23 @@ impl<'a> Cells<'a> {
         let Some(c) = self.by_pair.get(&(from, to)) else {
             return String::new();
         };
-        let mut mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
-        if c.path_mtu_inexact {
-            mtu.push('+');
-        }
-        match c.verdict {
-            CellVerdict::Ok => mtu,
-            v if v.fails() => format!("{mtu}{}", term.sym(Sym::Below)),
-            CellVerdict::Unreachable => "no-echo".into(),
-            CellVerdict::NotProbed => "n/p".into(),
-            _ if !self.answered.contains(from) => term.sym(Sym::NoReport).into(),
-            _ => "?".into(),
-        }
+        cell_text(term, c, &self.answered)
+    }
+}
+
+/// Cell `c` as drawn (`answered`: the nodes with a report).
+pub fn cell_text(term: &Term, c: &MatrixCell, answered: &HashSet<&str>) -> String {
+    let mut mtu = c.path_mtu.map_or("?".into(), |m| m.to_string());
+    if c.path_mtu_inexact {
+        mtu.push('+');
+    }
+    match c.verdict {
+        CellVerdict::Ok => mtu,
+        v if v.fails() => format!("{mtu}{}", term.sym(Sym::Below)),
+        CellVerdict::Unreachable => "no-echo".into(),
+        CellVerdict::NotProbed => "n/p".into(),
+        _ if !answered.contains(&*c.from) => term.sym(Sym::NoReport).into(),
+        _ => "?".into(),
     }
 }
 
