@@ -137,8 +137,38 @@ impl<'de> Deserialize<'de> for Subjects {
                 }
                 Ok(Subjects(out))
             }
+            // Anything else (a hostile node's report) holds no subjects;
+            // the check's other members are still read.
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Subjects, E> {
+                Ok(Subjects(Vec::new()))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Subjects, E> {
+                self.visit_unit()
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Subjects, E> {
+                self.visit_unit()
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Subjects, E> {
+                self.visit_unit()
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Subjects, E> {
+                self.visit_unit()
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Subjects, E> {
+                self.visit_unit()
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Subjects, A::Error> {
+                while m
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Subjects(Vec::new()))
+            }
         }
-        d.deserialize_seq(Each)
+        d.deserialize_any(Each)
     }
 }
 
@@ -325,5 +355,17 @@ mod tests {
         // A check that is not an object is no check: the report reads as none.
         let bad = ReportText::parse(r#"{"checks":[["mtu.path","fail"]]}"#.to_owned()).unwrap();
         assert!(Told::of(&bad).checks.is_empty());
+        // Findings that are not a list hold no subjects; the check is read.
+        for findings in ["null", "\"x\"", "{\"subject\":\"y\"}", "7", "true"] {
+            let odd = ReportText::parse(format!(
+                r#"{{"checks":[{{"id":"x","status":"skip","findings":{findings}}}]}}"#
+            ))
+            .unwrap();
+            assert_eq!(
+                Told::of(&odd).checks,
+                [serde_json::json!({"id":"x","status":"skip","findings":[]})],
+                "{findings}"
+            );
+        }
     }
 }
