@@ -19,10 +19,10 @@ use spx_test_harness::root_test;
 
 const VPC: &str = "vpc-0f3a9c2e1b7d45a60";
 const SUBNET: &str = "subnet-0a11c0ffee0000001";
-const A: (&str, &str, &str) = ("eni-0aa1f3c9d2b7e4051", "02:00:0a:00:01:0a", "10.0.1.10");
-const B: (&str, &str, &str) = ("eni-0bb2e4d0c3a8f5162", "02:00:0a:00:01:0b", "10.0.1.11");
+const A: (&str, &str, &str) = ("eni-0aa1f3c9d2b7e4051", "02:00:0a:00:01:0a", "198.18.1.10");
+const B: (&str, &str, &str) = ("eni-0bb2e4d0c3a8f5162", "02:00:0a:00:01:0b", "198.18.1.11");
 /// A port OVN has, bound to no chassis (its guest is not running).
-const UNBOUND: (&str, &str, &str) = ("eni-0ee5c7a3f6d1b8495", "02:00:0a:00:01:0e", "10.0.1.14");
+const UNBOUND: (&str, &str, &str) = ("eni-0ee5c7a3f6d1b8495", "02:00:0a:00:01:0e", "198.18.1.14");
 const INSTANCE_A: &str = "i-0a1b2c3d4e5f60718";
 const INSTANCE_B: &str = "i-0b2c3d4e5f6071829";
 
@@ -52,9 +52,9 @@ impl Ovn {
             .nbctl(&[
                 "create",
                 "DHCP_Options",
-                "cidr=10.0.1.0/24",
+                "cidr=198.18.1.0/24",
                 &format!(
-                    "options={{\"server_id\"=\"10.0.1.1\", \"server_mac\"=\"02:00:00:00:00:01\", \"lease_time\"=\"3600\", \"router\"=\"10.0.1.1\", \"dns_server\"=\"10.0.0.2\", \"mtu\"=\"{dhcp_mtu}\"}}"
+                    "options={{\"server_id\"=\"198.18.1.1\", \"server_mac\"=\"02:00:00:00:00:01\", \"lease_time\"=\"3600\", \"router\"=\"198.18.1.1\", \"dns_server\"=\"198.18.0.2\", \"mtu\"=\"{dhcp_mtu}\"}}"
                 ),
                 &format!("external_ids:spinifex\\:subnet_id={SUBNET}"),
             ])

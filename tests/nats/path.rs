@@ -116,7 +116,7 @@ fn path_requests_are_refused_by_kind_or_answered_with_the_nodes_side() {
     nb.nbctl(&["ls-add", "subnet-subnet-0a11c0ffee0000001"]);
     sb.sbctl(&["chassis-add", "h0", "geneve", H0]);
     sb.sbctl(&["chassis-add", "h1", "geneve", H1]);
-    for (i, (eni, ip, chassis)) in [(ENI, "10.0.1.10", "h1"), (ENI_H0, "10.0.1.11", "h0")]
+    for (i, (eni, ip, chassis)) in [(ENI, "198.18.1.10", "h1"), (ENI_H0, "198.18.1.11", "h0")]
         .into_iter()
         .enumerate()
     {
