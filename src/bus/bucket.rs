@@ -77,7 +77,7 @@ pub struct Entry {
 
 /// An entry as a reader reads it: its report left as text.
 #[derive(Deserialize)]
-struct Held {
+struct Stored {
     node: String,
     interval_ms: u64,
     written_at: String,
@@ -194,7 +194,7 @@ impl Entry {
                 bytes.len()
             ));
         }
-        let raw: Held = serde_json::from_slice(bytes)
+        let raw: Stored = serde_json::from_slice(bytes)
             .map_err(|e| one_line(&format!("not an entry of the doctor's ({e})")))?;
         let mut e = Entry {
             node: raw.node,
@@ -527,21 +527,6 @@ pub async fn history(
     let failed = |e: &dyn std::fmt::Display| {
         one_line(&format!("cannot read the {BUCKET} bucket's history: {e}"))
     };
-    let headers = tokio::time::timeout(
-        left(),
-        s.create_consumer(consumer::push::OrderedConfig {
-            deliver_subject: js.client().new_inbox(),
-            description: Some("spx-doctor: the bucket's writers".into()),
-            filter_subject: format!("$KV.{BUCKET}.>"),
-            headers_only: true,
-            deliver_policy: consumer::DeliverPolicy::All,
-            replay_policy: consumer::ReplayPolicy::Instant,
-            ..Default::default()
-        }),
-    )
-    .await
-    .map_err(|_| late())?
-    .map_err(|e| failed(&e))?;
     // Each node's latest revision as the headers told it, and the last
     // revision read: the second pass gets each of those by its sequence
     // (a direct get), and the watch goes on after the last. (A consumer
@@ -552,6 +537,21 @@ pub async fn history(
     // Nothing held: nothing to read. (The stream's count as it was read:
     // an ordered consumer's own count is not known when it is made.)
     if s.cached_info().state.messages > 0 {
+        let headers = tokio::time::timeout(
+            left(),
+            s.create_consumer(consumer::push::OrderedConfig {
+                deliver_subject: js.client().new_inbox(),
+                description: Some("spx-doctor: the bucket's writers".into()),
+                filter_subject: format!("$KV.{BUCKET}.>"),
+                headers_only: true,
+                deliver_policy: consumer::DeliverPolicy::All,
+                replay_policy: consumer::ReplayPolicy::Instant,
+                ..Default::default()
+            }),
+        )
+        .await
+        .map_err(|_| late())?
+        .map_err(|e| failed(&e))?;
         let mut messages = tokio::time::timeout(left(), headers.messages())
             .await
             .map_err(|_| late())?
