@@ -3,10 +3,12 @@
 //! (`bench/path_runbook.sh`: the QEMU command line found over ssh, the tap's
 //! `iface-id`, `ovn-nbctl`/`ovn-sbctl` lookups, `ip link`, `ip xfrm state`,
 //! a `ping -M do` ladder from each side), against `spx-doctor path`, both
-//! run as root on spx1 of the real-OVN lab ([`crate::support::ovn_lab`]),
-//! on a healthy path and with spx2's switch port at 1500. Each figure is the
-//! median of `SPX_BENCH_RUNS` runs (default 5), timed in the guest; the two
-//! must give the same largest frame each way.
+//! run as root on spx1 of the real-OVN lab ([`crate::support::ovn_lab`]:
+//! on this host with OVS's userspace datapath, or the kernel lab's with
+//! `SPX_BENCH_LAB=kernel`), on a healthy path and with spx2's switch port
+//! at 1500. Each figure is the
+//! median of `SPX_BENCH_RUNS` runs (default 5), timed in the lab; the two
+//! must give the same largest frame each way, in every run.
 
 use std::time::Instant;
 
@@ -87,7 +89,16 @@ fn path_benchmark() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
     let started = Instant::now();
-    let Some(lab) = OvnLab::boot("path_benchmark") else {
+    // SPX_BENCH_LAB=kernel: the kernel lab's OVN under emulation (the
+    // production datapath, every figure the emulator's); else the same
+    // lab on this host with OVS's userspace datapath, at the host's speed.
+    let kernel = std::env::var("SPX_BENCH_LAB").as_deref() == Ok("kernel");
+    let lab = if kernel {
+        OvnLab::boot("path_benchmark")
+    } else {
+        OvnLab::boot_userspace("path_benchmark")
+    };
+    let Some(lab) = lab else {
         return;
     };
     note(&format!(
@@ -136,11 +147,11 @@ fn path_benchmark() {
         }
         lab.set_switch_port(NODES[1], port);
         let (mut manual, mut doctor, mut own) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut manual_answer, mut doctor_said) = (Vec::new(), Vec::new());
+        let mut said = Vec::new();
         for _ in 0..runs {
             let (s, out) = timed(&lab, &runbook_line);
             manual.push(s);
-            manual_answer = runbook_answer(&out);
+            let manual_answer = runbook_answer(&out);
             note(&format!("runbook ({scenario}, {s:.2}s): {}", out.trim()));
             let (s, out) = timed(&lab, &doctor_line);
             doctor.push(s);
@@ -148,12 +159,14 @@ fn path_benchmark() {
             let doc: Value = serde_json::from_str(json)
                 .unwrap_or_else(|e| panic!("spx-doctor path: not JSON ({e}): {out}"));
             own.push(doc["duration_ms"].as_f64().unwrap_or(f64::NAN) / 1000.0);
-            doctor_said = doctor_answer(&doc);
+            let doctor_said = doctor_answer(&doc);
+            // Every run must agree, not only the last.
+            assert_eq!(
+                manual_answer, doctor_said,
+                "{scenario}: the runbook and the doctor disagree; the doctor's document: {doc:#}"
+            );
+            said = doctor_said;
         }
-        assert_eq!(
-            manual_answer, doctor_said,
-            "{scenario}: the runbook and the doctor disagree"
-        );
         let (m, d, o) = (median(&mut manual), median(&mut doctor), median(&mut own));
         rows.push(format!(
             "{scenario:<28} {:>11.2} {:>11.2} {:>10.2} {:>8.1}x   {}",
@@ -161,8 +174,7 @@ fn path_benchmark() {
             d,
             o,
             m / d,
-            doctor_said
-                .iter()
+            said.iter()
                 .map(|(dir, n)| format!("{dir} {n}"))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -170,8 +182,12 @@ fn path_benchmark() {
     }
     lab.set_switch_port(NODES[1], 9000);
     println!(
-        "\nspx-doctor path vs the manual runbook, on the kernel lab's real OVN under {} (median of {runs}, seconds, timed in the guest)",
-        lab.vm.accel
+        "\nspx-doctor path vs the manual runbook, on {} (median of {runs}, seconds, timed in the lab)",
+        if lab.userspace {
+            "the real OVN with OVS's userspace datapath on this host".to_owned()
+        } else {
+            format!("the kernel lab's real OVN under {}", lab.vm.accel)
+        }
     );
     println!(
         "{:<28} {:>11} {:>11} {:>10} {:>9}   answer (both)",

@@ -603,6 +603,10 @@ pub struct GuestOutput {
     pub stderr: String,
 }
 
+/// The directories a host lab ([`Vm::on_host`]) sees through an overlay of
+/// its own.
+const HOST_OVERLAID: [&str; 5] = ["etc", "var", "opt", "tmp", "root"];
+
 /// One booted lab guest, ready for commands; killed on drop.
 pub struct Vm {
     child: Arc<Mutex<Child>>,
@@ -734,6 +738,99 @@ impl Vm {
             "modules did not load: {failed}{}",
             fs::read_to_string(vm.dir.path().join("modules.err")).unwrap_or_default()
         );
+        vm
+    }
+
+    /// The same lab on this host's own kernel, no guest: the agent
+    /// (`tests/vmlab/agent.sh`) runs as PID 1 of new pid, mount, network,
+    /// UTS and IPC namespaces (`unshare --kill-child`: it and everything it
+    /// started die with the test, and with the namespaces every interface
+    /// and network namespace the lab made). What the VM's overlay root
+    /// gives a guest, a private view gives here: a tmpfs on `/run` (the
+    /// per-boot directory bound at `/run/lab`, named network namespaces in
+    /// `/run/netns`), and an overlay over each of `/etc`, `/var`, `/opt`,
+    /// `/tmp` and `/root` whose writes land in that tmpfs, so a lab's
+    /// scripts never write this host's files and two labs never meet. Only
+    /// what the host's kernel can do is there: no modules are loaded, and
+    /// the kernel's modprobe path is left alone (it is not namespaced).
+    pub fn on_host(hard_limit: Duration) -> Vm {
+        let dir = tempfile::Builder::new()
+            .prefix("spx-hostlab-")
+            .tempdir()
+            .expect("tempdir");
+        let lab = dir.path();
+        fs::create_dir(lab.join("req")).unwrap();
+        fs::create_dir(lab.join("out")).unwrap();
+        fs::write(lab.join("agent.sh"), AGENT).unwrap();
+        fs::write(lab.join("boot.env"), "MODULES=\nHOSTLAB=1\n").unwrap();
+        let mut setup = String::from(
+            "set -e\nlab=$1\nmount -t tmpfs -o mode=0755 spx-hostlab /run\nmkdir /run/lab /run/.overlay\nmount --bind \"$lab\" /run/lab\nmount -t sysfs sysfs /sys\n",
+        );
+        for d in HOST_OVERLAID {
+            let _ = std::fmt::Write::write_fmt(
+                &mut setup,
+                format_args!(
+                    "mkdir -p /run/.overlay/{d}/u /run/.overlay/{d}/w\nmount -t overlay spx-hostlab -o lowerdir=/{d},upperdir=/run/.overlay/{d}/u,workdir=/run/.overlay/{d}/w /{d}\n"
+                ),
+            );
+        }
+        setup.push_str("exec sh /run/lab/agent.sh >/run/lab/console.log 2>&1\n");
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "--mount",
+            "--net",
+            "--uts",
+            "--ipc",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &setup,
+            "spx-hostlab",
+        ])
+        .arg(lab)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(lab.join("qemu.log")).unwrap());
+        // SAFETY: as in `boot`: the lab dies with the thread that made it.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let started = Instant::now();
+        let child = Arc::new(Mutex::new(cmd.spawn().expect("spawn unshare")));
+        let (cancel, cancelled) = mpsc::channel::<()>();
+        let watched = Arc::clone(&child);
+        std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(hard_limit) {
+                let _ = watched.lock().unwrap().kill();
+            }
+        });
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut vm = Vm {
+            child,
+            cancel: Some(cancel),
+            dir,
+            next: std::cell::Cell::new(1),
+            started,
+            boot_seconds: 0.0,
+            kernel_release: release.trim().to_owned(),
+            accel: "host",
+        };
+        vm.wait_ready(Duration::from_secs(30));
+        vm.boot_seconds = started.elapsed().as_secs_f64();
+        note(&format!(
+            "hostlab: namespaces of {} ready in {:.2}s",
+            vm.kernel_release, vm.boot_seconds
+        ));
         vm
     }
 

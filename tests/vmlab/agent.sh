@@ -1,6 +1,7 @@
 #!/bin/sh
 # Stage 2 of the kernel lab guest: PID 1 after switch_root, running the
-# host's dash on the overlay root (tests/vmlab/init). It loads the modules
+# host's dash on the overlay root (tests/vmlab/init); or PID 1 of a host
+# lab's namespaces (HOSTLAB=1: tests/support/vm.rs, Vm::on_host). It loads the modules
 # the test asked for from the cached kernel package, says it is ready, then
 # runs each command the host drops into /run/lab/req/N.sh in turn, writing
 # N.out, N.err and finally N.rc (renamed into place, so the host never
@@ -11,11 +12,14 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp LC_ALL=C.UTF-8
 cd /
 
-mount -t devpts devpts /dev/pts 2>/dev/null || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
+if [ -z "${HOSTLAB:-}" ]; then
+    mount -t devpts devpts /dev/pts 2>/dev/null || { mkdir -p /dev/pts && mount -t devpts devpts /dev/pts; }
+    # The kernel's own module requests (crypto templates, netlink families,
+    # qdiscs) go to the package's modules too. Not in a host lab
+    # (tests/support/vm.rs, Vm::on_host): the path is the host kernel's own.
+    echo "$lab/modprobe" >/proc/sys/kernel/modprobe
+fi
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
-# The kernel's own module requests (crypto templates, netlink families,
-# qdiscs) go to the package's modules too.
-echo "$lab/modprobe" >/proc/sys/kernel/modprobe
 ip link set lo up
 hostname spx-vmlab
 
