@@ -462,6 +462,11 @@ struct Step {
     hop: Hop,
     /// The hop counts in outer bytes (after geneve).
     outer: bool,
+    /// A probe of this hop's very size went unanswered (by the probe's own
+    /// standard: silent at two moments, or refused) though its limit is
+    /// known only as "at least": the packet is dropped here, its exact
+    /// limit unknown.
+    refused: bool,
 }
 
 fn hop(
@@ -538,6 +543,7 @@ fn direction(f: &PathFacts, a: &End, b: &End) -> Direction {
         steps.push(Step {
             hop: hop(HopKind::Router, &node_a, name, Some(n), limit),
             outer: false,
+            refused: false,
         });
     }
     let mut esp: Option<EspFormat> = None;
@@ -566,7 +572,7 @@ fn direction(f: &PathFacts, a: &End, b: &End) -> Direction {
             unread_before = true;
         } else if let (Some(bytes), Some(limit)) = (h.bytes, h.limit.bytes()) {
             let exact = matches!(h.limit, Limit::Mtu { .. });
-            if exact && bytes > limit {
+            if (exact || step.refused) && bytes > limit {
                 if h.kind == HopKind::LocalUnderlay && fragments(a) {
                     h.fate = Fate::Fragmented;
                 } else {
@@ -646,6 +652,7 @@ fn sender_guest(steps: &mut Vec<Step>, a: &End, g: &GuestPort, node: &str, n: u3
             offered_limit,
         ),
         outer: false,
+        refused: false,
     });
     let qemu = a
         .facts
@@ -673,6 +680,7 @@ fn sender_guest(steps: &mut Vec<Step>, a: &End, g: &GuestPort, node: &str, n: u3
     steps.push(Step {
         hop: hop(HopKind::HostMtu, node, qemu, Some(n), host_mtu),
         outer: false,
+        refused: false,
     });
     steps.push(Step {
         hop: hop(
@@ -683,6 +691,7 @@ fn sender_guest(steps: &mut Vec<Step>, a: &End, g: &GuestPort, node: &str, n: u3
             no_limit(NoLimit::TapIngress),
         ),
         outer: false,
+        refused: false,
     });
     steps.push(Step {
         hop: hop(
@@ -693,6 +702,7 @@ fn sender_guest(steps: &mut Vec<Step>, a: &End, g: &GuestPort, node: &str, n: u3
             no_limit(NoLimit::OutputPortsOnly),
         ),
         outer: false,
+        refused: false,
     });
 }
 
@@ -776,6 +786,7 @@ fn underlay(
                 no_limit(NoLimit::Encapsulation),
             ),
             outer: true,
+            refused: false,
         });
         let (name, limit) = match &esp {
             Ok(Some(_)) => ("ESP".to_owned(), no_limit(NoLimit::Encapsulation)),
@@ -785,6 +796,7 @@ fn underlay(
         steps.push(Step {
             hop: hop(HopKind::Esp, node_a, name, outer, limit),
             outer: true,
+            refused: false,
         });
     }
     // The node's own underlay device and its ports.
@@ -805,6 +817,7 @@ fn underlay(
             local_limit.clone(),
         ),
         outer: true,
+        refused: false,
     });
     // The path between the endpoints: the probe.
     let peer_device = facts_of(b)
@@ -816,6 +829,17 @@ fn underlay(
         Some((Ok(p), Some(probed))) => probe_limit(p, probed),
         Some((Err(e), _)) => unread(e.clone()),
         Some((Ok(_), None)) | None => unread("no probe was made"),
+    };
+    // The probe's own size went unanswered, with only a lower bound on the
+    // limit (the sizes between the largest answer and the smallest refusal
+    // never concluded): the packet does not cross, whatever the exact limit.
+    let refused = match toward.map(|t| (&t.probe, t.outer)) {
+        Some((Ok(p), Some(probed))) => {
+            matches!(path_limit, Limit::AtLeast { .. })
+                && !p.target_answered()
+                && p.smallest_refused.is_some_and(|r| r <= probed)
+        }
+        _ => false,
     };
     let mut path = hop(HopKind::UnderlayPath, node_a, ends, outer, path_limit);
     if let Some((name, Limit::Mtu { bytes, .. })) = &peer_device {
@@ -830,6 +854,7 @@ fn underlay(
     steps.push(Step {
         hop: path,
         outer: true,
+        refused,
     });
     // The peer's own device: the probe crossed it; judged here only when
     // there was no probe.
@@ -852,6 +877,7 @@ fn underlay(
     steps.push(Step {
         hop: hop(HopKind::PeerUnderlay, node_b, peer_name, outer, peer_limit),
         outer: true,
+        refused: false,
     });
     esp.ok().flatten()
 }
@@ -919,6 +945,16 @@ fn probe_limit(p: &PathProbe, probed: u32) -> Limit {
             bytes: m,
             source: LimitSource::Probe,
         },
+        // Neither the probe's size nor any size below it was refused: the
+        // probe concluded nothing about this packet, and says so.
+        None if p.smallest_refused.is_none_or(|r| r > probed) => unread(format!(
+            "the DF probe of {probed} bytes to {} concluded nothing: {} answered, nothing larger did, and nothing was refused",
+            p.addr,
+            p.largest_answered.unwrap_or(0)
+        )),
+        // A size up to the probe's was refused, the sizes between it and
+        // the largest answer never concluded: the packet is dropped
+        // (`Step::refused`), its limit known only from below.
         None => Limit::AtLeast {
             bytes: p.largest_answered.unwrap_or(0),
             source: LimitSource::Probe,
@@ -954,6 +990,7 @@ fn receiver_guest(
     steps.push(Step {
         hop: hop(HopKind::PeerTap, node, tap, Some(n), limit),
         outer: false,
+        refused: false,
     });
     let who = g.eni.clone().unwrap_or_else(|| g.lsp.clone());
     steps.push(Step {
@@ -965,6 +1002,7 @@ fn receiver_guest(
             no_limit(NoLimit::ReceiverNic),
         ),
         outer: false,
+        refused: false,
     });
 }
 
