@@ -526,6 +526,49 @@ fn unresolved(lab: &OvnLab) {
     lab.set_config(false, 9000, NB, SB);
 }
 
+/// 9. Over Spinifex's bus: nats-server on spx1 and an agent on every node
+///    (the config naming the bus, so `path` asks over it by default): B's
+///    side, probe and all, comes from spx2's agent and holds to the truth.
+fn over_the_bus(lab: &OvnLab) {
+    lab.start_bus();
+    let truth = both_ways(lab, &A, &B, (8942, 8942));
+    let t = Instant::now();
+    let out = lab.doctor(
+        "spx1",
+        &[
+            "path",
+            A.instance,
+            B.instance,
+            "--format",
+            "json",
+            "--timeout",
+            "120s",
+            "--probe-timeout",
+            "3s",
+        ],
+    );
+    let doc: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", out.stdout, out.stderr));
+    crate::support::assert_valid_path(&doc);
+    note(&format!(
+        "spx-doctor path over the bus: {} exit {} in {:.2}s (its own {} ms)",
+        doc["code"],
+        out.code,
+        t.elapsed().as_secs_f64(),
+        doc["duration_ms"]
+    ));
+    assert_eq!(doc["code"], "path/ok", "{doc:#}");
+    assert_eq!(out.code, 0);
+    let vias: Vec<&str> = doc["ends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["via"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(vias, ["in-process", "nats"], "{doc:#}");
+    both_hold(lab, &doc, &A, &B, &truth);
+}
+
 /// A case of the lab test: its name, the case, and what puts the lab back
 /// after it, passed or not.
 type Case = (&'static str, fn(&OvnLab), fn(&OvnLab));
@@ -586,6 +629,7 @@ fn path_on_ovs_userspace_datapath_holds_to_the_labs_truth() {
             ("guest-mtu-above-path", guest_mtu_above_path, nothing),
             ("one-node", one_node, nothing),
             ("unresolved", unresolved, nothing),
+            ("over-the-bus", over_the_bus, |lab| lab.stop_bus()),
         ],
     );
 }

@@ -82,6 +82,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::nats::{nats_tables, pki, TOKEN};
 use super::sshd::SshFiles;
 use super::vm::{self, quote, GuestOutput, Vm, VmOptions, GUEST_FILES};
 
@@ -457,6 +458,11 @@ pub struct OvnLab {
     /// (ms): [`OvnLab::set_probe_wait`].
     wait_ms: Cell<u64>,
     fabric: RefCell<Fabric>,
+    /// Every node's config as last set: IPsec, the underlay MTU, NB, SB.
+    config: RefCell<(bool, u32, String, String)>,
+    /// Whether the bus is up ([`OvnLab::start_bus`]): then every node's
+    /// config names it, and `path` asks the other nodes over it.
+    bus: Cell<bool>,
     /// Each security group's tenant rules, as they are in NB.
     rules: RefCell<Vec<(SecurityGroup, Vec<Rule>)>>,
     /// (phase, seconds) of the bring-up and every later step.
@@ -524,6 +530,8 @@ impl OvnLab {
             fabric: RefCell::new(Fabric {
                 port_mtu: [9000; 3],
             }),
+            config: RefCell::new((false, 9000, NB.to_owned(), SB.to_owned())),
+            bus: Cell::new(false),
             rules: RefCell::new(vec![(SG_VPC, vpc_rules()), (SG_A, vpc_rules())]),
             timings: RefCell::new(Vec::new()),
         }
@@ -660,12 +668,20 @@ impl OvnLab {
     /// Every node's `/etc/spinifex/spinifex.toml`: IPsec and the underlay
     /// MTU as given, NB and SB as `nb`/`sb`.
     pub fn set_config(&self, ipsec: bool, underlay_mtu: u32, nb: &str, sb: &str) {
+        *self.config.borrow_mut() = (ipsec, underlay_mtu, nb.to_owned(), sb.to_owned());
         let mut script = String::new();
         for node in NODES {
-            let f = self.vm.file(
-                &format!("spinifex-{}.toml", node.name),
-                &node_config(node.name, ipsec, underlay_mtu, nb, sb),
-            );
+            let mut text = node_config(node.name, ipsec, underlay_mtu, nb, sb);
+            if self.bus.get() {
+                let names: Vec<String> = NODES.iter().map(|n| n.name.to_owned()).collect();
+                text += &nats_tables(
+                    &names,
+                    &format!("{}:4222", NODES[0].wan()),
+                    &format!("{GUEST_FILES}/nats/ca.pem"),
+                    TOKEN,
+                );
+            }
+            let f = self.vm.file(&format!("spinifex-{}.toml", node.name), &text);
             let _ = writeln!(
                 script,
                 "cp {f} /etc/netns/{}/spinifex/spinifex.toml",
@@ -673,6 +689,93 @@ impl OvnLab {
             );
         }
         self.vm.ok(&script);
+    }
+
+    /// Spinifex's bus: nats-server on spx1's wan address (TLS, token, as
+    /// Spinifex's nats.conf), every node's config naming it, and `spx-doctor
+    /// agent` on every node, connected. From here `path` asks the other
+    /// nodes over NATS (its default where the config names the bus), not
+    /// ssh. [`OvnLab::stop_bus`] undoes it.
+    pub fn start_bus(&self) {
+        let t = Instant::now();
+        let dir = self.vm.files_dir().join("nats");
+        std::fs::create_dir_all(&dir).unwrap();
+        let wan = NODES[0].wan();
+        pki(&dir, &wan);
+        let d = format!("{GUEST_FILES}/nats");
+        std::fs::write(
+            dir.join("nats.conf"),
+            format!(
+                "listen: {wan}:4222\n\
+                 tls {{\n  cert_file: \"{d}/server.pem\"\n  key_file:  \"{d}/server.key\"\n  ca_file:   \"{d}/ca.pem\"\n}}\n\
+                 server_name: spinifex-nats-lab\n\
+                 authorization {{\n  token: \"{TOKEN}\"\n}}\n\
+                 jetstream {{\n  store_dir: \"/var/run/nats-js/\"\n  max_memory_store: 64MB\n  max_file_store: 256MB\n}}\n\
+                 max_payload: 1MB\nmax_pending: 64MB\n"
+            ),
+        )
+        .unwrap();
+        self.on(
+            "spx1",
+            &format!("nats-server -c {d}/nats.conf >/tmp/nats-server.log 2>&1 & echo $! >/var/run/nats-server.pid"),
+        );
+        assert!(
+            self.vm.wait_until(
+                "grep -q 'Server is ready' /tmp/nats-server.log",
+                Duration::from_secs(30)
+            ),
+            "nats-server did not start: {}",
+            self.vm.sh("cat /tmp/nats-server.log").stdout
+        );
+        self.bus.set(true);
+        let (ipsec, mtu, nb, sb) = self.config.borrow().clone();
+        self.set_config(ipsec, mtu, &nb, &sb);
+        for node in NODES {
+            self.on(
+                node.name,
+                &format!(
+                    "env -i PATH={GUEST_BIN}:/usr/sbin:/usr/bin:/sbin:/bin HOME=/nonexistent-spx-test-home spx-doctor agent --config /etc/spinifex/spinifex.toml --interval 0 >/tmp/agent-{n}.log 2>&1 & echo $! >/var/run/spx-agent.pid",
+                    n = node.name
+                ),
+            );
+        }
+        for node in NODES {
+            assert!(
+                self.vm.wait_until(
+                    &format!(
+                        "grep -q 'connected to NATS at' /tmp/agent-{}.log",
+                        node.name
+                    ),
+                    Duration::from_secs(30)
+                ),
+                "{}'s agent did not connect: {}",
+                node.name,
+                self.vm
+                    .sh(&format!("cat /tmp/agent-{}.log", node.name))
+                    .stdout
+            );
+        }
+        self.timed("the bus and 3 agents", t);
+    }
+
+    /// The bus and the agents stopped, and the configs without it.
+    pub fn stop_bus(&self) {
+        if !self.bus.get() {
+            return;
+        }
+        for node in NODES {
+            self.on(
+                node.name,
+                "kill $(cat /var/run/spx-agent.pid) 2>/dev/null; rm -f /var/run/spx-agent.pid",
+            );
+        }
+        self.on(
+            "spx1",
+            "kill $(cat /var/run/nats-server.pid) 2>/dev/null; rm -f /var/run/nats-server.pid",
+        );
+        self.bus.set(false);
+        let (ipsec, mtu, nb, sb) = self.config.borrow().clone();
+        self.set_config(ipsec, mtu, &nb, &sb);
     }
 
     /// ovn-central on spx1, then every node's OVS and ovn-controller.
@@ -1173,8 +1276,9 @@ fn fabric_script(userspace: bool) -> String {
         wsw.push(format!("link set w{n} master br0 up"));
         let _ = writeln!(
             s,
-            "mkdir -p /etc/netns/{name}/spinifex /run/spx-nodes/{name}/spinifex\ncp {GUEST_FILES}/spinifex-{name}.toml /etc/netns/{name}/spinifex/spinifex.toml\ncp {GUEST_FILES}/passwd /etc/netns/{name}/passwd",
-            name = node.name
+            "mkdir -p /etc/netns/{name}/spinifex /run/spx-nodes/{name}/spinifex\ncp {GUEST_FILES}/spinifex-{name}.toml /etc/netns/{name}/spinifex/spinifex.toml\ncp {GUEST_FILES}/passwd /etc/netns/{name}/passwd\necho {id} >/etc/netns/{name}/machine-id",
+            name = node.name,
+            id = super::nats::machine_id(node.name)
         );
     }
     let _ = writeln!(s, "ip -n sw -b - <<'EOF'\n{}\nEOF", sw.join("\n"));
