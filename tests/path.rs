@@ -215,7 +215,7 @@ fn what_does_not_resolve_exits_2_naming_the_lookup() {
         (&cfg, A.0, UNBOUND.0, format!("Port_Binding port-{} in SB at {} has no chassis", UNBOUND.0, ovn.sb.unix())),
         (&cfg, B.0, A.0, format!("no Port_Binding for logical port port-{} in SB at {}", B.0, ovn.sb.unix())),
         (&cfg, "i-0000000000000dead", A.0, "no node runs instance i-0000000000000dead".to_owned()),
-        (&cfg, "10.9.9.9", A.0, format!("no Logical_Switch_Port with address 10.9.9.9 in NB at {}", ovn.nb.unix())),
+        (&cfg, "198.19.9.9", A.0, format!("no Logical_Switch_Port with address 198.19.9.9 in NB at {}", ovn.nb.unix())),
         (&cfg_dead, A.0, B.0, format!("NB at {dead} could not be read")),
     ] {
         let (code, doc) = json(&mut path(cfg, &[from, to, "--via", "ssh"]));

@@ -654,11 +654,11 @@ fn the_plugin_is_given_the_context_and_nothing_else() {
     let node = support::Netns::new();
     let peer = support::Netns::new();
     node.veth("sl0", &peer, "sl1");
-    node.ip(&["addr", "add", "10.77.0.1/24", "dev", "sl0"]);
-    peer.ip(&["addr", "add", "10.77.0.2/24", "dev", "sl1"]);
+    node.ip(&["addr", "add", "198.18.77.1/24", "dev", "sl0"]);
+    peer.ip(&["addr", "add", "198.18.77.2/24", "dev", "sl1"]);
     let lab = SiteLab::with_config(
         "node = \"site-lab\"\n[network]\nipsec_enabled = true\nunderlay_mtu = 1500\n\
-         [nodes.site-lab]\nhost = \"10.77.0.1\"\n[nodes.other]\nhost = \"10.77.0.2\"\n",
+         [nodes.site-lab]\nhost = \"198.18.77.1\"\n[nodes.other]\nhost = \"198.18.77.2\"\n",
     );
     let out = lab.root().join("seen");
     let seen = lab.script(
@@ -702,7 +702,7 @@ fn the_plugin_is_given_the_context_and_nothing_else() {
     assert_eq!(context["profile"], "enable-jumbo");
     assert_eq!(
         context["peers"],
-        serde_json::json!([{"address": "10.77.0.2", "name": "other", "source": "config"}])
+        serde_json::json!([{"address": "198.18.77.2", "name": "other", "source": "config"}])
     );
     assert_eq!(context["timeout_ms"], 5000);
     let now_ms = std::time::SystemTime::now()
