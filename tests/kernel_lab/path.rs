@@ -580,16 +580,10 @@ type Case = (&'static str, fn(&OvnLab), fn(&OvnLab));
 
 #[root_test]
 fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
-    let test = "path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways";
-    let started = Instant::now();
-    let Some(lab) = OvnLab::boot(test) else {
-        return;
-    };
-    note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
     let nothing: fn(&OvnLab) = |_| {};
-    run_cases(
-        &lab,
-        started,
+    lab_test(
+        "path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways",
+        OvnLab::boot,
         &[
             ("healthy", healthy, nothing),
             ("black-hole", black_hole, port_back),
@@ -625,16 +619,10 @@ fn path_on_a_real_ovn_names_the_hop_the_size_and_the_fix_both_ways() {
 /// kernel lab's black-hole case runs in CI.
 #[root_test]
 fn path_on_ovs_userspace_datapath_holds_to_the_labs_truth() {
-    let test = "path_on_ovs_userspace_datapath_holds_to_the_labs_truth";
-    let started = Instant::now();
-    let Some(lab) = OvnLab::boot_userspace(test) else {
-        return;
-    };
-    note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
     let nothing: fn(&OvnLab) = |_| {};
-    run_cases(
-        &lab,
-        started,
+    lab_test(
+        "path_on_ovs_userspace_datapath_holds_to_the_labs_truth",
+        OvnLab::boot_userspace,
         &[
             ("healthy", healthy, nothing),
             ("guest-mtu-above-path", guest_mtu_above_path, nothing),
@@ -645,11 +633,18 @@ fn path_on_ovs_userspace_datapath_holds_to_the_labs_truth() {
     );
 }
 
-/// Run `cases` on the one `lab`, each followed by what puts the lab back
-/// (passed or not), and fail naming every case that failed.
-/// `SPX_PATH_LAB_CASES=routed-related,ipsec` runs only those, in that order
-/// (while working on one, or to try another order).
-fn run_cases(lab: &OvnLab, started: Instant, cases: &[Case]) {
+/// Bring a lab up with `boot` (or skip, as it says) and run `cases` on it,
+/// each followed by what puts the lab back (passed or not); fail naming
+/// every case that failed. `SPX_PATH_LAB_CASES=routed-related,ipsec` runs
+/// only those, in that order (while working on one, or to try another
+/// order).
+fn lab_test(test: &str, boot: fn(&str) -> Option<OvnLab>, cases: &[Case]) {
+    let started = Instant::now();
+    let Some(lab) = boot(test) else {
+        return;
+    };
+    note(&format!("up in {:.1}s", started.elapsed().as_secs_f64()));
+    let lab = &lab;
     let only = std::env::var("SPX_PATH_LAB_CASES").ok();
     let order: Vec<&Case> = match only.as_deref() {
         None => cases.iter().collect(),

@@ -603,6 +603,18 @@ pub struct GuestOutput {
     pub stderr: String,
 }
 
+/// A per-boot directory: the command queue (`req`, `out`) and the agent.
+fn lab_dir(prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("tempdir");
+    fs::create_dir(dir.path().join("req")).unwrap();
+    fs::create_dir(dir.path().join("out")).unwrap();
+    fs::write(dir.path().join("agent.sh"), AGENT).unwrap();
+    dir
+}
+
 /// The directories a host lab ([`Vm::on_host`]) sees through an overlay of
 /// its own.
 const HOST_OVERLAID: [&str; 5] = ["etc", "var", "opt", "tmp", "root"];
@@ -629,14 +641,8 @@ pub fn quote(s: &str) -> String {
 
 impl Vm {
     pub fn boot(image: &Image, opts: VmOptions) -> Vm {
-        let dir = tempfile::Builder::new()
-            .prefix("spx-vmlab-")
-            .tempdir()
-            .expect("tempdir");
+        let dir = lab_dir("spx-vmlab-");
         let lab = dir.path();
-        fs::create_dir(lab.join("req")).unwrap();
-        fs::create_dir(lab.join("out")).unwrap();
-        fs::write(lab.join("agent.sh"), AGENT).unwrap();
         let modprobe = lab.join("modprobe");
         fs::write(
             &modprobe,
@@ -680,37 +686,8 @@ impl Vm {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(lab.join("qemu.log")).unwrap());
-        // SAFETY: prctl is async-signal-safe; it only asks the kernel to
-        // kill QEMU when the thread that spawned it dies.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         let started = Instant::now();
-        let child = Arc::new(Mutex::new(cmd.spawn().expect("spawn qemu-system-x86_64")));
-        let (cancel, cancelled) = mpsc::channel::<()>();
-        let watched = Arc::clone(&child);
-        let limit = opts.hard_limit;
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
-                // Child::kill signals only a child not yet reaped.
-                let _ = watched.lock().unwrap().kill();
-            }
-        });
-        let mut vm = Vm {
-            child,
-            cancel: Some(cancel),
-            dir,
-            next: std::cell::Cell::new(1),
-            started,
-            boot_seconds: 0.0,
-            kernel_release: image.kernel_release.clone(),
-            accel: "tcg",
-        };
+        let mut vm = Vm::start(cmd, dir, opts.hard_limit, &image.kernel_release, "tcg");
         vm.wait_ready(Duration::from_secs(120));
         vm.boot_seconds = started.elapsed().as_secs_f64();
         vm.accel = match accel {
@@ -754,14 +731,8 @@ impl Vm {
     /// what the host's kernel can do is there: no modules are loaded, and
     /// the kernel's modprobe path is left alone (it is not namespaced).
     pub fn on_host(hard_limit: Duration) -> Vm {
-        let dir = tempfile::Builder::new()
-            .prefix("spx-hostlab-")
-            .tempdir()
-            .expect("tempdir");
+        let dir = lab_dir("spx-hostlab-");
         let lab = dir.path();
-        fs::create_dir(lab.join("req")).unwrap();
-        fs::create_dir(lab.join("out")).unwrap();
-        fs::write(lab.join("agent.sh"), AGENT).unwrap();
         fs::write(lab.join("boot.env"), "MODULES=\nHOSTLAB=1\n").unwrap();
         let mut setup = String::from(
             "set -e\nlab=$1\nmount -t tmpfs -o mode=0755 spx-hostlab /run\nmkdir /run/lab /run/.overlay\nmount --bind \"$lab\" /run/lab\nmount -t sysfs sysfs /sys\n",
@@ -796,7 +767,30 @@ impl Vm {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(File::create(lab.join("qemu.log")).unwrap());
-        // SAFETY: as in `boot`: the lab dies with the thread that made it.
+        let started = Instant::now();
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut vm = Vm::start(cmd, dir, hard_limit, release.trim(), "host");
+        vm.wait_ready(Duration::from_secs(30));
+        vm.boot_seconds = started.elapsed().as_secs_f64();
+        note(&format!(
+            "hostlab: namespaces of {} ready in {:.2}s",
+            vm.kernel_release, vm.boot_seconds
+        ));
+        vm
+    }
+
+    /// Spawn the lab's process (QEMU, or `unshare` for a host lab) in
+    /// `dir`: killed by the kernel if the thread that spawned it dies
+    /// (`PR_SET_PDEATHSIG`), and by a watchdog after `hard_limit`.
+    fn start(
+        mut cmd: Command,
+        dir: tempfile::TempDir,
+        hard_limit: Duration,
+        kernel_release: &str,
+        accel: &'static str,
+    ) -> Vm {
+        // SAFETY: prctl is async-signal-safe; it only asks the kernel to
+        // kill the child when the thread that spawned it dies.
         unsafe {
             cmd.pre_exec(|| {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -806,32 +800,28 @@ impl Vm {
             });
         }
         let started = Instant::now();
-        let child = Arc::new(Mutex::new(cmd.spawn().expect("spawn unshare")));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", cmd.get_program()));
+        let child = Arc::new(Mutex::new(child));
         let (cancel, cancelled) = mpsc::channel::<()>();
         let watched = Arc::clone(&child);
         std::thread::spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(hard_limit) {
+                // Child::kill signals only a child not yet reaped.
                 let _ = watched.lock().unwrap().kill();
             }
         });
-        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let mut vm = Vm {
+        Vm {
             child,
             cancel: Some(cancel),
             dir,
             next: std::cell::Cell::new(1),
             started,
             boot_seconds: 0.0,
-            kernel_release: release.trim().to_owned(),
-            accel: "host",
-        };
-        vm.wait_ready(Duration::from_secs(30));
-        vm.boot_seconds = started.elapsed().as_secs_f64();
-        note(&format!(
-            "hostlab: namespaces of {} ready in {:.2}s",
-            vm.kernel_release, vm.boot_seconds
-        ));
-        vm
+            kernel_release: kernel_release.to_owned(),
+            accel,
+        }
     }
 
     fn wait_ready(&self, bound: Duration) {
